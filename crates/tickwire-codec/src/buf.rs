@@ -1,0 +1,331 @@
+//! Caller-owned byte buffers for the sans-IO codecs.
+//!
+//! This module owns [`ReadBuf`], the flat slab a socket reads straight into, and [`WriteBuf`],
+//! an output buffer with headroom so a frame header can be prepended in front of a payload that
+//! was written first. It does not do I/O: transports hand [`ReadBuf::spare`] to `Read::read` and
+//! [`WriteBuf::as_slice`] to `Write::write`.
+//!
+//! Neither buffer ever exposes uninitialised memory: every byte of the backing `Vec` is
+//! initialised (zeroed) when the buffer grows, so `spare()` is safe to give to any `Read`.
+
+/// A flat receive buffer: `[consumed | data | spare]`.
+///
+/// Bytes are appended at the end (through [`spare`](Self::spare) + [`filled`](Self::filled), or
+/// [`extend_from_slice`](Self::extend_from_slice)) and released from the front with
+/// [`consume`](Self::consume). Consumed space is reclaimed by [`compact`](Self::compact), which
+/// `spare` calls itself when the spare tail is smaller than a quarter of the capacity, so a
+/// steady stream of small frames never moves bytes more than once per buffer-full.
+#[derive(Debug, Clone)]
+pub struct ReadBuf {
+    storage: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl ReadBuf {
+    /// A buffer with `capacity` bytes of initialised storage.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self { storage: vec![0; capacity.max(16)], start: 0, end: 0 }
+    }
+
+    /// The received bytes not yet consumed.
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        &self.storage[self.start..self.end]
+    }
+
+    /// The received bytes not yet consumed, mutably (used to unmask payloads in place).
+    #[inline]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        &mut self.storage[self.start..self.end]
+    }
+
+    /// Number of unconsumed bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// True when no unconsumed bytes are held.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    /// Total storage, consumed, unconsumed and spare.
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.storage.len()
+    }
+
+    /// Writable, initialised space after the data, for `Read::read` to fill.
+    ///
+    /// Compacts first when the tail is short. Returns an empty slice only when the unconsumed
+    /// data fills the whole capacity: the caller must then consume or [`reserve`](Self::reserve).
+    #[inline]
+    pub fn spare(&mut self) -> &mut [u8] {
+        if self.storage.len() - self.end < self.storage.len() / 4 {
+            self.compact();
+        }
+        &mut self.storage[self.end..]
+    }
+
+    /// Marks `n` bytes of the slice last returned by [`spare`](Self::spare) as received.
+    ///
+    /// # Panics
+    /// If `n` is larger than the spare space: that is a transport bug, not peer input.
+    #[inline]
+    pub fn filled(&mut self, n: usize) {
+        assert!(n <= self.storage.len() - self.end, "ReadBuf::filled past the spare space");
+        self.end += n;
+    }
+
+    /// Copies `bytes` in, growing the storage if needed.
+    pub fn extend_from_slice(&mut self, bytes: &[u8]) {
+        self.reserve(bytes.len());
+        self.storage[self.end..self.end + bytes.len()].copy_from_slice(bytes);
+        self.end += bytes.len();
+    }
+
+    /// Releases `n` bytes from the front.
+    ///
+    /// # Panics
+    /// If `n` exceeds [`len`](Self::len).
+    #[inline]
+    pub fn consume(&mut self, n: usize) {
+        assert!(n <= self.len(), "ReadBuf::consume past the data");
+        self.start += n;
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+
+    /// Moves the unconsumed bytes to the front of the storage.
+    pub fn compact(&mut self) {
+        if self.start > 0 {
+            self.storage.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+    }
+
+    /// Ensures at least `additional` bytes of spare space, compacting and then growing
+    /// (zero-filled) as needed. Callers bound `additional` by their configured limits.
+    pub fn reserve(&mut self, additional: usize) {
+        if self.storage.len() - self.end >= additional {
+            return;
+        }
+        self.compact();
+        let needed = self.end + additional;
+        if needed > self.storage.len() {
+            let target = needed.max(self.storage.len().saturating_mul(2));
+            self.storage.resize(target, 0);
+        }
+    }
+
+    /// Drops all data.
+    pub fn clear(&mut self) {
+        self.start = 0;
+        self.end = 0;
+    }
+}
+
+/// An output buffer with headroom: `[headroom | data | spare]`.
+///
+/// A frame writer appends the payload first (or copies it), then prepends the header into the
+/// headroom with [`insert_before_tail`](Self::insert_before_tail), so the whole frame is one contiguous slice.
+/// Multiple frames may be queued back to back; [`as_slice`](Self::as_slice) is what goes to
+/// the socket and [`consume`](Self::consume) releases what was written.
+#[derive(Debug, Clone)]
+pub struct WriteBuf {
+    storage: Vec<u8>,
+    start: usize,
+    end: usize,
+    headroom: usize,
+}
+
+impl WriteBuf {
+    /// A buffer with `capacity` bytes after `headroom` bytes reserved for prepended headers.
+    pub fn new(capacity: usize, headroom: usize) -> Self {
+        Self { storage: vec![0; headroom + capacity], start: headroom, end: headroom, headroom }
+    }
+
+    /// Bytes queued for the socket.
+    #[inline]
+    pub fn as_slice(&self) -> &[u8] {
+        &self.storage[self.start..self.end]
+    }
+
+    /// Number of queued bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// True when nothing is queued.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    /// Releases `n` written bytes from the front; resets to the headroom mark when empty.
+    ///
+    /// # Panics
+    /// If `n` exceeds [`len`](Self::len).
+    #[inline]
+    pub fn consume(&mut self, n: usize) {
+        assert!(n <= self.len(), "WriteBuf::consume past the data");
+        self.start += n;
+        if self.start == self.end {
+            self.start = self.headroom;
+            self.end = self.headroom;
+        }
+    }
+
+    /// Appends `bytes` after the queued data.
+    #[inline]
+    pub fn extend_from_slice(&mut self, bytes: &[u8]) {
+        let at = self.reserve_tail(bytes.len());
+        self.storage[at..at + bytes.len()].copy_from_slice(bytes);
+        self.end += bytes.len();
+    }
+
+    /// Appends `len` bytes and returns them for the caller to fill (they hold stale bytes).
+    #[inline]
+    pub fn append_slot(&mut self, len: usize) -> &mut [u8] {
+        let at = self.reserve_tail(len);
+        self.end += len;
+        &mut self.storage[at..at + len]
+    }
+
+    /// Writes `header` immediately in front of the last `tail_len` queued bytes.
+    ///
+    /// When those bytes are everything queued (the payload was written into an empty buffer),
+    /// the header lands in the headroom and nothing moves. Otherwise the tail is shifted
+    /// right by `header.len()`, one `memmove`.
+    ///
+    /// # Panics
+    /// If `tail_len` exceeds [`len`](Self::len).
+    #[inline]
+    pub fn insert_before_tail(&mut self, header: &[u8], tail_len: usize) {
+        assert!(tail_len <= self.len(), "WriteBuf::insert_before_tail past the data");
+        if tail_len == self.len() && header.len() <= self.start {
+            self.start -= header.len();
+            self.storage[self.start..self.start + header.len()].copy_from_slice(header);
+            return;
+        }
+        let tail_start = self.end - tail_len;
+        self.append_slot(header.len());
+        self.storage.copy_within(tail_start..tail_start + tail_len, tail_start + header.len());
+        self.storage[tail_start..tail_start + header.len()].copy_from_slice(header);
+    }
+
+    /// Queued bytes, mutably (used to mask a payload in place).
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.storage[self.start..self.end]
+    }
+
+    /// Drops all queued bytes.
+    pub fn clear(&mut self) {
+        self.start = self.headroom;
+        self.end = self.headroom;
+    }
+
+    /// Headroom this buffer restores when it empties.
+    pub fn headroom(&self) -> usize {
+        self.headroom
+    }
+
+    fn reserve_tail(&mut self, len: usize) -> usize {
+        if self.storage.len() - self.end < len {
+            // Move the queued bytes back to the headroom mark before growing.
+            if self.start > self.headroom {
+                self.storage.copy_within(self.start..self.end, self.headroom);
+                self.end -= self.start - self.headroom;
+                self.start = self.headroom;
+            }
+            let needed = self.end + len;
+            if needed > self.storage.len() {
+                let target = needed.max(self.storage.len().saturating_mul(2));
+                self.storage.resize(target, 0);
+            }
+        }
+        self.end
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_buf_fill_consume_compact() {
+        let mut buf = ReadBuf::with_capacity(16);
+        buf.spare()[..10].copy_from_slice(b"0123456789");
+        buf.filled(10);
+        assert_eq!(buf.data(), b"0123456789");
+        buf.consume(8);
+        assert_eq!(buf.data(), b"89");
+        // 6 spare bytes of 16 is under a quarter? no (6 >= 4): no compaction yet.
+        assert_eq!(buf.spare().len(), 6);
+        buf.filled(6);
+        buf.consume(4);
+        // Tail is now empty: spare() compacts and offers the whole rest.
+        assert_eq!(buf.spare().len(), 12);
+        assert_eq!(buf.len(), 4);
+    }
+
+    #[test]
+    fn read_buf_reserve_grows_zeroed() {
+        let mut buf = ReadBuf::with_capacity(16);
+        buf.extend_from_slice(&[7; 16]);
+        assert!(buf.spare().is_empty());
+        buf.reserve(100);
+        assert!(buf.spare().len() >= 100);
+        assert!(buf.spare().iter().all(|&b| b == 0));
+        assert_eq!(buf.data(), &[7; 16]);
+    }
+
+    #[test]
+    fn read_buf_consume_all_resets() {
+        let mut buf = ReadBuf::with_capacity(32);
+        buf.extend_from_slice(b"abc");
+        buf.consume(3);
+        assert!(buf.is_empty());
+        assert_eq!(buf.spare().len(), 32);
+    }
+
+    #[test]
+    fn write_buf_header_goes_into_headroom() {
+        let mut buf = WriteBuf::new(64, 14);
+        buf.extend_from_slice(b"payload");
+        let capacity_before = buf.storage.len();
+        buf.insert_before_tail(&[0x81, 7], 7);
+        assert_eq!(buf.as_slice(), b"\x81\x07payload");
+        assert_eq!(buf.start, 12, "header written into the headroom");
+        assert_eq!(buf.storage.len(), capacity_before);
+        buf.consume(buf.len());
+        assert!(buf.is_empty());
+        assert_eq!(buf.start, 14, "headroom restored when drained");
+    }
+
+    #[test]
+    fn write_buf_header_behind_queued_frames_shifts_tail() {
+        let mut buf = WriteBuf::new(8, 2);
+        buf.extend_from_slice(b"first");
+        buf.extend_from_slice(b"second");
+        buf.insert_before_tail(&[1, 2, 3], 6);
+        assert_eq!(buf.as_slice(), b"first\x01\x02\x03second");
+    }
+
+    #[test]
+    fn write_buf_grows_keeping_data() {
+        let mut buf = WriteBuf::new(4, 4);
+        buf.extend_from_slice(b"abcd");
+        buf.consume(2);
+        buf.extend_from_slice(b"efghijkl");
+        assert_eq!(buf.as_slice(), b"cdefghijkl");
+    }
+}

@@ -1,0 +1,463 @@
+//! Connection-level rules on top of the frame reader and writer, sans-IO.
+//!
+//! Owns the close handshake (either side first, with a close timeout), automatic pongs,
+//! client keepalive pings with a pong deadline, and the idle timeout. Time comes in through
+//! [`Connection::filled`] and [`Connection::handle_timeout`]; the next deadline goes out
+//! through [`Connection::poll_timeout`].
+//!
+//! The read path never writes: replies it owes (a pong, the close reply) are queued in the
+//! [`Sender`] and reported by [`Connection::wants_write`]; the transport writes
+//! [`Connection::output`]. Pongs go ahead of queued data that has not started going out; a
+//! frame already partly written is never split. A close goes after all queued data.
+//!
+//! It does not own the opening handshake or any socket.
+
+use std::time::{Duration, Instant};
+
+use super::{CloseCode, Error, FrameReader, FrameWriter, Limits, MaskSource, Message, OpCode, ReadEvent, Role};
+use crate::buf::WriteBuf;
+
+/// Queued control bytes beyond which further automatic pongs are dropped (RFC 6455 §5.5.3
+/// allows answering only the most recent ping); bounds memory against a ping flood from a
+/// peer that never reads.
+const MAX_QUEUED_CONTROL: usize = 16 << 10;
+
+/// Connection configuration. [`Config::client`] and [`Config::server`] give the documented
+/// defaults; every field may be changed.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Receive limits.
+    pub limits: Limits,
+    /// Answer pings with pongs automatically (default true).
+    pub auto_pong: bool,
+    /// Send a ping when nothing has been received for this long (default: none).
+    pub ping_interval: Option<Duration>,
+    /// How long to wait for a pong after a keepalive ping before failing (default 10 s).
+    pub pong_timeout: Duration,
+    /// Fail when nothing at all has been received for this long (default: none).
+    pub idle_timeout: Option<Duration>,
+    /// How long to wait for the peer's close reply after sending a close (default 5 s).
+    pub close_timeout: Duration,
+    /// Fragment outgoing data messages longer than this (default: never).
+    pub fragment_size: Option<usize>,
+    /// Initial receive buffer size (default 64 KiB client, 16 KiB server).
+    pub read_buffer_size: usize,
+    /// Initial send buffer size (default 64 KiB client, 16 KiB server).
+    pub write_buffer_size: usize,
+}
+
+impl Config {
+    /// Client defaults: [`Limits::client`], 64 KiB buffers.
+    pub fn client() -> Self {
+        Self {
+            limits: Limits::client(),
+            auto_pong: true,
+            ping_interval: None,
+            pong_timeout: Duration::from_secs(10),
+            idle_timeout: None,
+            close_timeout: Duration::from_secs(5),
+            fragment_size: None,
+            read_buffer_size: 64 << 10,
+            write_buffer_size: 64 << 10,
+        }
+    }
+
+    /// Server defaults: [`Limits::server`], 16 KiB buffers.
+    pub fn server() -> Self {
+        Self { limits: Limits::server(), read_buffer_size: 16 << 10, write_buffer_size: 16 << 10, ..Self::client() }
+    }
+}
+
+/// Where the connection is in its life (RFC 6455 §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConnectionState {
+    /// Messages flow both ways.
+    Open,
+    /// We sent a close and wait for the peer's.
+    CloseSent,
+    /// Both closes are exchanged (or queued): flush, then close the transport.
+    Closed,
+    /// A protocol error, limit or timeout ended the connection; a close frame may be queued.
+    Failed,
+}
+
+/// What [`Connection::poll`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event<'a> {
+    /// A message or control frame. Pings were already answered if auto-pong is on; a close
+    /// was already answered.
+    Message(Message<'a>),
+    /// No complete message is buffered: read more.
+    NeedMore,
+    /// The close handshake is complete; no message will follow.
+    Closed,
+}
+
+/// The sending half: encodes into the outgoing buffers. Borrowable while a received message
+/// is held (see [`Connection::poll_with_sender`]).
+#[derive(Debug)]
+pub struct Sender {
+    writer: FrameWriter,
+    out: WriteBuf,
+    control: WriteBuf,
+    /// Part of `out` has been written: a control frame may not jump ahead any more.
+    out_started: bool,
+    /// A close frame is queued in `out` (or was written).
+    close_queued: bool,
+    /// The close frame has left `out`; nothing may follow it.
+    close_written: bool,
+    auto_pong: bool,
+}
+
+/// A WebSocket connection after the opening handshake, sans-IO.
+#[derive(Debug)]
+pub struct Connection {
+    reader: FrameReader,
+    sender: Sender,
+    state: ConnectionState,
+    /// The close code of the error that failed the connection.
+    failure: CloseCode,
+    config: Config,
+    last_received: Instant,
+    last_now: Instant,
+    ping_sent_at: Option<Instant>,
+    close_started_at: Option<Instant>,
+    pings_sent: u64,
+}
+
+impl Connection {
+    /// A connection in the open state, `now` being when the handshake completed.
+    pub fn new(role: Role, config: Config, mask: MaskSource, now: Instant) -> Self {
+        let mut writer = FrameWriter::new(role, mask);
+        writer.set_fragment_size(config.fragment_size);
+        Self {
+            reader: FrameReader::new(role, config.limits, config.read_buffer_size),
+            sender: Sender {
+                writer,
+                out: WriteBuf::new(config.write_buffer_size, super::MAX_HEADER_LEN),
+                control: WriteBuf::new(256, 0),
+                out_started: false,
+                close_queued: false,
+                close_written: false,
+                auto_pong: config.auto_pong,
+            },
+            state: ConnectionState::Open,
+            failure: CloseCode::ABNORMAL,
+            config,
+            last_received: now,
+            last_now: now,
+            ping_sent_at: None,
+            close_started_at: None,
+            pings_sent: 0,
+        }
+    }
+
+    /// The current state.
+    pub fn state(&self) -> ConnectionState {
+        self.state
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The frame reader (to install an extension).
+    pub fn reader_mut(&mut self) -> &mut FrameReader {
+        &mut self.reader
+    }
+
+    /// The sending half.
+    pub fn sender(&mut self) -> &mut Sender {
+        &mut self.sender
+    }
+
+    /// Writable space for the next socket read (see [`FrameReader::spare`]).
+    #[inline]
+    pub fn spare(&mut self) -> &mut [u8] {
+        self.reader.spare()
+    }
+
+    /// Records `n` bytes read into [`spare`](Self::spare) at `now`.
+    #[inline]
+    pub fn filled(&mut self, n: usize, now: Instant) {
+        self.reader.filled(n);
+        if n > 0 {
+            self.last_received = now;
+        }
+        self.last_now = now;
+    }
+
+    /// Copies received bytes in (for transports that do not read into `spare`).
+    pub fn feed(&mut self, bytes: &[u8], now: Instant) {
+        self.reader.feed(bytes);
+        if !bytes.is_empty() {
+            self.last_received = now;
+        }
+        self.last_now = now;
+    }
+
+    /// The next event. Replies owed for it are queued before it is returned.
+    ///
+    /// An error fails the connection: the close frame with its code is queued (unless one was
+    /// already sent), the state becomes [`ConnectionState::Failed`], and later calls return
+    /// [`Error::Failed`].
+    #[inline]
+    pub fn poll(&mut self) -> Result<Event<'_>, Error> {
+        self.poll_with_sender().map(|(event, _)| event)
+    }
+
+    /// Like [`poll`](Self::poll), and also lends the [`Sender`], so a reply can be queued while
+    /// the received message is still borrowed (no copy of the message).
+    pub fn poll_with_sender(&mut self) -> Result<(Event<'_>, &mut Sender), Error> {
+        match self.state {
+            ConnectionState::Open | ConnectionState::CloseSent => {}
+            ConnectionState::Closed => return Ok((Event::Closed, &mut self.sender)),
+            ConnectionState::Failed => return Err(Error::Failed(self.failure)),
+        }
+        let sender = &mut self.sender;
+        match self.reader.poll() {
+            Ok(ReadEvent::NeedMore) => Ok((Event::NeedMore, sender)),
+            Ok(ReadEvent::Message(message)) => {
+                match message {
+                    Message::Ping(payload) => {
+                        if sender.auto_pong && !sender.close_queued && sender.control.len() < MAX_QUEUED_CONTROL {
+                            // Payload ≤ 125 bytes was checked by the reader.
+                            let _ = sender.writer.pong(&mut sender.control, payload);
+                        }
+                    }
+                    Message::Pong(_) => self.ping_sent_at = None,
+                    Message::Close(frame) => {
+                        if !sender.close_queued {
+                            // §5.5.1: echo the status code received.
+                            let _ = sender.writer.close(&mut sender.out, frame.map(|f| f.code), "");
+                            sender.close_queued = true;
+                        }
+                        self.state = ConnectionState::Closed;
+                    }
+                    Message::Text(_) | Message::Binary(_) => {}
+                }
+                Ok((Event::Message(message), sender))
+            }
+            Err(error) => {
+                let code = error.close_code().unwrap_or(CloseCode::PROTOCOL_ERROR);
+                if !sender.close_queued {
+                    let _ = sender.writer.close(&mut sender.out, Some(code), "");
+                    sender.close_queued = true;
+                }
+                self.failure = code;
+                self.state = ConnectionState::Failed;
+                Err(error)
+            }
+        }
+    }
+
+    /// Starts the close handshake: queues a close after any queued data. Further sends fail;
+    /// received messages are still delivered until the peer's close arrives or the close
+    /// timeout expires.
+    pub fn close(&mut self, code: CloseCode, reason: &str, now: Instant) -> Result<(), Error> {
+        self.sender.close(code, reason)?;
+        self.note_close_started(now);
+        Ok(())
+    }
+
+    /// True when there are bytes to write.
+    #[inline]
+    pub fn wants_write(&self) -> bool {
+        !self.output().is_empty()
+    }
+
+    /// The bytes to write next. Call [`advance_output`](Self::advance_output) with how many
+    /// were written, then ask again: queued control frames and data come out in turn.
+    #[inline]
+    pub fn output(&self) -> &[u8] {
+        self.sender.output()
+    }
+
+    /// Records that `n` bytes of the last [`output`](Self::output) were written.
+    #[inline]
+    pub fn advance_output(&mut self, n: usize) {
+        self.sender.advance_output(n);
+    }
+
+    /// True when the transport should be closed: the handshake is over (or failed) and every
+    /// queued byte is written.
+    pub fn should_close_transport(&self) -> bool {
+        matches!(self.state, ConnectionState::Closed | ConnectionState::Failed) && !self.wants_write()
+    }
+
+    /// The next instant at which [`handle_timeout`](Self::handle_timeout) must be called, if
+    /// any timer is armed.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if matches!(self.state, ConnectionState::Closed | ConnectionState::Failed) {
+            return None;
+        }
+        let mut deadline: Option<Instant> = None;
+        let mut consider = |at: Instant| deadline = Some(deadline.map_or(at, |d| d.min(at)));
+        if self.sender.close_queued {
+            // A close queued through the Sender arms its timer at the next call.
+            consider(self.close_started_at.map_or(self.last_now, |t| t + self.config.close_timeout));
+        }
+        if let Some(idle) = self.config.idle_timeout {
+            consider(self.last_received + idle);
+        }
+        if let Some(interval) = self.config.ping_interval {
+            match self.ping_sent_at {
+                Some(sent) => consider(sent + self.config.pong_timeout),
+                None => consider(self.last_received + interval),
+            }
+        }
+        deadline
+    }
+
+    /// Runs the timers due at `now`: sends a keepalive ping, or fails the connection with
+    /// [`Error::PongTimeout`], [`Error::IdleTimeout`] or [`Error::CloseTimeout`].
+    pub fn handle_timeout(&mut self, now: Instant) -> Result<(), Error> {
+        self.last_now = now;
+        if matches!(self.state, ConnectionState::Closed | ConnectionState::Failed) {
+            return Ok(());
+        }
+        if self.sender.close_queued {
+            self.note_close_started(now);
+            if let Some(started) = self.close_started_at {
+                if now >= started + self.config.close_timeout {
+                    self.state = ConnectionState::Closed;
+                    return Err(Error::CloseTimeout);
+                }
+            }
+        }
+        if let Some(idle) = self.config.idle_timeout {
+            if now >= self.last_received + idle {
+                return Err(self.fail_timeout(Error::IdleTimeout));
+            }
+        }
+        if let Some(interval) = self.config.ping_interval {
+            match self.ping_sent_at {
+                Some(sent) if now >= sent + self.config.pong_timeout => {
+                    return Err(self.fail_timeout(Error::PongTimeout));
+                }
+                None if now >= self.last_received + interval && !self.sender.close_queued => {
+                    self.pings_sent += 1;
+                    let payload = self.pings_sent.to_be_bytes();
+                    self.sender.writer.ping(&mut self.sender.control, &payload)?;
+                    self.ping_sent_at = Some(now);
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn note_close_started(&mut self, now: Instant) {
+        if self.close_started_at.is_none() {
+            self.close_started_at = Some(now);
+            if self.state == ConnectionState::Open {
+                self.state = ConnectionState::CloseSent;
+            }
+        }
+    }
+
+    fn fail_timeout(&mut self, error: Error) -> Error {
+        self.failure = CloseCode::GOING_AWAY;
+        if !self.sender.close_queued {
+            let _ = self.sender.writer.close(&mut self.sender.out, Some(CloseCode::GOING_AWAY), "");
+            self.sender.close_queued = true;
+        }
+        self.state = ConnectionState::Failed;
+        error
+    }
+}
+
+impl Sender {
+    /// Queues a text message.
+    #[inline]
+    pub fn text(&mut self, text: &str) -> Result<(), Error> {
+        self.message(OpCode::Text, text.as_bytes())
+    }
+
+    /// Queues a binary message.
+    #[inline]
+    pub fn binary(&mut self, payload: &[u8]) -> Result<(), Error> {
+        self.message(OpCode::Binary, payload)
+    }
+
+    /// Queues a data message (`opcode` Text or Binary; a Text payload must be UTF-8).
+    #[inline]
+    pub fn message(&mut self, opcode: OpCode, payload: &[u8]) -> Result<(), Error> {
+        if self.close_queued {
+            return Err(Error::SendAfterClose);
+        }
+        self.writer.message(&mut self.out, opcode, payload);
+        Ok(())
+    }
+
+    /// Queues a ping (at most 125 bytes), ahead of data not yet started.
+    pub fn ping(&mut self, payload: &[u8]) -> Result<(), Error> {
+        if self.close_queued {
+            return Err(Error::SendAfterClose);
+        }
+        self.writer.ping(&mut self.control, payload)
+    }
+
+    /// Queues a pong (at most 125 bytes), ahead of data not yet started.
+    pub fn pong(&mut self, payload: &[u8]) -> Result<(), Error> {
+        if self.close_queued {
+            return Err(Error::SendAfterClose);
+        }
+        self.writer.pong(&mut self.control, payload)
+    }
+
+    /// Queues a close after any queued data. The close timeout starts at the connection's
+    /// next timer call; prefer [`Connection::close`] when not holding a message.
+    pub fn close(&mut self, code: CloseCode, reason: &str) -> Result<(), Error> {
+        if self.close_queued {
+            return Err(Error::SendAfterClose);
+        }
+        self.writer.close(&mut self.out, Some(code), reason)?;
+        self.close_queued = true;
+        Ok(())
+    }
+
+    /// True once a close frame is queued or sent.
+    pub fn is_closing(&self) -> bool {
+        self.close_queued
+    }
+
+    /// Bytes queued and not yet written.
+    pub fn queued(&self) -> usize {
+        self.out.len() + self.control.len()
+    }
+
+    #[inline]
+    fn output(&self) -> &[u8] {
+        if !self.control.is_empty() && !self.out_started {
+            return self.control.as_slice();
+        }
+        if !self.out.is_empty() {
+            return self.out.as_slice();
+        }
+        if self.close_written { &[] } else { self.control.as_slice() }
+    }
+
+    #[inline]
+    fn advance_output(&mut self, n: usize) {
+        if !self.control.is_empty() && !self.out_started {
+            self.control.consume(n);
+            return;
+        }
+        if !self.out.is_empty() {
+            self.out.consume(n);
+            self.out_started = !self.out.is_empty();
+            if self.out.is_empty() && self.close_queued {
+                // The close went out last; nothing may follow it (§5.5.1).
+                self.close_written = true;
+                self.control.clear();
+            }
+            return;
+        }
+        if !self.close_written {
+            self.control.consume(n);
+        }
+    }
+}

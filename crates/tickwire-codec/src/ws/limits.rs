@@ -1,0 +1,36 @@
+//! Receive limits (DESIGN rule 4): every one configurable, every one checked on partial data.
+
+/// Limits the [`FrameReader`](super::FrameReader) enforces on received data. Exceeding any of
+/// them is an error carrying close code 1009 (§7.4.1), raised as soon as a frame header shows
+/// the excess, before the payload is buffered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest payload of one frame. The read buffer grows to at most this plus 14 bytes.
+    pub max_frame_size: usize,
+    /// Largest message, all fragments together, measured after any extension transform
+    /// (inflated size for permessage-deflate).
+    pub max_message_size: usize,
+    /// Most frames one fragmented message may have.
+    pub max_fragments: usize,
+}
+
+impl Limits {
+    /// Client defaults: exchange snapshots of several MiB fit with room to spare.
+    /// 16 MiB frames, 64 MiB messages, 65 536 fragments.
+    pub const fn client() -> Self {
+        Self { max_frame_size: 16 << 20, max_message_size: 64 << 20, max_fragments: 1 << 16 }
+    }
+
+    /// Server defaults, tighter because clients are untrusted: 1 MiB frames and messages,
+    /// 1 024 fragments.
+    pub const fn server() -> Self {
+        Self { max_frame_size: 1 << 20, max_message_size: 1 << 20, max_fragments: 1 << 10 }
+    }
+}
+
+impl Default for Limits {
+    /// The client defaults.
+    fn default() -> Self {
+        Self::client()
+    }
+}

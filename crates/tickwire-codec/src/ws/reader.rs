@@ -1,0 +1,435 @@
+//! The frame reader: received bytes in, one [`Message`] at a time out.
+//!
+//! Owns the receive buffer, frame parsing and validation, reassembly of fragmented messages,
+//! incremental UTF-8 checking and the receive limits. It does not answer pings or closes (the
+//! [`Connection`](super::Connection) queues those for the writer) and never writes.
+//!
+//! Zero-copy contract: a single-frame message, and every control frame, is returned as a slice
+//! of the receive buffer (unmasked in place in the server role). A fragmented message is copied
+//! once, into a reassembly buffer that is reused. The bytes a message borrows are released on
+//! the next call that takes `&mut self`.
+
+use super::utf8::Utf8Stream;
+use super::{CloseCode, CloseFrame, Error, Extension, Limits, MAX_CONTROL_PAYLOAD, Message, OpCode, Role, mask};
+use crate::buf::ReadBuf;
+
+/// What [`FrameReader::poll`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadEvent<'a> {
+    /// A complete message or control frame.
+    Message(Message<'a>),
+    /// The buffered bytes do not hold a complete message yet: read more from the socket into
+    /// [`FrameReader::spare`] and poll again.
+    NeedMore,
+}
+
+/// Sans-IO WebSocket frame reader for one connection.
+pub struct FrameReader {
+    role: Role,
+    limits: Limits,
+    buf: ReadBuf,
+    /// Bytes of the last returned frame, released on the next call.
+    pending_consume: usize,
+    /// The reassembly buffer holds a message that was returned; clear it on the next call.
+    pending_clear: bool,
+    /// A frame whose header was parsed but whose payload is still arriving.
+    partial: Option<Partial>,
+    /// The fragmented (or transformed) message being assembled.
+    message: Option<Assembly>,
+    assembly: Vec<u8>,
+    utf8: Utf8Stream,
+    extension: Option<Box<dyn Extension>>,
+    failed: Option<CloseCode>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Header {
+    fin: bool,
+    rsv: u8,
+    opcode: OpCode,
+    mask: Option<[u8; 4]>,
+    header_len: usize,
+    payload_len: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Partial {
+    header: Header,
+    /// Payload bytes already unmasked (and, for plain text, fed to the UTF-8 stream).
+    processed: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Assembly {
+    opcode: OpCode,
+    fragments: usize,
+    transformed: bool,
+}
+
+enum Step {
+    NeedMore,
+    Frame { opcode: OpCode, start: usize, len: usize },
+    Assembled(OpCode),
+}
+
+impl FrameReader {
+    /// A reader for `role` with `limits` and an initial buffer of `buffer_size` bytes (the
+    /// buffer grows to hold the largest frame the limits allow, when one arrives).
+    pub fn new(role: Role, limits: Limits, buffer_size: usize) -> Self {
+        Self {
+            role,
+            limits,
+            buf: ReadBuf::with_capacity(buffer_size),
+            pending_consume: 0,
+            pending_clear: false,
+            partial: None,
+            message: None,
+            assembly: Vec::new(),
+            utf8: Utf8Stream::default(),
+            extension: None,
+            failed: None,
+        }
+    }
+
+    /// Installs the negotiated extension. Call once, before the first poll.
+    pub fn set_extension(&mut self, extension: Box<dyn Extension>) {
+        self.extension = Some(extension);
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Writable space for the transport's next read. Releases the last returned message.
+    ///
+    /// After [`poll`](Self::poll) has returned [`ReadEvent::NeedMore`] this is never empty:
+    /// the reader reserves room for the whole frame it is waiting for (bounded by
+    /// [`Limits::max_frame_size`]). Read only after polling to `NeedMore`.
+    #[inline]
+    pub fn spare(&mut self) -> &mut [u8] {
+        self.release();
+        self.buf.spare()
+    }
+
+    /// Records that the transport read `n` bytes into [`spare`](Self::spare).
+    #[inline]
+    pub fn filled(&mut self, n: usize) {
+        self.buf.filled(n);
+    }
+
+    /// Copies `bytes` in (for transports that do not read into [`spare`](Self::spare)).
+    pub fn feed(&mut self, bytes: &[u8]) {
+        self.release();
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Bytes buffered and not yet returned as messages.
+    pub fn buffered(&self) -> usize {
+        self.buf.len() - self.pending_consume
+    }
+
+    /// The next message, or [`ReadEvent::NeedMore`].
+    ///
+    /// Errors are terminal: the first one leaves the reader failed, and every later call
+    /// returns [`Error::Failed`] with the close code of the first.
+    pub fn poll(&mut self) -> Result<ReadEvent<'_>, Error> {
+        if let Some(code) = self.failed {
+            return Err(Error::Failed(code));
+        }
+        self.release();
+        let step = match self.step() {
+            Ok(step) => step,
+            Err(error) => return Err(self.fail(error)),
+        };
+        match step {
+            Step::NeedMore => Ok(ReadEvent::NeedMore),
+            Step::Frame { opcode, start, len } => {
+                let payload = &self.buf.data()[start..start + len];
+                match frame_message(opcode, payload) {
+                    Ok(message) => Ok(ReadEvent::Message(message)),
+                    Err(error) => {
+                        self.failed = error.close_code();
+                        Err(error)
+                    }
+                }
+            }
+            Step::Assembled(opcode) => {
+                self.pending_clear = true;
+                match frame_message(opcode, &self.assembly) {
+                    Ok(message) => Ok(ReadEvent::Message(message)),
+                    Err(error) => {
+                        self.failed = error.close_code();
+                        Err(error)
+                    }
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, error: Error) -> Error {
+        self.failed = error.close_code().or(Some(CloseCode::PROTOCOL_ERROR));
+        error
+    }
+
+    #[inline]
+    fn release(&mut self) {
+        if self.pending_consume > 0 {
+            self.buf.consume(self.pending_consume);
+            self.pending_consume = 0;
+        }
+        if self.pending_clear {
+            self.pending_clear = false;
+            self.assembly.clear();
+            if self.assembly.capacity() > self.limits.max_frame_size.max(1 << 20) {
+                // A huge message was assembled once: do not pin its memory forever.
+                self.assembly = Vec::new();
+            }
+        }
+    }
+
+    /// Parses frames until one completes a message or the bytes run out. Borrows of the
+    /// buffer end before it returns, so `poll` can hand out the message.
+    fn step(&mut self) -> Result<Step, Error> {
+        loop {
+            if let Some(step) = self.step_frame()? {
+                return Ok(step);
+            }
+        }
+    }
+
+    /// Parses at most one frame: `None` when it was a fragment that did not end a message.
+    fn step_frame(&mut self) -> Result<Option<Step>, Error> {
+        let (header, processed) = match self.partial.take() {
+            Some(partial) => (partial.header, partial.processed),
+            None => match self.parse_header()? {
+                Some(header) => (header, 0),
+                None => return Ok(Some(Step::NeedMore)),
+            },
+        };
+        let total = header.header_len + header.payload_len;
+        let available = self.buf.len();
+        if available < total {
+            self.process_partial(header, processed, available - header.header_len)?;
+            self.buf.reserve(total - available);
+            return Ok(Some(Step::NeedMore));
+        }
+        let start = header.header_len;
+        let len = header.payload_len;
+        if let Some(key) = header.mask {
+            let payload = &mut self.buf.data_mut()[start + processed..start + len];
+            mask::apply_mask(payload, key, processed);
+        }
+        if header.opcode.is_control() {
+            self.pending_consume = total;
+            return Ok(Some(Step::Frame { opcode: header.opcode, start, len }));
+        }
+        let plain_single = header.fin && header.rsv == 0 && self.message.is_none();
+        if plain_single {
+            self.pending_consume = total;
+            if processed > 0 {
+                // The prefix was checked incrementally; the whole payload is validated again
+                // when the &str is made, so the stream state is no longer needed.
+                self.utf8.reset();
+            }
+            return Ok(Some(Step::Frame { opcode: header.opcode, start, len }));
+        }
+        self.assemble(header, processed, total)
+    }
+
+    fn parse_header(&mut self) -> Result<Option<Header>, Error> {
+        let data = self.buf.data();
+        let [b0, b1, ..] = *data else { return Ok(None) };
+        let opcode = OpCode::from_bits(b0 & 0x0f).ok_or(Error::ReservedOpcode(b0 & 0x0f))?;
+        let fin = b0 & 0x80 != 0;
+        let rsv = (b0 >> 4) & 0x07;
+        if rsv != 0 {
+            let owned = match (&self.extension, opcode) {
+                (Some(ext), OpCode::Text | OpCode::Binary) => ext.reserved_bits(),
+                _ => 0,
+            };
+            if rsv & !owned != 0 {
+                return Err(Error::ReservedBits(rsv));
+            }
+        }
+        let masked = b1 & 0x80 != 0;
+        match (self.role, masked) {
+            (Role::Server, false) => return Err(Error::UnmaskedFrame),
+            (Role::Client, true) => return Err(Error::MaskedFrame),
+            _ => {}
+        }
+        let len7 = b1 & 0x7f;
+        if opcode.is_control() {
+            if !fin {
+                return Err(Error::FragmentedControlFrame);
+            }
+            if usize::from(len7) > MAX_CONTROL_PAYLOAD {
+                return Err(Error::ControlFrameTooLong(u64::from(len7)));
+            }
+        } else {
+            match (opcode, self.message.is_some()) {
+                (OpCode::Continuation, false) => return Err(Error::UnexpectedContinuation),
+                (OpCode::Text | OpCode::Binary, true) => return Err(Error::ExpectedContinuation),
+                _ => {}
+            }
+        }
+        let (payload_len, mut header_len) = match len7 {
+            0x7e => {
+                let Some(bytes) = data.get(2..4) else { return Ok(None) };
+                let len = u64::from(u16::from_be_bytes([bytes[0], bytes[1]]));
+                if len < 0x7e {
+                    return Err(Error::NonMinimalLength);
+                }
+                (len, 4)
+            }
+            0x7f => {
+                let Some(bytes) = data.get(2..10) else { return Ok(None) };
+                let len = u64::from_be_bytes(bytes.try_into().unwrap_or([0xff; 8]));
+                if len <= 0xffff || len >> 63 != 0 {
+                    return Err(Error::NonMinimalLength);
+                }
+                (len, 10)
+            }
+            short => (u64::from(short), 2),
+        };
+        let mask = if masked {
+            let Some(key) = data.get(header_len..header_len + 4) else { return Ok(None) };
+            header_len += 4;
+            Some([key[0], key[1], key[2], key[3]])
+        } else {
+            None
+        };
+        if payload_len > self.limits.max_frame_size as u64 {
+            return Err(Error::FrameTooLarge { len: payload_len, limit: self.limits.max_frame_size });
+        }
+        let payload_len = payload_len as usize;
+        if !opcode.is_control() {
+            let transformed = rsv != 0 || self.message.is_some_and(|m| m.transformed);
+            if !transformed && self.assembly.len() + payload_len > self.limits.max_message_size {
+                return Err(Error::MessageTooLarge { limit: self.limits.max_message_size });
+            }
+            if let Some(message) = &self.message {
+                if message.fragments >= self.limits.max_fragments {
+                    return Err(Error::TooManyFragments { limit: self.limits.max_fragments });
+                }
+            } else if !fin && self.limits.max_fragments < 2 {
+                return Err(Error::TooManyFragments { limit: self.limits.max_fragments });
+            }
+        }
+        Ok(Some(Header { fin, rsv, opcode, mask, header_len, payload_len }))
+    }
+
+    /// Unmasks and, for untransformed text, validates the part of a payload that has arrived,
+    /// so invalid UTF-8 fails before the frame completes.
+    fn process_partial(&mut self, header: Header, processed: usize, arrived: usize) -> Result<(), Error> {
+        let text = match header.opcode {
+            OpCode::Text => header.rsv == 0,
+            OpCode::Continuation => self.message.is_some_and(|m| m.opcode == OpCode::Text && !m.transformed),
+            _ => false,
+        };
+        let mut done = processed;
+        if arrived > processed && (text || header.mask.is_some()) {
+            let start = header.header_len;
+            let fresh = &mut self.buf.data_mut()[start + processed..start + arrived];
+            if let Some(key) = header.mask {
+                mask::apply_mask(fresh, key, processed);
+            }
+            if text {
+                self.utf8.feed(fresh).map_err(|_| Error::InvalidUtf8)?;
+            }
+            done = arrived;
+        }
+        self.partial = Some(Partial { header, processed: done });
+        Ok(())
+    }
+
+    /// Moves one complete data frame of a fragmented or transformed message into the
+    /// reassembly buffer.
+    fn assemble(&mut self, header: Header, processed: usize, total: usize) -> Result<Option<Step>, Error> {
+        let message = match self.message {
+            Some(mut message) => {
+                message.fragments += 1;
+                message
+            }
+            None => Assembly { opcode: header.opcode, fragments: 1, transformed: header.rsv != 0 },
+        };
+        if header.rsv != 0 && header.opcode == OpCode::Continuation {
+            // RFC 7692 §6.1: only the first frame of a message carries RSV1.
+            return Err(Error::ReservedBits(header.rsv));
+        }
+        let payload_range = header.header_len..total;
+        let before = self.assembly.len();
+        if message.transformed {
+            let Some(extension) = self.extension.as_mut() else {
+                return Err(Error::ReservedBits(header.rsv));
+            };
+            let payload = &self.buf.data()[payload_range];
+            extension.decode(payload, header.fin, &mut self.assembly, self.limits.max_message_size)?;
+            if self.assembly.len() > self.limits.max_message_size {
+                return Err(Error::MessageTooLarge { limit: self.limits.max_message_size });
+            }
+            if message.opcode == OpCode::Text {
+                self.utf8.feed(&self.assembly[before..]).map_err(|_| Error::InvalidUtf8)?;
+            }
+        } else {
+            let payload = &self.buf.data()[payload_range];
+            self.assembly.extend_from_slice(payload);
+            if message.opcode == OpCode::Text {
+                // The first `processed` bytes were fed while the frame was arriving.
+                self.utf8.feed(&self.assembly[before + processed..]).map_err(|_| Error::InvalidUtf8)?;
+            }
+        }
+        self.buf.consume(total);
+        if header.fin {
+            self.message = None;
+            if message.opcode == OpCode::Text {
+                self.utf8.finish().map_err(|_| Error::InvalidUtf8)?;
+            }
+            Ok(Some(Step::Assembled(message.opcode)))
+        } else {
+            self.message = Some(message);
+            Ok(None)
+        }
+    }
+}
+
+impl core::fmt::Debug for FrameReader {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("FrameReader")
+            .field("role", &self.role)
+            .field("limits", &self.limits)
+            .field("buffered", &self.buf.len())
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds the message for a complete payload, validating text and close bodies.
+#[inline]
+fn frame_message(opcode: OpCode, payload: &[u8]) -> Result<Message<'_>, Error> {
+    Ok(match opcode {
+        OpCode::Text => Message::Text(simdutf8::basic::from_utf8(payload).map_err(|_| Error::InvalidUtf8)?),
+        OpCode::Binary => Message::Binary(payload),
+        OpCode::Ping => Message::Ping(payload),
+        OpCode::Pong => Message::Pong(payload),
+        OpCode::Close => Message::Close(close_body(payload)?),
+        OpCode::Continuation => return Err(Error::UnexpectedContinuation),
+    })
+}
+
+/// Validates a close payload (§5.5.1, §7.4).
+fn close_body(payload: &[u8]) -> Result<Option<CloseFrame<'_>>, Error> {
+    match payload {
+        [] => Ok(None),
+        [_] => Err(Error::InvalidCloseLength),
+        [hi, lo, reason @ ..] => {
+            let code = CloseCode(u16::from_be_bytes([*hi, *lo]));
+            if !code.is_sendable() {
+                return Err(Error::InvalidCloseCode(code.0));
+            }
+            let reason = simdutf8::basic::from_utf8(reason).map_err(|_| Error::InvalidUtf8)?;
+            Ok(Some(CloseFrame { code, reason }))
+        }
+    }
+}
+

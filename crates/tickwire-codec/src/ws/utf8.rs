@@ -1,0 +1,130 @@
+//! Incremental UTF-8 validation for text messages that arrive in pieces.
+//!
+//! Owns [`Utf8Stream`]: bytes are fed in any split, and an error is reported as soon as the
+//! bytes seen cannot be the start of valid UTF-8 (Autobahn 6.4.*), not at the end of the
+//! message. Whole messages that arrive at once do not come here: the reader validates them
+//! with one `simdutf8` call.
+
+/// Validation state carried between pieces: at most three bytes of a sequence that the last
+/// piece cut short.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Utf8Stream {
+    carry: [u8; 4],
+    carry_len: usize,
+}
+
+/// The bytes fed so far cannot be valid UTF-8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct InvalidUtf8;
+
+impl Utf8Stream {
+    /// Validates the next piece.
+    pub(crate) fn feed(&mut self, mut input: &[u8]) -> Result<(), InvalidUtf8> {
+        if self.carry_len > 0 {
+            let width = sequence_width(self.carry[0]);
+            let take = (width - self.carry_len).min(input.len());
+            self.carry[self.carry_len..self.carry_len + take].copy_from_slice(&input[..take]);
+            self.carry_len += take;
+            input = &input[take..];
+            match core::str::from_utf8(&self.carry[..self.carry_len]) {
+                Ok(_) => self.carry_len = 0,
+                Err(e) if e.error_len().is_none() => return Ok(()),
+                Err(_) => return Err(InvalidUtf8),
+            }
+        }
+        match simdutf8::compat::from_utf8(input) {
+            Ok(_) => Ok(()),
+            Err(e) if e.error_len().is_none() => {
+                let tail = &input[e.valid_up_to()..];
+                self.carry[..tail.len()].copy_from_slice(tail);
+                self.carry_len = tail.len();
+                Ok(())
+            }
+            Err(_) => Err(InvalidUtf8),
+        }
+    }
+
+    /// Checks that the message ended on a character boundary, and resets.
+    pub(crate) fn finish(&mut self) -> Result<(), InvalidUtf8> {
+        let complete = self.carry_len == 0;
+        self.carry_len = 0;
+        if complete { Ok(()) } else { Err(InvalidUtf8) }
+    }
+
+    /// Forgets any carried bytes.
+    pub(crate) fn reset(&mut self) {
+        self.carry_len = 0;
+    }
+}
+
+/// Length of the sequence a lead byte starts; 1 for bytes that cannot lead (the validator
+/// then reports them).
+fn sequence_width(lead: u8) -> usize {
+    match lead {
+        0xc2..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf4 => 4,
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split_everywhere(bytes: &[u8]) -> Vec<Result<(), InvalidUtf8>> {
+        (0..=bytes.len())
+            .map(|at| {
+                let mut stream = Utf8Stream::default();
+                stream.feed(&bytes[..at])?;
+                stream.feed(&bytes[at..])?;
+                stream.finish()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn valid_text_at_every_split() {
+        let text = "κόσμε a€𝄞 zß".as_bytes();
+        assert!(split_everywhere(text).iter().all(Result::is_ok));
+    }
+
+    #[test]
+    fn byte_by_byte() {
+        let text = "€𝄞κόσμε".as_bytes();
+        let mut stream = Utf8Stream::default();
+        for b in text {
+            stream.feed(core::slice::from_ref(b)).unwrap();
+        }
+        stream.finish().unwrap();
+    }
+
+    #[test]
+    fn fails_fast_inside_a_sequence() {
+        // 0xf4 0x90 can never be valid (above U+10FFFF): reject at the second byte.
+        let mut stream = Utf8Stream::default();
+        stream.feed(&[b'a', 0xf4]).unwrap();
+        assert_eq!(stream.feed(&[0x90]), Err(InvalidUtf8));
+        // Overlong and surrogate starts.
+        let mut stream = Utf8Stream::default();
+        assert_eq!(stream.feed(&[0xc0]), Err(InvalidUtf8));
+        let mut stream = Utf8Stream::default();
+        stream.feed(&[0xed]).unwrap();
+        assert_eq!(stream.feed(&[0xa0]), Err(InvalidUtf8));
+    }
+
+    #[test]
+    fn truncated_sequence_fails_at_finish() {
+        let mut stream = Utf8Stream::default();
+        stream.feed(&[0xe2, 0x82]).unwrap();
+        assert_eq!(stream.finish(), Err(InvalidUtf8));
+    }
+
+    #[test]
+    fn invalid_anywhere_fails_at_every_split() {
+        let mut bytes = "hello €".as_bytes().to_vec();
+        bytes.push(0xff);
+        bytes.extend_from_slice(b"world");
+        assert!(split_everywhere(&bytes).iter().all(Result::is_err));
+    }
+}

@@ -1,0 +1,202 @@
+//! The frame writer: messages in, encoded frames appended to a [`WriteBuf`].
+//!
+//! Owns frame encoding, client masking, outgoing fragmentation and the outgoing side of the
+//! extension seam. It does not decide what to send or when to flush (the
+//! [`Connection`](super::Connection) and the transport do), and it never touches a socket.
+
+use super::{CloseCode, Error, Extension, MAX_CONTROL_PAYLOAD, MAX_HEADER_LEN, MaskSource, OpCode, Role, mask};
+use crate::buf::WriteBuf;
+
+/// Sans-IO WebSocket frame writer for one connection.
+pub struct FrameWriter {
+    role: Role,
+    mask: MaskSource,
+    extension: Option<Box<dyn Extension>>,
+    scratch: Vec<u8>,
+    fragment_size: usize,
+}
+
+impl FrameWriter {
+    /// A writer for `role`. `mask` supplies the client's masking keys (unused by a server).
+    pub fn new(role: Role, mask: MaskSource) -> Self {
+        Self { role, mask, extension: None, scratch: Vec::new(), fragment_size: usize::MAX }
+    }
+
+    /// Installs the negotiated extension; every later data message is offered to it.
+    pub fn set_extension(&mut self, extension: Box<dyn Extension>) {
+        self.extension = Some(extension);
+    }
+
+    /// Data messages with payloads longer than `size` are sent as frames of at most `size`
+    /// bytes. `None` (the default) sends every message as one frame.
+    pub fn set_fragment_size(&mut self, size: Option<usize>) {
+        self.fragment_size = size.map_or(usize::MAX, |s| s.max(1));
+    }
+
+    /// The role this writer encodes for.
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// Appends a text message.
+    #[inline]
+    pub fn text(&mut self, out: &mut WriteBuf, text: &str) {
+        self.message(out, OpCode::Text, text.as_bytes());
+    }
+
+    /// Appends a binary message.
+    #[inline]
+    pub fn binary(&mut self, out: &mut WriteBuf, payload: &[u8]) {
+        self.message(out, OpCode::Binary, payload);
+    }
+
+    /// Appends a data message (`opcode` Text or Binary), through the extension if one is
+    /// installed, fragmented if longer than the fragment size. The caller guarantees that a
+    /// Text payload is UTF-8.
+    #[inline]
+    pub fn message(&mut self, out: &mut WriteBuf, opcode: OpCode, payload: &[u8]) {
+        debug_assert!(matches!(opcode, OpCode::Text | OpCode::Binary));
+        if let Some(extension) = self.extension.as_mut() {
+            let mut scratch = core::mem::take(&mut self.scratch);
+            scratch.clear();
+            if let Some(rsv) = extension.encode(payload, &mut scratch) {
+                self.fragments(out, opcode, rsv, &scratch);
+                self.scratch = scratch;
+                return;
+            }
+            self.scratch = scratch;
+        }
+        self.fragments(out, opcode, 0, payload);
+    }
+
+    /// Appends a ping. Errors if `payload` is over 125 bytes (§5.5).
+    pub fn ping(&mut self, out: &mut WriteBuf, payload: &[u8]) -> Result<(), Error> {
+        self.control(out, OpCode::Ping, payload)
+    }
+
+    /// Appends a pong. Errors if `payload` is over 125 bytes (§5.5).
+    pub fn pong(&mut self, out: &mut WriteBuf, payload: &[u8]) -> Result<(), Error> {
+        self.control(out, OpCode::Pong, payload)
+    }
+
+    /// Appends a close frame: empty when `code` is `None`, else the code and `reason`.
+    /// Errors if the code may not be sent (§7.4.1) or the reason is over 123 bytes.
+    pub fn close(&mut self, out: &mut WriteBuf, code: Option<CloseCode>, reason: &str) -> Result<(), Error> {
+        let Some(code) = code else {
+            self.frame(out, OpCode::Close, true, 0, &[]);
+            return Ok(());
+        };
+        if !code.is_sendable() {
+            return Err(Error::UnsendableCloseCode(code.0));
+        }
+        if reason.len() > MAX_CONTROL_PAYLOAD - 2 {
+            return Err(Error::CloseReasonTooLong(reason.len()));
+        }
+        let mut body = [0u8; MAX_CONTROL_PAYLOAD];
+        body[..2].copy_from_slice(&code.0.to_be_bytes());
+        body[2..2 + reason.len()].copy_from_slice(reason.as_bytes());
+        self.frame(out, OpCode::Close, true, 0, &body[..2 + reason.len()]);
+        Ok(())
+    }
+
+    /// Appends one raw frame. No checks beyond encoding: the caller owns RFC compliance of
+    /// `opcode`, `fin` and `rsv` (used for fragmented sends and tests).
+    #[inline]
+    pub fn frame(&mut self, out: &mut WriteBuf, opcode: OpCode, fin: bool, rsv: u8, payload: &[u8]) {
+        let (header, key) = self.header(opcode, fin, rsv, payload.len());
+        let header = header.as_slice();
+        let slot = out.append_slot(header.len() + payload.len());
+        let (head, body) = slot.split_at_mut(header.len());
+        head.copy_from_slice(header);
+        body.copy_from_slice(payload);
+        if let Some(key) = key {
+            mask::apply_mask(body, key, 0);
+        }
+    }
+
+    /// Frames the last `payload_len` bytes already queued in `out` as one frame, writing the
+    /// header in front of them (into the headroom when they are all that is queued) and masking
+    /// them in place. Lets a caller serialise straight into the write buffer with no copy.
+    pub fn frame_in_place(&mut self, out: &mut WriteBuf, opcode: OpCode, fin: bool, payload_len: usize) {
+        let (header, key) = self.header(opcode, fin, 0, payload_len);
+        out.insert_before_tail(header.as_slice(), payload_len);
+        if let Some(key) = key {
+            let queued = out.as_mut_slice();
+            let at = queued.len() - payload_len;
+            mask::apply_mask(&mut queued[at..], key, 0);
+        }
+    }
+
+    fn control(&mut self, out: &mut WriteBuf, opcode: OpCode, payload: &[u8]) -> Result<(), Error> {
+        if payload.len() > MAX_CONTROL_PAYLOAD {
+            return Err(Error::ControlPayloadTooLong(payload.len()));
+        }
+        self.frame(out, opcode, true, 0, payload);
+        Ok(())
+    }
+
+    fn fragments(&mut self, out: &mut WriteBuf, opcode: OpCode, rsv: u8, payload: &[u8]) {
+        if payload.len() <= self.fragment_size {
+            self.frame(out, opcode, true, rsv, payload);
+            return;
+        }
+        let mut chunks = payload.chunks(self.fragment_size).peekable();
+        let mut first = true;
+        while let Some(chunk) = chunks.next() {
+            let fin = chunks.peek().is_none();
+            let (op, bits) = if first { (opcode, rsv) } else { (OpCode::Continuation, 0) };
+            self.frame(out, op, fin, bits, chunk);
+            first = false;
+        }
+    }
+
+    #[inline]
+    fn header(&mut self, opcode: OpCode, fin: bool, rsv: u8, len: usize) -> (Header, Option<[u8; 4]>) {
+        let mut bytes = [0u8; MAX_HEADER_LEN];
+        bytes[0] = (u8::from(fin) << 7) | ((rsv & 0x07) << 4) | opcode as u8;
+        let mut at = 2;
+        if len < 0x7e {
+            bytes[1] = len as u8;
+        } else if len <= 0xffff {
+            bytes[1] = 0x7e;
+            bytes[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+            at = 4;
+        } else {
+            bytes[1] = 0x7f;
+            bytes[2..10].copy_from_slice(&(len as u64).to_be_bytes());
+            at = 10;
+        }
+        let key = match self.role {
+            Role::Server => None,
+            Role::Client => {
+                let key = self.mask.next_key();
+                bytes[1] |= 0x80;
+                bytes[at..at + 4].copy_from_slice(&key);
+                at += 4;
+                Some(key)
+            }
+        };
+        (Header { bytes, len: at }, key)
+    }
+}
+
+impl core::fmt::Debug for FrameWriter {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("FrameWriter")
+            .field("role", &self.role)
+            .field("extension", &self.extension.is_some())
+            .field("fragment_size", &self.fragment_size)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Header {
+    bytes: [u8; MAX_HEADER_LEN],
+    len: usize,
+}
+
+impl Header {
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
