@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{CloseCode, Error, FrameReader, FrameWriter, Limits, MaskSource, Message, OpCode, ReadEvent, Role};
+use super::{CloseCode, Error, FrameReader, FrameWriter, Limits, MaskSource, Message, OpCode, Role};
 use crate::buf::WriteBuf;
 
 /// Queued control bytes beyond which further automatic pongs are dropped (RFC 6455 §5.5.3
@@ -88,6 +88,17 @@ pub enum Event<'a> {
     /// A message or control frame. Pings were already answered if auto-pong is on; a close
     /// was already answered.
     Message(Message<'a>),
+    /// No complete message is buffered: read more.
+    NeedMore,
+    /// The close handshake is complete; no message will follow.
+    Closed,
+}
+
+/// What [`Connection::advance`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// A message is ready: take it with [`Connection::message`].
+    Ready,
     /// No complete message is buffered: read more.
     NeedMore,
     /// The close handshake is complete; no message will follow.
@@ -198,56 +209,87 @@ impl Connection {
         self.last_now = now;
     }
 
-    /// The next event. Replies owed for it are queued before it is returned.
+    /// The next event: [`advance`](Self::advance), then [`message`](Self::message) when one is
+    /// ready. Replies owed for it are queued before it is returned.
     ///
     /// An error fails the connection: the close frame with its code is queued (unless one was
     /// already sent), the state becomes [`ConnectionState::Failed`], and later calls return
     /// [`Error::Failed`].
     #[inline]
     pub fn poll(&mut self) -> Result<Event<'_>, Error> {
-        self.poll_with_sender().map(|(event, _)| event)
+        match self.advance()? {
+            Progress::Ready => self.message().map(Event::Message),
+            Progress::NeedMore => Ok(Event::NeedMore),
+            Progress::Closed => Ok(Event::Closed),
+        }
     }
 
     /// Like [`poll`](Self::poll), and also lends the [`Sender`], so a reply can be queued while
     /// the received message is still borrowed (no copy of the message).
     pub fn poll_with_sender(&mut self) -> Result<(Event<'_>, &mut Sender), Error> {
+        match self.advance()? {
+            Progress::Ready => self.message_with_sender().map(|(m, s)| (Event::Message(m), s)),
+            Progress::NeedMore => Ok((Event::NeedMore, &mut self.sender)),
+            Progress::Closed => Ok((Event::Closed, &mut self.sender)),
+        }
+    }
+
+    /// Parses buffered bytes up to the next message without borrowing it out, and queues
+    /// the replies it owes (pong, close reply). Releases the previous message.
+    pub fn advance(&mut self) -> Result<Progress, Error> {
         match self.state {
             ConnectionState::Open | ConnectionState::CloseSent => {}
-            ConnectionState::Closed => return Ok((Event::Closed, &mut self.sender)),
+            ConnectionState::Closed => return Ok(Progress::Closed),
             ConnectionState::Failed => return Err(Error::Failed(self.failure)),
         }
-        let sender = &mut self.sender;
-        match self.reader.poll() {
-            Ok(ReadEvent::NeedMore) => Ok((Event::NeedMore, sender)),
-            Ok(ReadEvent::Message(message)) => {
-                match message {
-                    Message::Ping(payload) => {
-                        if sender.auto_pong && !sender.close_queued && sender.control.len() < MAX_QUEUED_CONTROL {
-                            // Payload ≤ 125 bytes was checked by the reader.
-                            let _ = sender.writer.pong(&mut sender.control, payload);
-                        }
+        let ready = match self.reader.advance() {
+            Ok(ready) => ready,
+            Err(error) => return Err(self.fail(error)),
+        };
+        if !ready {
+            return Ok(Progress::NeedMore);
+        }
+        if self.reader.ready_opcode().is_some_and(OpCode::is_control) {
+            let sender = &mut self.sender;
+            match self.reader.message() {
+                Ok(Message::Ping(payload)) => {
+                    if sender.auto_pong && !sender.close_queued && sender.control.len() < MAX_QUEUED_CONTROL {
+                        // The reader checked the payload is at most 125 bytes.
+                        let _ = sender.writer.pong(&mut sender.control, payload);
                     }
-                    Message::Pong(_) => self.ping_sent_at = None,
-                    Message::Close(frame) => {
-                        if !sender.close_queued {
-                            // §5.5.1: echo the status code received.
-                            let _ = sender.writer.close(&mut sender.out, frame.map(|f| f.code), "");
-                            sender.close_queued = true;
-                        }
-                        self.state = ConnectionState::Closed;
-                    }
-                    Message::Text(_) | Message::Binary(_) => {}
                 }
-                Ok((Event::Message(message), sender))
+                Ok(Message::Pong(_)) => self.ping_sent_at = None,
+                Ok(Message::Close(frame)) => {
+                    if !sender.close_queued {
+                        // §5.5.1: echo the status code received.
+                        let _ = sender.writer.close(&mut sender.out, frame.map(|f| f.code), "");
+                        sender.close_queued = true;
+                    }
+                    self.state = ConnectionState::Closed;
+                }
+                Ok(_) => {}
+                Err(error) => return Err(self.fail(error)),
             }
+        }
+        Ok(Progress::Ready)
+    }
+
+    /// The message [`advance`](Self::advance) made ready (text is validated here, once).
+    #[inline]
+    pub fn message(&mut self) -> Result<Message<'_>, Error> {
+        self.message_with_sender().map(|(message, _)| message)
+    }
+
+    /// The ready message and the [`Sender`] together.
+    #[inline]
+    pub fn message_with_sender(&mut self) -> Result<(Message<'_>, &mut Sender), Error> {
+        match self.reader.message() {
+            Ok(message) => Ok((message, &mut self.sender)),
             Err(error) => {
                 let code = error.close_code().unwrap_or(CloseCode::PROTOCOL_ERROR);
-                if !sender.close_queued {
-                    let _ = sender.writer.close(&mut sender.out, Some(code), "");
-                    sender.close_queued = true;
+                if error != Error::NotReady {
+                    fail_fields(&mut self.sender, &mut self.state, &mut self.failure, code);
                 }
-                self.failure = code;
-                self.state = ConnectionState::Failed;
                 Err(error)
             }
         }
@@ -358,6 +400,12 @@ impl Connection {
         }
     }
 
+    fn fail(&mut self, error: Error) -> Error {
+        let code = error.close_code().unwrap_or(CloseCode::PROTOCOL_ERROR);
+        fail_fields(&mut self.sender, &mut self.state, &mut self.failure, code);
+        error
+    }
+
     fn fail_timeout(&mut self, error: Error) -> Error {
         self.failure = CloseCode::GOING_AWAY;
         if !self.sender.close_queued {
@@ -367,6 +415,16 @@ impl Connection {
         self.state = ConnectionState::Failed;
         error
     }
+}
+
+/// Fails the connection: queues a close with `code` unless one was queued, and records it.
+fn fail_fields(sender: &mut Sender, state: &mut ConnectionState, failure: &mut CloseCode, code: CloseCode) {
+    if !sender.close_queued {
+        let _ = sender.writer.close(&mut sender.out, Some(code), "");
+        sender.close_queued = true;
+    }
+    *failure = code;
+    *state = ConnectionState::Failed;
 }
 
 impl Sender {

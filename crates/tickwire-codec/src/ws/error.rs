@@ -93,6 +93,8 @@ pub enum Error {
     CloseReasonTooLong(usize),
     /// Local misuse: a message was sent after the close handshake started on our side.
     SendAfterClose,
+    /// Local misuse: a message was asked for when none was ready (call `advance` first).
+    NotReady,
     /// No pong arrived within the pong timeout after a keepalive ping. Close 1001.
     PongTimeout,
     /// Nothing was received for the idle timeout. Close 1001.
@@ -112,7 +114,8 @@ impl Error {
             Self::ControlPayloadTooLong(_)
             | Self::UnsendableCloseCode(_)
             | Self::CloseReasonTooLong(_)
-            | Self::SendAfterClose => Fault::Local,
+            | Self::SendAfterClose
+            | Self::NotReady => Fault::Local,
             Self::Failed(_) => Fault::Local,
             Self::PongTimeout | Self::IdleTimeout | Self::CloseTimeout => Fault::Timeout,
             _ => Fault::Peer,
@@ -133,7 +136,8 @@ impl Error {
             | Self::ControlPayloadTooLong(_)
             | Self::UnsendableCloseCode(_)
             | Self::CloseReasonTooLong(_)
-            | Self::SendAfterClose => return None,
+            | Self::SendAfterClose
+            | Self::NotReady => return None,
             _ => CloseCode::PROTOCOL_ERROR,
         })
     }
@@ -163,6 +167,7 @@ impl fmt::Display for Error {
             Self::UnsendableCloseCode(code) => write!(f, "close code {code} may not be sent"),
             Self::CloseReasonTooLong(len) => write!(f, "close reason of {len} bytes (max 123)"),
             Self::SendAfterClose => f.write_str("send after close"),
+            Self::NotReady => f.write_str("no message is ready"),
             Self::PongTimeout => f.write_str("no pong before the pong timeout"),
             Self::IdleTimeout => f.write_str("nothing received before the idle timeout"),
             Self::CloseTimeout => f.write_str("no close reply before the close timeout"),

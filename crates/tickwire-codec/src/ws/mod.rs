@@ -24,7 +24,7 @@ mod writer;
 mod tests;
 
 pub use close::CloseCode;
-pub use connection::{Config, Connection, ConnectionState, Event, Sender};
+pub use connection::{Config, Connection, ConnectionState, Event, Progress, Sender};
 pub use error::{Error, Fault};
 pub use extension::Extension;
 pub use limits::Limits;

@@ -40,6 +40,8 @@ pub struct FrameReader {
     utf8: Utf8Stream,
     extension: Option<Box<dyn Extension>>,
     failed: Option<CloseCode>,
+    /// What the last `advance` made ready.
+    ready: Option<Step>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -66,6 +68,7 @@ struct Assembly {
     transformed: bool,
 }
 
+#[derive(Debug, Clone, Copy)]
 enum Step {
     NeedMore,
     Frame { opcode: OpCode, start: usize, len: usize },
@@ -88,6 +91,7 @@ impl FrameReader {
             utf8: Utf8Stream::default(),
             extension: None,
             failed: None,
+            ready: None,
         }
     }
 
@@ -129,40 +133,73 @@ impl FrameReader {
         self.buf.len() - self.pending_consume
     }
 
-    /// The next message, or [`ReadEvent::NeedMore`].
+    /// The next message, or [`ReadEvent::NeedMore`]: [`advance`](Self::advance) then
+    /// [`message`](Self::message).
     ///
     /// Errors are terminal: the first one leaves the reader failed, and every later call
     /// returns [`Error::Failed`] with the close code of the first.
+    #[inline]
     pub fn poll(&mut self) -> Result<ReadEvent<'_>, Error> {
+        if self.advance()? {
+            self.message().map(ReadEvent::Message)
+        } else {
+            Ok(ReadEvent::NeedMore)
+        }
+    }
+
+    /// Parses buffered bytes up to the next complete message without borrowing them out.
+    /// Returns true when one is ready for [`message`](Self::message), false when more bytes
+    /// are needed. Releases the previous message.
+    ///
+    /// This split lets a transport loop "advance, read more, advance" and then borrow the
+    /// message once, outside the loop.
+    pub fn advance(&mut self) -> Result<bool, Error> {
         if let Some(code) = self.failed {
             return Err(Error::Failed(code));
         }
         self.release();
-        let step = match self.step() {
-            Ok(step) => step,
-            Err(error) => return Err(self.fail(error)),
-        };
-        match step {
-            Step::NeedMore => Ok(ReadEvent::NeedMore),
-            Step::Frame { opcode, start, len } => {
-                let payload = &self.buf.data()[start..start + len];
-                match frame_message(opcode, payload) {
-                    Ok(message) => Ok(ReadEvent::Message(message)),
-                    Err(error) => {
-                        self.failed = error.close_code();
-                        Err(error)
-                    }
+        match self.step() {
+            Ok(Step::NeedMore) => Ok(false),
+            Ok(step) => {
+                if let Step::Assembled(_) = step {
+                    self.pending_clear = true;
                 }
+                self.ready = Some(step);
+                Ok(true)
             }
-            Step::Assembled(opcode) => {
-                self.pending_clear = true;
-                match frame_message(opcode, &self.assembly) {
-                    Ok(message) => Ok(ReadEvent::Message(message)),
-                    Err(error) => {
-                        self.failed = error.close_code();
-                        Err(error)
-                    }
-                }
+            Err(error) => Err(self.fail(error)),
+        }
+    }
+
+    /// The opcode of the message [`advance`](Self::advance) made ready, if any.
+    #[inline]
+    pub fn ready_opcode(&self) -> Option<OpCode> {
+        match self.ready {
+            Some(Step::Frame { opcode, .. } | Step::Assembled(opcode)) => Some(opcode),
+            _ => None,
+        }
+    }
+
+    /// The message [`advance`](Self::advance) made ready, borrowing the buffer. Text (and a
+    /// close reason) is validated as UTF-8 here, once; invalid text fails the reader.
+    /// Returns [`Error::NotReady`] when no message is ready.
+    #[inline]
+    pub fn message(&mut self) -> Result<Message<'_>, Error> {
+        let payload = match self.ready {
+            Some(Step::Frame { start, len, .. }) => &self.buf.data()[start..start + len],
+            Some(Step::Assembled(_)) => &self.assembly[..],
+            _ => return Err(Error::NotReady),
+        };
+        let opcode = match self.ready {
+            Some(Step::Frame { opcode, .. } | Step::Assembled(opcode)) => opcode,
+            _ => OpCode::Continuation,
+        };
+        match frame_message(opcode, payload) {
+            Ok(message) => Ok(message),
+            Err(error) => {
+                self.failed = error.close_code();
+                self.ready = None;
+                Err(error)
             }
         }
     }
@@ -174,6 +211,7 @@ impl FrameReader {
 
     #[inline]
     fn release(&mut self) {
+        self.ready = None;
         if self.pending_consume > 0 {
             self.buf.consume(self.pending_consume);
             self.pending_consume = 0;
