@@ -1,0 +1,1 @@
+//! Handshake tests.
