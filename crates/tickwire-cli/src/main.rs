@@ -1,0 +1,223 @@
+//! The `tickwire` command: a WebSocket echo server and a client, for trying the library and
+//! for driving conformance and interop runs.
+#![forbid(unsafe_code)]
+
+use std::io::{BufRead, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use tickwire::{ClientBuilder, CloseCode, Error, Limits, Message, ServerBuilder};
+
+#[derive(Parser)]
+#[command(name = "tickwire", version, about = "Low-latency WebSocket toolkit")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a WebSocket echo server: every text or binary message is sent back with its opcode.
+    Serve(ServeArgs),
+    /// Connect to a WebSocket server: send stdin lines as text and print what arrives, or echo.
+    Connect(ConnectArgs),
+}
+
+#[derive(Args)]
+struct LimitArgs {
+    /// Largest message accepted, in bytes.
+    #[arg(long, default_value_t = 64 << 20)]
+    max_message_size: usize,
+    /// Largest frame accepted, in bytes.
+    #[arg(long, default_value_t = 64 << 20)]
+    max_frame_size: usize,
+    /// Most frames in one fragmented message.
+    #[arg(long, default_value_t = 1 << 20)]
+    max_fragments: usize,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> Limits {
+        Limits {
+            max_frame_size: self.max_frame_size,
+            max_message_size: self.max_message_size,
+            max_fragments: self.max_fragments,
+        }
+    }
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: String,
+    /// Port to listen on (0 picks a free one; the chosen port is printed).
+    #[arg(long, default_value_t = 9001)]
+    port: u16,
+    /// Limits (the echo server is a test peer: generous by default so Autobahn 9.* fits).
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+#[derive(Args)]
+struct ConnectArgs {
+    /// ws:// URL to connect to.
+    url: String,
+    /// Send every received data message back unchanged until the peer closes.
+    #[arg(long)]
+    echo: bool,
+    /// Extra request header, `Name: value` (repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    headers: Vec<String>,
+    /// Subprotocol to offer (repeatable).
+    #[arg(long = "subprotocol")]
+    subprotocols: Vec<String>,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Command::Serve(args) => serve(&args),
+        Command::Connect(args) => connect(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("tickwire: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(args: &ServeArgs) -> Result<(), String> {
+    let listener = TcpListener::bind((args.bind.as_str(), args.port)).map_err(|e| format!("bind: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    println!("tickwire: echo server listening on ws://{local}");
+    let _ = std::io::stdout().flush();
+    let builder = ServerBuilder::new().limits(args.limits.limits());
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        let builder = builder.clone();
+        std::thread::spawn(move || {
+            if let Err(e) = echo_connection(&builder, stream) {
+                if !matches!(e, Error::ConnectionClosed) {
+                    eprintln!("tickwire: connection ended: {e}");
+                }
+            }
+        });
+    }
+    Ok(())
+}
+
+fn echo_connection(builder: &ServerBuilder, stream: TcpStream) -> Result<(), Error> {
+    let mut ws = builder.accept(stream)?;
+    loop {
+        let (message, sender) = ws.recv_with_sender()?;
+        match message {
+            Message::Text(text) => sender.text(text)?,
+            Message::Binary(data) => sender.binary(data)?,
+            Message::Close(_) => return Ok(()),
+            Message::Ping(_) | Message::Pong(_) => {}
+        }
+        // No flush here: the next recv writes queued echoes before it blocks, so a burst of
+        // messages is answered with one write.
+    }
+}
+
+fn connect(args: &ConnectArgs) -> Result<(), String> {
+    let mut builder = ClientBuilder::new().limits(args.limits.limits());
+    for header in &args.headers {
+        let (name, value) = header
+            .split_once(':')
+            .ok_or_else(|| format!("--header {header:?} is not 'Name: value'"))?;
+        builder = builder.header(name.trim(), value.trim());
+    }
+    for protocol in &args.subprotocols {
+        builder = builder.subprotocol(protocol.clone());
+    }
+    if args.echo {
+        let mut ws = builder.connect(&args.url).map_err(|e| e.to_string())?;
+        return echo_until_close(&mut ws);
+    }
+    let mut ws = builder.read_timeout(Some(Duration::from_millis(20))).connect(&args.url).map_err(|e| e.to_string())?;
+    let lines = stdin_lines();
+    let mut stdin_open = true;
+    let stdout = std::io::stdout();
+    loop {
+        while stdin_open {
+            match lines.try_recv() {
+                Ok(line) => ws.send_text(&line).map_err(|e| e.to_string())?,
+                Err(mpsc::TryRecvError::Empty) => break,
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    stdin_open = false;
+                    ws.close(CloseCode::NORMAL, "").map_err(|e| e.to_string())?;
+                }
+            }
+        }
+        ws.flush().map_err(|e| e.to_string())?;
+        match ws.recv() {
+            Ok(Message::Text(text)) => {
+                let mut out = stdout.lock();
+                let _ = writeln!(out, "{text}");
+                let _ = out.flush();
+            }
+            Ok(Message::Binary(data)) => {
+                let mut out = stdout.lock();
+                let _ = writeln!(out, "[binary {} bytes] {}", data.len(), hex(data));
+                let _ = out.flush();
+            }
+            Ok(Message::Close(frame)) => return close_outcome(frame.map(|f| (f.code, f.reason.to_owned()))),
+            Ok(Message::Ping(_) | Message::Pong(_)) => {}
+            Err(e) if e.is_timeout() => {}
+            Err(Error::ConnectionClosed) => return Ok(()),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+fn echo_until_close(ws: &mut tickwire::WebSocket<TcpStream>) -> Result<(), String> {
+    loop {
+        let (message, sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
+        match message {
+            Message::Text(text) => sender.text(text).map_err(|e| e.to_string())?,
+            Message::Binary(data) => sender.binary(data).map_err(|e| e.to_string())?,
+            Message::Close(frame) => return close_outcome(frame.map(|f| (f.code, f.reason.to_owned()))),
+            Message::Ping(_) | Message::Pong(_) => {}
+        }
+    }
+}
+
+/// A close from the peer: exit 0 for a normal (or empty) close, else name the code.
+fn close_outcome(frame: Option<(CloseCode, String)>) -> Result<(), String> {
+    match frame {
+        None => Ok(()),
+        Some((code, _)) if code == CloseCode::NORMAL || code == CloseCode::GOING_AWAY => Ok(()),
+        Some((code, reason)) => Err(format!("peer closed with {code} {reason}")),
+    }
+}
+
+/// Stdin lines on a channel, so the socket loop never blocks on the terminal.
+fn stdin_lines() -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn hex(data: &[u8]) -> String {
+    use std::fmt::Write as _;
+    data.iter().fold(String::with_capacity(data.len() * 2), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}

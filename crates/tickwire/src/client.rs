@@ -1,0 +1,195 @@
+//! The blocking client: URL to an open [`WebSocket`] over TCP.
+
+use std::io::{ErrorKind, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use tickwire_codec::handshake::{ClientHandshake, ClientRequest};
+use tickwire_codec::ws::{Config, Connection, Limits, MaskSource, Role};
+
+use crate::{Error, WebSocket};
+
+/// Connects to `url` (`ws://host[:port]/path?query`) with the default [`ClientBuilder`].
+pub fn connect(url: &str) -> Result<WebSocket<TcpStream>, Error> {
+    ClientBuilder::new().connect(url)
+}
+
+/// Options for a client connection. Defaults: [`Config::client`] (16 MiB frames, 64 MiB
+/// messages), TCP_NODELAY on, a 10 s connect timeout and a 10 s handshake timeout, no read or
+/// write timeout.
+#[derive(Debug)]
+pub struct ClientBuilder {
+    request: ClientRequest,
+    config: Config,
+    nodelay: bool,
+    connect_timeout: Option<Duration>,
+    handshake_timeout: Duration,
+    read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
+    mask: Option<MaskSource>,
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ClientBuilder {
+    /// The defaults above.
+    pub fn new() -> Self {
+        Self {
+            request: ClientRequest::default(),
+            config: Config::client(),
+            nodelay: true,
+            connect_timeout: Some(Duration::from_secs(10)),
+            handshake_timeout: Duration::from_secs(10),
+            read_timeout: None,
+            write_timeout: None,
+            mask: None,
+        }
+    }
+
+    /// Adds a request header (Authorization, Origin, a cookie...). Names and values with CR,
+    /// LF or NUL are refused when connecting.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.request.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Offers a subprotocol; the server may select one of those offered.
+    pub fn subprotocol(mut self, protocol: impl Into<String>) -> Self {
+        self.request.subprotocols.push(protocol.into());
+        self
+    }
+
+    /// Offers an extension (a raw `Sec-WebSocket-Extensions` item).
+    pub fn extension_offer(mut self, offer: impl Into<String>) -> Self {
+        self.request.extensions.push(offer.into());
+        self
+    }
+
+    /// Replaces the whole connection configuration.
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Sets the receive limits.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.config.limits = limits;
+        self
+    }
+
+    /// Sets the initial read and write buffer sizes.
+    pub fn buffer_sizes(mut self, read: usize, write: usize) -> Self {
+        self.config.read_buffer_size = read;
+        self.config.write_buffer_size = write;
+        self
+    }
+
+    /// Sends a keepalive ping after `interval` without traffic; fails the connection when
+    /// no pong comes within `pong_timeout`.
+    pub fn keepalive(mut self, interval: Duration, pong_timeout: Duration) -> Self {
+        self.config.ping_interval = Some(interval);
+        self.config.pong_timeout = pong_timeout;
+        self
+    }
+
+    /// TCP_NODELAY (default on: a trading client wants each frame on the wire at once).
+    pub fn nodelay(mut self, nodelay: bool) -> Self {
+        self.nodelay = nodelay;
+        self
+    }
+
+    /// Timeout for the TCP connect, per resolved address (`None`: the OS default).
+    pub fn connect_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Timeout for the whole opening handshake once TCP is up.
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// Read timeout: a receive that waits longer returns an error with
+    /// [`Error::is_timeout`] true, and the connection stays usable.
+    pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.read_timeout = timeout;
+        self
+    }
+
+    /// Write timeout for the socket.
+    pub fn write_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.write_timeout = timeout;
+        self
+    }
+
+    /// Replaces the masking-key source (deterministic keys in tests).
+    pub fn mask_source(mut self, mask: MaskSource) -> Self {
+        self.mask = Some(mask);
+        self
+    }
+
+    /// Connects over TCP and performs the opening handshake.
+    pub fn connect(self, url: &str) -> Result<WebSocket<TcpStream>, Error> {
+        let parsed = url::Url::parse(url).map_err(|e| Error::InvalidUrl(e.to_string()))?;
+        match parsed.scheme() {
+            "ws" => {}
+            "wss" => return Err(Error::UnsupportedScheme("wss".into())),
+            other => return Err(Error::InvalidUrl(format!("scheme {other}:// is not ws:// or wss://"))),
+        }
+        let host = parsed.host_str().ok_or_else(|| Error::InvalidUrl("no host".into()))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let port = parsed.port_or_known_default().unwrap_or(80);
+        let stream = self.tcp_connect(host, port)?;
+        self.handshake(stream, &parsed)
+    }
+
+    /// Performs the opening handshake over an already connected stream (for a stream this
+    /// crate did not open). Socket options are the caller's.
+    pub fn handshake(mut self, mut stream: TcpStream, url: &url::Url) -> Result<WebSocket<TcpStream>, Error> {
+        stream.set_nodelay(self.nodelay)?;
+        stream.set_write_timeout(self.write_timeout)?;
+        let mut mask = self.mask.take().unwrap_or_default();
+        let key = random_key(&mut mask);
+        let handshake = ClientHandshake::new(url, &self.request, key)?;
+        let deadline = Instant::now() + self.handshake_timeout;
+        stream.set_write_timeout(Some(self.handshake_timeout))?;
+        stream.write_all(handshake.request_bytes())?;
+        let (accepted, consumed, received) = crate::head::read_head(&mut stream, deadline, |bytes| handshake.parse_response(bytes))?;
+        stream.set_write_timeout(self.write_timeout)?;
+        stream.set_read_timeout(None)?;
+        let mut conn = Connection::new(Role::Client, self.config, mask, Instant::now());
+        conn.feed(&received[consumed..], Instant::now());
+        Ok(WebSocket::from_parts(stream, conn, Role::Client, self.read_timeout).with_subprotocol(accepted.subprotocol))
+    }
+
+    fn tcp_connect(&self, host: &str, port: u16) -> Result<TcpStream, Error> {
+        let addrs = (host, port).to_socket_addrs()?;
+        let mut last = None;
+        for addr in addrs {
+            let attempt = match self.connect_timeout {
+                Some(timeout) => TcpStream::connect_timeout(&addr, timeout),
+                None => TcpStream::connect(addr),
+            };
+            match attempt {
+                Ok(stream) => return Ok(stream),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(Error::Io(last.unwrap_or_else(|| ErrorKind::NotFound.into())))
+    }
+}
+
+
+/// 16 random bytes for Sec-WebSocket-Key (§4.1: a nonce), from the masking generator.
+fn random_key(mask: &mut MaskSource) -> [u8; 16] {
+    let mut key = [0u8; 16];
+    for chunk in key.chunks_exact_mut(4) {
+        chunk.copy_from_slice(&mask.next_key());
+    }
+    key
+}

@@ -1,0 +1,90 @@
+//! The transport error: the codec's typed errors plus I/O, URL and lifecycle failures.
+
+use std::{fmt, io};
+
+use tickwire_codec::handshake::HandshakeError;
+use tickwire_codec::ws;
+
+/// Everything a blocking WebSocket call can fail with.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The socket failed. A read timeout set by the user surfaces here with kind
+    /// `WouldBlock` or `TimedOut`; the connection stays usable after one.
+    Io(io::Error),
+    /// The peer broke the protocol, a limit was exceeded or a connection timer expired. The
+    /// close frame with [`ws::Error::close_code`] was sent (best effort) and the connection
+    /// is finished.
+    Protocol(ws::Error),
+    /// The opening handshake failed. On the server side the HTTP error response
+    /// ([`HandshakeError::response`]) was written before returning.
+    Handshake(HandshakeError),
+    /// The server's accept hook rejected the request with this HTTP status, which was sent.
+    Rejected(u16),
+    /// The URL could not be parsed or names no host.
+    InvalidUrl(String),
+    /// The URL scheme is not supported by this build (`wss://` needs the TLS transport).
+    UnsupportedScheme(String),
+    /// The opening handshake did not complete within the handshake timeout.
+    HandshakeTimeout,
+    /// The close handshake completed: no more messages will arrive (end of stream).
+    ConnectionClosed,
+    /// The peer closed the TCP connection without a close frame (close code 1006).
+    UnexpectedEof,
+}
+
+impl Error {
+    /// True for [`Error::Io`] of kind `WouldBlock` or `TimedOut`: a read timeout or a
+    /// non-blocking socket with nothing to read. The connection is still usable.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Self::Io(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut))
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io(e) => write!(f, "I/O error: {e}"),
+            Self::Protocol(e) => match e.close_code() {
+                Some(code) => write!(f, "{e} (close {code})"),
+                None => write!(f, "{e}"),
+            },
+            Self::Handshake(e) => write!(f, "handshake failed: {e}"),
+            Self::Rejected(status) => write!(f, "handshake rejected with HTTP {status}"),
+            Self::InvalidUrl(reason) => write!(f, "invalid URL: {reason}"),
+            Self::UnsupportedScheme(scheme) => write!(f, "unsupported URL scheme {scheme}:// in this build"),
+            Self::HandshakeTimeout => f.write_str("handshake timed out"),
+            Self::ConnectionClosed => f.write_str("connection closed"),
+            Self::UnexpectedEof => f.write_str("peer closed the connection without a close frame"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io(e) => Some(e),
+            Self::Protocol(e) => Some(e),
+            Self::Handshake(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<io::Error> for Error {
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+impl From<ws::Error> for Error {
+    fn from(e: ws::Error) -> Self {
+        Self::Protocol(e)
+    }
+}
+
+impl From<HandshakeError> for Error {
+    fn from(e: HandshakeError) -> Self {
+        Self::Handshake(e)
+    }
+}

@@ -1,0 +1,161 @@
+//! The blocking server side: an accepted `TcpStream` to an open [`WebSocket`].
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use tickwire_codec::handshake::{Request, Response, ServerLimits};
+use tickwire_codec::ws::{Config, Connection, Limits, MaskSource, Role};
+
+use crate::{Error, WebSocket};
+
+/// Performs the server handshake on an accepted stream with the default [`ServerBuilder`],
+/// accepting any valid upgrade request.
+pub fn accept(stream: TcpStream) -> Result<WebSocket<TcpStream>, Error> {
+    ServerBuilder::new().accept(stream)
+}
+
+/// Options for the server side. Defaults: [`Config::server`] (1 MiB frames and messages),
+/// 8 KiB request head and 32 headers at most, TCP_NODELAY on, a 10 s handshake timeout, no
+/// read or write timeout.
+#[derive(Debug, Clone)]
+pub struct ServerBuilder {
+    config: Config,
+    head_limits: ServerLimits,
+    nodelay: bool,
+    handshake_timeout: Duration,
+    read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
+}
+
+impl Default for ServerBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ServerBuilder {
+    /// The defaults above.
+    pub fn new() -> Self {
+        Self {
+            config: Config::server(),
+            head_limits: ServerLimits::default(),
+            nodelay: true,
+            handshake_timeout: Duration::from_secs(10),
+            read_timeout: None,
+            write_timeout: None,
+        }
+    }
+
+    /// Replaces the whole connection configuration.
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Sets the receive limits.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.config.limits = limits;
+        self
+    }
+
+    /// Limits on the upgrade request head.
+    pub fn head_limits(mut self, limits: ServerLimits) -> Self {
+        self.head_limits = limits;
+        self
+    }
+
+    /// Sets the initial read and write buffer sizes.
+    pub fn buffer_sizes(mut self, read: usize, write: usize) -> Self {
+        self.config.read_buffer_size = read;
+        self.config.write_buffer_size = write;
+        self
+    }
+
+    /// Fails connections that send nothing for `timeout`.
+    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.config.idle_timeout = timeout;
+        self
+    }
+
+    /// TCP_NODELAY (default on).
+    pub fn nodelay(mut self, nodelay: bool) -> Self {
+        self.nodelay = nodelay;
+        self
+    }
+
+    /// Timeout for reading the upgrade request and writing the response.
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// Read timeout after the handshake (see [`crate::ClientBuilder::read_timeout`]).
+    pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.read_timeout = timeout;
+        self
+    }
+
+    /// Write timeout for the socket.
+    pub fn write_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.write_timeout = timeout;
+        self
+    }
+
+    /// Accepts any valid upgrade request.
+    pub fn accept(&self, stream: TcpStream) -> Result<WebSocket<TcpStream>, Error> {
+        self.accept_with(stream, |request| Ok(Response::accept(request)))
+    }
+
+    /// Reads and validates the upgrade request, then asks `decide` for the response: return
+    /// `Ok(Response::accept(request)...)` (optionally with `.subprotocol(..)` and headers) to
+    /// upgrade, or `Err(Response::reject(status)...)` to refuse. A malformed request is
+    /// answered with its 4xx status without calling `decide`.
+    ///
+    /// Bytes the client sent after the request head are kept and parsed as frames only after
+    /// the 101 has been written.
+    pub fn accept_with(
+        &self,
+        mut stream: TcpStream,
+        decide: impl FnOnce(&Request) -> Result<Response, Response>,
+    ) -> Result<WebSocket<TcpStream>, Error> {
+        stream.set_nodelay(self.nodelay)?;
+        let deadline = Instant::now() + self.handshake_timeout;
+        stream.set_write_timeout(Some(self.handshake_timeout))?;
+        let (request, consumed, received) = match crate::head::read_head(&mut stream, deadline, |bytes| Request::parse(bytes, &self.head_limits)) {
+            Ok(parsed) => parsed,
+            Err(Error::Handshake(error)) => {
+                if let Some(response) = error.response() {
+                    let _ = stream.write_all(&response);
+                }
+                return Err(Error::Handshake(error));
+            }
+            Err(other) => return Err(other),
+        };
+        let decision = decide(&request);
+        let mut head = Vec::with_capacity(256);
+        let (response, accepted) = match &decision {
+            Ok(response) => (response, true),
+            Err(response) => (response, false),
+        };
+        if let Err(error) = response.write_to(&mut head) {
+            let internal = Response::reject(500);
+            head.clear();
+            let _ = internal.write_to(&mut head);
+            let _ = stream.write_all(&head);
+            return Err(Error::Handshake(error));
+        }
+        stream.write_all(&head)?;
+        if !accepted {
+            return Err(Error::Rejected(response.status()));
+        }
+        stream.set_write_timeout(self.write_timeout)?;
+        stream.set_read_timeout(None)?;
+        let now = Instant::now();
+        // Servers never mask; the source is never asked for a key.
+        let mut conn = Connection::new(Role::Server, self.config.clone(), MaskSource::seeded(0), now);
+        conn.feed(&received[consumed..], now);
+        let subprotocol = response.selected_subprotocol().map(str::to_owned);
+        Ok(WebSocket::from_parts(stream, conn, Role::Server, self.read_timeout).with_subprotocol(subprotocol))
+    }
+}

@@ -1,0 +1,294 @@
+//! [`WebSocket`]: a sans-IO [`Connection`] driven over a blocking [`Stream`].
+//!
+//! Owns the read loop (read into the connection's buffer, run its timers through the socket
+//! read timeout) and writing queued output. Sends only queue: nothing is written until
+//! [`WebSocket::flush`], a `*_now` helper, or a receive call that is about to block (which
+//! first writes what is queued, so owed pongs and a request the caller is waiting on go out).
+
+use std::io::{self, ErrorKind};
+use std::time::{Duration, Instant};
+
+use tickwire_codec::ws::{CloseCode, Connection, ConnectionState, Message, Progress, Role, Sender};
+
+use crate::{Error, Stream};
+
+/// What [`WebSocket::try_recv`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recv<'a> {
+    /// A message (pings were answered, a close was answered).
+    Message(Message<'a>),
+    /// The socket has nothing to read now (non-blocking socket or read timeout).
+    WouldBlock,
+    /// The close handshake is complete: end of stream.
+    Closed,
+}
+
+/// A WebSocket connection over a blocking stream.
+#[derive(Debug)]
+pub struct WebSocket<S: Stream> {
+    stream: S,
+    conn: Connection,
+    role: Role,
+    /// Read timeout the user asked for; connection timers may shorten a read below it.
+    read_timeout: Option<Duration>,
+    /// Read timeout currently set on the stream, to avoid a syscall per read.
+    applied_timeout: Option<Option<Duration>>,
+    transport_closed: bool,
+    subprotocol: Option<String>,
+}
+
+impl<S: Stream> WebSocket<S> {
+    /// Wraps a stream whose opening handshake is done. `conn` holds any bytes that arrived
+    /// after the handshake. `read_timeout` is the user's read timeout (already set on the
+    /// stream or not; it is applied before the next read).
+    pub fn from_parts(stream: S, conn: Connection, role: Role, read_timeout: Option<Duration>) -> Self {
+        Self { stream, conn, role, read_timeout, applied_timeout: None, transport_closed: false, subprotocol: None }
+    }
+
+    /// Records the subprotocol the handshake settled on.
+    pub(crate) fn with_subprotocol(mut self, subprotocol: Option<String>) -> Self {
+        self.subprotocol = subprotocol;
+        self
+    }
+
+    /// The subprotocol the opening handshake selected, if any.
+    pub fn subprotocol(&self) -> Option<&str> {
+        self.subprotocol.as_deref()
+    }
+
+    /// Blocks until the next message. Pings are answered and a peer's close is answered
+    /// before it is returned as [`Message::Close`]; the call after that returns
+    /// [`Error::ConnectionClosed`].
+    ///
+    /// With a read timeout set, an expired wait is `Err(Error::Io)` with
+    /// [`Error::is_timeout`] true, and the connection stays usable.
+    pub fn recv(&mut self) -> Result<Message<'_>, Error> {
+        self.recv_with_sender().map(|(message, _)| message)
+    }
+
+    /// Like [`recv`](Self::recv), and also lends the [`Sender`] so a reply (an echo, a pong,
+    /// an order) can be queued while the message is still borrowed, with no copy.
+    pub fn recv_with_sender(&mut self) -> Result<(Message<'_>, &mut Sender), Error> {
+        match self.fill(true)? {
+            Progress::Ready => self.take_message(),
+            Progress::Closed => Err(Error::ConnectionClosed),
+            Progress::NeedMore => Err(Error::Io(ErrorKind::WouldBlock.into())),
+        }
+    }
+
+    /// Returns a buffered or readable message without blocking: on a non-blocking stream,
+    /// [`Recv::WouldBlock`] when nothing can be read now.
+    pub fn try_recv(&mut self) -> Result<Recv<'_>, Error> {
+        match self.fill(false)? {
+            Progress::Ready => self.take_message().map(|(message, _)| Recv::Message(message)),
+            Progress::Closed => Ok(Recv::Closed),
+            Progress::NeedMore => Ok(Recv::WouldBlock),
+        }
+    }
+
+    /// Queues a text message (not written until [`flush`](Self::flush)).
+    pub fn send_text(&mut self, text: &str) -> Result<(), Error> {
+        Ok(self.conn.sender().text(text)?)
+    }
+
+    /// Queues a binary message.
+    pub fn send_binary(&mut self, payload: &[u8]) -> Result<(), Error> {
+        Ok(self.conn.sender().binary(payload)?)
+    }
+
+    /// Queues a ping (at most 125 bytes).
+    pub fn ping(&mut self, payload: &[u8]) -> Result<(), Error> {
+        Ok(self.conn.sender().ping(payload)?)
+    }
+
+    /// Queues a text message and writes everything queued.
+    pub fn send_text_now(&mut self, text: &str) -> Result<(), Error> {
+        self.send_text(text)?;
+        self.flush()
+    }
+
+    /// Queues a binary message and writes everything queued.
+    pub fn send_binary_now(&mut self, payload: &[u8]) -> Result<(), Error> {
+        self.send_binary(payload)?;
+        self.flush()
+    }
+
+    /// The sending half, to queue several messages before one flush.
+    pub fn sender(&mut self) -> &mut Sender {
+        self.conn.sender()
+    }
+
+    /// Writes everything queued.
+    pub fn flush(&mut self) -> Result<(), Error> {
+        while self.conn.wants_write() {
+            let n = match self.stream.write(self.conn.output()) {
+                Ok(0) => return Err(Error::Io(ErrorKind::WriteZero.into())),
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::Io(e)),
+            };
+            self.conn.advance_output(n);
+        }
+        self.stream.flush()?;
+        Ok(())
+    }
+
+    /// Starts the close handshake with `code` and `reason` (≤ 123 bytes) and writes it. Keep
+    /// calling [`recv`](Self::recv) to drain messages until it returns
+    /// [`Error::ConnectionClosed`] (the peer's reply) or a close timeout error.
+    pub fn close(&mut self, code: CloseCode, reason: &str) -> Result<(), Error> {
+        self.conn.close(code, reason, Instant::now())?;
+        self.flush()
+    }
+
+    /// The sans-IO connection (state, configuration).
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The stream.
+    pub fn stream(&self) -> &S {
+        &self.stream
+    }
+
+    /// The stream, mutably (to change socket options).
+    pub fn stream_mut(&mut self) -> &mut S {
+        &mut self.stream
+    }
+
+    /// Sets the user's read timeout: a receive that waits longer returns a timeout error.
+    pub fn set_read_timeout(&mut self, timeout: Option<Duration>) {
+        self.read_timeout = timeout;
+    }
+
+    /// Reads until a message is ready, the close handshake completes, or (non-blocking) the
+    /// stream has nothing more.
+    fn fill(&mut self, blocking: bool) -> Result<Progress, Error> {
+        loop {
+            match self.conn.advance() {
+                Ok(Progress::Ready) => return Ok(Progress::Ready),
+                Ok(Progress::Closed) => {
+                    self.finish_transport();
+                    return Ok(Progress::Closed);
+                }
+                Ok(Progress::NeedMore) => {}
+                Err(e) => return Err(self.failed(e)),
+            }
+            // About to wait for the peer: write what is owed first.
+            self.flush()?;
+            if self.conn.state() == ConnectionState::Closed {
+                continue;
+            }
+            self.apply_read_timeout()?;
+            let read = self.stream.read(self.conn.spare());
+            let now = Instant::now();
+            match read {
+                Ok(0) => {
+                    return if self.conn.state() == ConnectionState::CloseSent {
+                        // The peer closed TCP after our close without replying: done.
+                        Ok(Progress::Closed)
+                    } else {
+                        Err(Error::UnexpectedEof)
+                    };
+                }
+                Ok(n) => self.conn.filled(n, now),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    let timer_due = self.conn.poll_timeout().is_some_and(|at| at <= now);
+                    if timer_due {
+                        if let Err(error) = self.conn.handle_timeout(now) {
+                            return Err(self.failed(error));
+                        }
+                    } else if !blocking || self.read_timeout.is_some() {
+                        return if blocking { Err(Error::Io(e)) } else { Ok(Progress::NeedMore) };
+                    }
+                }
+                Err(e) => return Err(Error::Io(e)),
+            }
+        }
+    }
+
+    fn take_message(&mut self) -> Result<(Message<'_>, &mut Sender), Error> {
+        let closing = self.conn.state() == ConnectionState::Closed;
+        if closing {
+            // The peer's close was answered: write the reply now so the peer is not kept
+            // waiting on the caller.
+            let _ = self.flush();
+            self.finish_transport();
+        }
+        // Invalid text fails here, after the borrow-free part: the close frame it queues is
+        // written by the next call on this connection, or when it is dropped.
+        self.conn.message_with_sender().map_err(Error::Protocol)
+    }
+
+    /// A protocol error or timer failure: send the queued close (best effort), close the
+    /// transport, and return the error.
+    fn failed(&mut self, error: tickwire_codec::ws::Error) -> Error {
+        let _ = self.flush();
+        self.finish_transport();
+        Error::Protocol(error)
+    }
+
+    fn finish_transport(&mut self) {
+        if self.transport_closed {
+            return;
+        }
+        if !self.transport_closed && self.conn.should_close_transport() {
+            self.transport_closed = true;
+            if self.role == Role::Server {
+                let _ = self.stream.shutdown_write();
+            }
+        }
+    }
+
+    /// Reads and discards until the peer closes or `limit` passes. Closing a socket with
+    /// unread input makes the kernel send RST, which can destroy our close frame in the
+    /// peer's receive queue; draining first lets the FIN and the close frame arrive intact.
+    fn drain_until_eof(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        let mut sink = [0u8; 4096];
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || self.stream.set_read_timeout(Some(left)).is_err() {
+                return;
+            }
+            match self.stream.read(&mut sink) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    }
+
+    /// Sets the stream's read timeout to the earlier of the user's timeout and the next
+    /// connection timer, touching the socket only when the value changes.
+    fn apply_read_timeout(&mut self) -> io::Result<()> {
+        let timer = self.conn.poll_timeout().map(|at| {
+            at.saturating_duration_since(Instant::now()).max(Duration::from_millis(1))
+        });
+        let wanted = match (timer, self.read_timeout) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if self.applied_timeout != Some(wanted) {
+            self.stream.set_read_timeout(wanted)?;
+            self.applied_timeout = Some(wanted);
+        }
+        Ok(())
+    }
+}
+
+impl<S: Stream> Drop for WebSocket<S> {
+    /// A connection that failed or finished its close handshake still owes the peer its close
+    /// frame: write it (bounded by a short write timeout) before the socket goes away.
+    fn drop(&mut self) {
+        let terminal = matches!(self.conn.state(), ConnectionState::Failed | ConnectionState::Closed);
+        if terminal && self.conn.wants_write() {
+            let _ = self.stream.set_write_timeout(Some(Duration::from_secs(1)));
+            let _ = self.flush();
+        }
+        self.finish_transport();
+        if self.transport_closed && self.role == Role::Server {
+            self.drain_until_eof(Duration::from_millis(500));
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! The blocking transports end to end over loopback TCP: what a user of `connect` and
+//! `accept` sees.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::thread;
+use std::time::Duration;
+
+use tickwire::{ClientBuilder, CloseCode, Error, Message, Response, ServerBuilder};
+
+/// Starts a listener and runs `serve` on the first accepted connection in a thread.
+fn server<T: Send + 'static>(serve: impl FnOnce(TcpStream) -> T + Send + 'static) -> (String, thread::JoinHandle<T>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("ws://{}", listener.local_addr().unwrap());
+    let handle = thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        serve(stream)
+    });
+    (url, handle)
+}
+
+/// An echo server that returns how the connection ended.
+fn echo_server() -> (String, thread::JoinHandle<Result<(), String>>) {
+    server(|stream| {
+        let mut ws = ServerBuilder::new().accept(stream).map_err(|e| e.to_string())?;
+        loop {
+            let (message, sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
+            match message {
+                Message::Text(text) => sender.text(text).map_err(|e| e.to_string())?,
+                Message::Binary(data) => sender.binary(data).map_err(|e| e.to_string())?,
+                Message::Close(_) => return Ok(()),
+                _ => {}
+            }
+        }
+    })
+}
+
+#[test]
+fn text_binary_and_large_messages_round_trip() {
+    let (url, handle) = echo_server();
+    let mut ws = ClientBuilder::new().connect(&format!("{url}/echo?x=1")).unwrap();
+    ws.send_text_now("héllo").unwrap();
+    assert_eq!(ws.recv().unwrap(), Message::Text("héllo"));
+    ws.send_binary_now(&[0, 1, 2, 255]).unwrap();
+    assert_eq!(ws.recv().unwrap(), Message::Binary(&[0, 1, 2, 255]));
+    let big: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
+    ws.send_binary_now(&big).unwrap();
+    assert_eq!(ws.recv().unwrap(), Message::Binary(&big[..]));
+    // Many queued messages, one flush, answered in order.
+    for i in 0..100 {
+        ws.send_text(&format!("m{i}")).unwrap();
+    }
+    ws.flush().unwrap();
+    for i in 0..100 {
+        assert_eq!(ws.recv().unwrap(), Message::Text(format!("m{i}").as_str()));
+    }
+    ws.close(CloseCode::NORMAL, "done").unwrap();
+    match ws.recv().unwrap() {
+        Message::Close(Some(frame)) => assert_eq!(frame.code, CloseCode::NORMAL),
+        other => panic!("expected the close reply, got {other:?}"),
+    }
+    assert!(matches!(ws.recv(), Err(Error::ConnectionClosed)));
+    assert_eq!(handle.join().unwrap(), Ok(()));
+}
+
+#[test]
+fn reply_while_holding_the_received_message() {
+    let (url, handle) = echo_server();
+    let mut ws = ClientBuilder::new().connect(&url).unwrap();
+    ws.send_text_now("ping-pong").unwrap();
+    let (message, sender) = ws.recv_with_sender().unwrap();
+    let Message::Text(text) = message else { panic!("{message:?}") };
+    // `text` still borrows the receive buffer while the sender queues it back.
+    sender.text(text).unwrap();
+    ws.flush().unwrap();
+    assert_eq!(ws.recv().unwrap(), Message::Text("ping-pong"));
+    drop(ws);
+    handle.join().unwrap().unwrap_err();
+}
+
+#[test]
+fn server_initiated_close_reaches_the_client_with_its_code() {
+    let (url, handle) = server(|stream| {
+        let mut ws = tickwire::accept(stream).unwrap();
+        ws.close(CloseCode(4001), "bye").unwrap();
+        // Drain until the client's reply completes the handshake.
+        loop {
+            match ws.recv() {
+                Ok(Message::Close(frame)) => return frame.map(|f| f.code),
+                Ok(_) => {}
+                Err(e) => panic!("server: {e}"),
+            }
+        }
+    });
+    let mut ws = ClientBuilder::new().connect(&url).unwrap();
+    match ws.recv().unwrap() {
+        Message::Close(Some(frame)) => {
+            assert_eq!(frame.code, CloseCode(4001));
+            assert_eq!(frame.reason, "bye");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(handle.join().unwrap(), Some(CloseCode(4001)), "the client echoed the code");
+}
+
+#[test]
+fn pings_are_answered_automatically() {
+    let (url, handle) = server(|stream| {
+        let mut ws = tickwire::accept(stream).unwrap();
+        ws.ping(b"are you there").unwrap();
+        ws.flush().unwrap();
+        let pong = match ws.recv().unwrap() {
+            Message::Pong(payload) => payload.to_vec(),
+            other => panic!("{other:?}"),
+        };
+        ws.send_text_now("got your pong").unwrap();
+        pong
+    });
+    let mut ws = ClientBuilder::new().connect(&url).unwrap();
+    assert_eq!(ws.recv().unwrap(), Message::Ping(b"are you there"));
+    // The pong goes out when the client next waits for input, without any flush call.
+    assert_eq!(ws.recv().unwrap(), Message::Text("got your pong"));
+    assert_eq!(handle.join().unwrap(), b"are you there");
+}
+
+#[test]
+fn read_timeout_leaves_the_connection_usable() {
+    let (url, handle) = echo_server();
+    let mut ws = ClientBuilder::new().read_timeout(Some(Duration::from_millis(50))).connect(&url).unwrap();
+    let error = ws.recv().unwrap_err();
+    assert!(error.is_timeout(), "{error}");
+    ws.send_text_now("still here").unwrap();
+    assert_eq!(ws.recv().unwrap(), Message::Text("still here"));
+    drop(ws);
+    let _ = handle.join();
+}
+
+#[test]
+fn keepalive_ping_fails_a_silent_peer() {
+    // A "server" that completes the handshake and then never reads or answers.
+    let (url, handle) = server(|stream| {
+        let mut ws = tickwire::accept(stream).unwrap();
+        thread::sleep(Duration::from_millis(800));
+        ws.stream_mut().shutdown(std::net::Shutdown::Both).ok();
+    });
+    let mut ws = ClientBuilder::new()
+        .keepalive(Duration::from_millis(100), Duration::from_millis(200))
+        .connect(&url)
+        .unwrap();
+    // The server-side WebSocket does auto-pong only when it reads; it never reads here.
+    let error = ws.recv().unwrap_err();
+    assert!(matches!(error, Error::Protocol(tickwire::codec::ws::Error::PongTimeout)), "{error}");
+    handle.join().unwrap();
+}
+
+#[test]
+fn accept_hook_selects_a_subprotocol_or_rejects() {
+    let (url, handle) = server(|stream| {
+        let ws = ServerBuilder::new()
+            .accept_with(stream, |request| {
+                assert_eq!(request.path(), "/feed");
+                assert_eq!(request.header("authorization"), Some(&b"Bearer t0ken"[..]));
+                Ok(Response::accept(request).subprotocol("v2"))
+            })
+            .unwrap();
+        ws.subprotocol().map(str::to_owned)
+    });
+    let ws = ClientBuilder::new()
+        .header("Authorization", "Bearer t0ken")
+        .subprotocol("v1")
+        .subprotocol("v2")
+        .connect(&format!("{url}/feed"))
+        .unwrap();
+    assert_eq!(ws.subprotocol(), Some("v2"));
+    assert_eq!(handle.join().unwrap(), Some("v2".to_owned()));
+
+    let (url, handle) = server(|stream| {
+        ServerBuilder::new().accept_with(stream, |_| Err(Response::reject(403))).err().map(|e| e.to_string())
+    });
+    let error = ClientBuilder::new().connect(&url).unwrap_err();
+    assert!(error.to_string().contains("403"), "{error}");
+    assert!(handle.join().unwrap().unwrap().contains("403"));
+}
+
+#[test]
+fn bytes_after_the_upgrade_request_are_frames_only_after_the_101() {
+    let (url, handle) = echo_server();
+    let addr = url.trim_start_matches("ws://");
+    let mut raw = TcpStream::connect(addr).unwrap();
+    // Handshake and a masked text frame "hi" in one write.
+    let mut bytes = format!(
+        "GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    .into_bytes();
+    bytes.extend_from_slice(&[0x81, 0x82, 1, 2, 3, 4, b'h' ^ 1, b'i' ^ 2]);
+    raw.write_all(&bytes).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut received = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while !received.ends_with(b"\x81\x02hi") {
+        let n = raw.read(&mut chunk).unwrap();
+        assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(&received));
+        received.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8_lossy(&received);
+    assert!(text.starts_with("HTTP/1.1 101 "), "{text}");
+    let head_end = text.find("\r\n\r\n").unwrap() + 4;
+    assert_eq!(&received[head_end..], b"\x81\x02hi", "the echo follows the 101");
+    drop(raw);
+    let _ = handle.join();
+}
+
+#[test]
+fn malformed_handshake_gets_an_http_error_not_a_dropped_socket() {
+    let (url, handle) = echo_server();
+    let addr = url.trim_start_matches("ws://");
+    let mut raw = TcpStream::connect(addr).unwrap();
+    raw.write_all(
+        format!("GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 8\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+            .as_bytes(),
+    )
+    .unwrap();
+    let mut response = String::new();
+    raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    raw.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 426 "), "{response}");
+    assert!(response.to_ascii_lowercase().contains("sec-websocket-version: 13"), "{response}");
+    let error = handle.join().unwrap().unwrap_err();
+    assert!(error.contains("handshake"), "{error}");
+}
+
+#[test]
+fn protocol_violation_is_answered_with_its_close_code() {
+    let (url, handle) = echo_server();
+    let addr = url.trim_start_matches("ws://");
+    let mut raw = TcpStream::connect(addr).unwrap();
+    raw.write_all(
+        format!("GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+            .as_bytes(),
+    )
+    .unwrap();
+    // An unmasked frame from a client: the server must close with 1002.
+    raw.write_all(&[0x81, 0x02, b'h', b'i']).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut received = Vec::new();
+    raw.read_to_end(&mut received).unwrap();
+    let head_end = received.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    assert_eq!(&received[head_end..], &[0x88, 0x02, 0x03, 0xea]);
+    let error = handle.join().unwrap().unwrap_err();
+    assert!(error.contains("1002"), "{error}");
+}
+
+#[test]
+fn peer_vanishing_without_close_is_unexpected_eof() {
+    let (url, handle) = server(|stream| {
+        let ws = tickwire::accept(stream).unwrap();
+        ws.stream().shutdown(std::net::Shutdown::Both).unwrap();
+    });
+    let mut ws = ClientBuilder::new().connect(&url).unwrap();
+    handle.join().unwrap();
+    assert!(matches!(ws.recv(), Err(Error::UnexpectedEof)));
+}
+
+#[test]
+fn urls_are_checked_before_connecting() {
+    assert!(matches!(ClientBuilder::new().connect("http://127.0.0.1:1/"), Err(Error::InvalidUrl(_))));
+    assert!(matches!(ClientBuilder::new().connect("wss://127.0.0.1:1/"), Err(Error::UnsupportedScheme(_))));
+    assert!(matches!(ClientBuilder::new().connect("not a url"), Err(Error::InvalidUrl(_))));
+    let (url, handle) = echo_server();
+    let bad_header = ClientBuilder::new().header("X-Evil", "a\r\nInjected: 1").connect(&url);
+    assert!(matches!(bad_header, Err(Error::Handshake(_))), "{bad_header:?}");
+    drop(bad_header);
+    let _ = handle.join();
+}
+
+#[test]
+fn ipv6_loopback_works() {
+    let Ok(listener) = TcpListener::bind("[::1]:0") else { return };
+    let port = listener.local_addr().unwrap().port();
+    let handle = thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut ws = tickwire::accept(stream).unwrap();
+        let (message, sender) = ws.recv_with_sender().unwrap();
+        if let Message::Text(t) = message {
+            sender.text(t).unwrap();
+        }
+        ws.flush().unwrap();
+    });
+    let mut ws = ClientBuilder::new().connect(&format!("ws://[::1]:{port}/v6")).unwrap();
+    ws.send_text_now("six").unwrap();
+    assert_eq!(ws.recv().unwrap(), Message::Text("six"));
+    handle.join().unwrap();
+}
