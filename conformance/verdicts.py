@@ -8,7 +8,8 @@ The expectation maps each case id to its verdict (behavior, and behaviorClose wh
 not OK). `compare` fails (exit 1) when a case is FAILED, missing from the report, or its
 pass class changed (passed = OK, NON-STRICT, INFORMATIONAL; UNIMPLEMENTED is its own class).
 OK <-> NON-STRICT flips are printed but do not fail: the suite itself says some of those are
-timing-dependent. The last line is `autobahn-diff: N passed, M failed`.
+timing-dependent. The last line is `autobahn-diff: N cases as expected (P passed, U
+unimplemented), M differ`.
 """
 import json
 import os
@@ -48,6 +49,7 @@ def main():
     with open(sys.argv[3], encoding="utf-8") as f:
         expected = json.load(f)
     passed = failed = 0
+    counts = {"passed": 0, "UNIMPLEMENTED": 0}
     for case in sorted(set(actual) | set(expected), key=key):
         got, want = actual.get(case), expected.get(case)
         if got is None:
@@ -66,7 +68,10 @@ def main():
             if got != want:
                 print("note     %s: %s, expected %s (same pass class)" % (case, got, want))
             passed += 1
-    print("autobahn-diff: %d passed, %d failed" % (passed, failed))
+        if got is not None and klass(got) in counts:
+            counts[klass(got)] += 1
+    print("autobahn-diff: %d cases as expected (%d passed, %d unimplemented), %d differ"
+          % (passed, counts["passed"], counts["UNIMPLEMENTED"], failed))
     return 1 if failed else 0
 
 
