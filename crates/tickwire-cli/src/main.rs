@@ -94,7 +94,8 @@ fn main() -> ExitCode {
 }
 
 fn serve(args: &ServeArgs) -> Result<(), String> {
-    let listener = TcpListener::bind((args.bind.as_str(), args.port)).map_err(|e| format!("bind: {e}"))?;
+    let listener =
+        TcpListener::bind((args.bind.as_str(), args.port)).map_err(|e| format!("bind: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     println!("tickwire: echo server listening on ws://{local}");
     let _ = std::io::stdout().flush();
@@ -143,7 +144,10 @@ fn connect(args: &ConnectArgs) -> Result<(), String> {
         let mut ws = builder.connect(&args.url).map_err(|e| e.to_string())?;
         return echo_until_close(&mut ws);
     }
-    let mut ws = builder.read_timeout(Some(Duration::from_millis(20))).connect(&args.url).map_err(|e| e.to_string())?;
+    let mut ws = builder
+        .read_timeout(Some(Duration::from_millis(20)))
+        .connect(&args.url)
+        .map_err(|e| e.to_string())?;
     let lines = stdin_lines();
     let mut stdin_open = true;
     let stdout = std::io::stdout();
@@ -170,7 +174,9 @@ fn connect(args: &ConnectArgs) -> Result<(), String> {
                 let _ = writeln!(out, "[binary {} bytes] {}", data.len(), hex(data));
                 let _ = out.flush();
             }
-            Ok(Message::Close(frame)) => return close_outcome(frame.map(|f| (f.code, f.reason.to_owned()))),
+            Ok(Message::Close(frame)) => {
+                return close_outcome(frame.map(|f| (f.code, f.reason.to_owned())));
+            }
             Ok(Message::Ping(_) | Message::Pong(_)) => {}
             Err(e) if e.is_timeout() => {}
             Err(Error::ConnectionClosed) => return Ok(()),
@@ -185,7 +191,9 @@ fn echo_until_close(ws: &mut tickwire::WebSocket<TcpStream>) -> Result<(), Strin
         match message {
             Message::Text(text) => sender.text(text).map_err(|e| e.to_string())?,
             Message::Binary(data) => sender.binary(data).map_err(|e| e.to_string())?,
-            Message::Close(frame) => return close_outcome(frame.map(|f| (f.code, f.reason.to_owned()))),
+            Message::Close(frame) => {
+                return close_outcome(frame.map(|f| (f.code, f.reason.to_owned())));
+            }
             Message::Ping(_) | Message::Pong(_) => {}
         }
     }
@@ -216,8 +224,9 @@ fn stdin_lines() -> mpsc::Receiver<String> {
 
 fn hex(data: &[u8]) -> String {
     use std::fmt::Write as _;
-    data.iter().fold(String::with_capacity(data.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    data.iter()
+        .fold(String::with_capacity(data.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }

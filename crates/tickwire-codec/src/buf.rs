@@ -25,7 +25,11 @@ pub struct ReadBuf {
 impl ReadBuf {
     /// A buffer with `capacity` bytes of initialised storage.
     pub fn with_capacity(capacity: usize) -> Self {
-        Self { storage: vec![0; capacity.max(16)], start: 0, end: 0 }
+        Self {
+            storage: vec![0; capacity.max(16)],
+            start: 0,
+            end: 0,
+        }
     }
 
     /// The received bytes not yet consumed.
@@ -76,7 +80,10 @@ impl ReadBuf {
     /// If `n` is larger than the spare space: that is a transport bug, not peer input.
     #[inline]
     pub fn filled(&mut self, n: usize) {
-        assert!(n <= self.storage.len() - self.end, "ReadBuf::filled past the spare space");
+        assert!(
+            n <= self.storage.len() - self.end,
+            "ReadBuf::filled past the spare space"
+        );
         self.end += n;
     }
 
@@ -148,7 +155,12 @@ pub struct WriteBuf {
 impl WriteBuf {
     /// A buffer with `capacity` bytes after `headroom` bytes reserved for prepended headers.
     pub fn new(capacity: usize, headroom: usize) -> Self {
-        Self { storage: vec![0; headroom + capacity], start: headroom, end: headroom, headroom }
+        Self {
+            storage: vec![0; headroom + capacity],
+            start: headroom,
+            end: headroom,
+            headroom,
+        }
     }
 
     /// Bytes queued for the socket.
@@ -209,7 +221,10 @@ impl WriteBuf {
     /// If `tail_len` exceeds [`len`](Self::len).
     #[inline]
     pub fn insert_before_tail(&mut self, header: &[u8], tail_len: usize) {
-        assert!(tail_len <= self.len(), "WriteBuf::insert_before_tail past the data");
+        assert!(
+            tail_len <= self.len(),
+            "WriteBuf::insert_before_tail past the data"
+        );
         if tail_len == self.len() && header.len() <= self.start {
             self.start -= header.len();
             self.storage[self.start..self.start + header.len()].copy_from_slice(header);
@@ -217,7 +232,8 @@ impl WriteBuf {
         }
         let tail_start = self.end - tail_len;
         self.append_slot(header.len());
-        self.storage.copy_within(tail_start..tail_start + tail_len, tail_start + header.len());
+        self.storage
+            .copy_within(tail_start..tail_start + tail_len, tail_start + header.len());
         self.storage[tail_start..tail_start + header.len()].copy_from_slice(header);
     }
 
@@ -242,7 +258,8 @@ impl WriteBuf {
         if self.storage.len() - self.end < len {
             // Move the queued bytes back to the headroom mark before growing.
             if self.start > self.headroom {
-                self.storage.copy_within(self.start..self.end, self.headroom);
+                self.storage
+                    .copy_within(self.start..self.end, self.headroom);
                 self.end -= self.start - self.headroom;
                 self.start = self.headroom;
             }

@@ -14,7 +14,11 @@ static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 /// Frames as the peer of `role` would send them: text, binary, ping.
 fn peer_frames(role: Role) -> Vec<u8> {
-    let peer = if role == Role::Server { Role::Client } else { Role::Server };
+    let peer = if role == Role::Server {
+        Role::Client
+    } else {
+        Role::Server
+    };
     let mut writer = FrameWriter::new(peer, MaskSource::seeded(9));
     let mut out = WriteBuf::new(4096, 14);
     writer.text(&mut out, &"{\"px\":\"101.25\",\"qty\":\"3\"}".repeat(4));
@@ -51,7 +55,11 @@ fn round(conn: &mut Connection, input: &[u8], now: Instant) -> usize {
 fn assert_steady_state_allocates_nothing(role: Role) {
     let input = peer_frames(role);
     let now = Instant::now();
-    let config = if role == Role::Server { Config::server() } else { Config::client() };
+    let config = if role == Role::Server {
+        Config::server()
+    } else {
+        Config::client()
+    };
     let mut conn = Connection::new(role, config, MaskSource::seeded(1), now);
     for _ in 0..100 {
         assert_eq!(round(&mut conn, &input, now), 3);

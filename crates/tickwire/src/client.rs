@@ -139,9 +139,15 @@ impl ClientBuilder {
         match parsed.scheme() {
             "ws" => {}
             "wss" => return Err(Error::UnsupportedScheme("wss".into())),
-            other => return Err(Error::InvalidUrl(format!("scheme {other}:// is not ws:// or wss://"))),
+            other => {
+                return Err(Error::InvalidUrl(format!(
+                    "scheme {other}:// is not ws:// or wss://"
+                )));
+            }
         }
-        let host = parsed.host_str().ok_or_else(|| Error::InvalidUrl("no host".into()))?;
+        let host = parsed
+            .host_str()
+            .ok_or_else(|| Error::InvalidUrl("no host".into()))?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
         let port = parsed.port_or_known_default().unwrap_or(80);
         let stream = self.tcp_connect(host, port)?;
@@ -150,7 +156,11 @@ impl ClientBuilder {
 
     /// Performs the opening handshake over an already connected stream (for a stream this
     /// crate did not open). Socket options are the caller's.
-    pub fn handshake(mut self, mut stream: TcpStream, url: &url::Url) -> Result<WebSocket<TcpStream>, Error> {
+    pub fn handshake(
+        mut self,
+        mut stream: TcpStream,
+        url: &url::Url,
+    ) -> Result<WebSocket<TcpStream>, Error> {
         stream.set_nodelay(self.nodelay)?;
         stream.set_write_timeout(self.write_timeout)?;
         let mut mask = self.mask.take().unwrap_or_default();
@@ -159,12 +169,18 @@ impl ClientBuilder {
         let deadline = Instant::now() + self.handshake_timeout;
         stream.set_write_timeout(Some(self.handshake_timeout))?;
         stream.write_all(handshake.request_bytes())?;
-        let (accepted, consumed, received) = crate::head::read_head(&mut stream, deadline, |bytes| handshake.parse_response(bytes))?;
+        let (accepted, consumed, received) =
+            crate::head::read_head(&mut stream, deadline, |bytes| {
+                handshake.parse_response(bytes)
+            })?;
         stream.set_write_timeout(self.write_timeout)?;
         stream.set_read_timeout(None)?;
         let mut conn = Connection::new(Role::Client, self.config, mask, Instant::now());
         conn.feed(&received[consumed..], Instant::now());
-        Ok(WebSocket::from_parts(stream, conn, Role::Client, self.read_timeout).with_subprotocol(accepted.subprotocol))
+        Ok(
+            WebSocket::from_parts(stream, conn, Role::Client, self.read_timeout)
+                .with_subprotocol(accepted.subprotocol),
+        )
     }
 
     fn tcp_connect(&self, host: &str, port: u16) -> Result<TcpStream, Error> {
@@ -180,10 +196,11 @@ impl ClientBuilder {
                 Err(e) => last = Some(e),
             }
         }
-        Err(Error::Io(last.unwrap_or_else(|| ErrorKind::NotFound.into())))
+        Err(Error::Io(
+            last.unwrap_or_else(|| ErrorKind::NotFound.into()),
+        ))
     }
 }
-
 
 /// 16 random bytes for Sec-WebSocket-Key (§4.1: a nonce), from the masking generator.
 fn random_key(mask: &mut MaskSource) -> [u8; 16] {

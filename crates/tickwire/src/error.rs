@@ -52,7 +52,9 @@ impl fmt::Display for Error {
             Self::Handshake(e) => write!(f, "handshake failed: {e}"),
             Self::Rejected(status) => write!(f, "handshake rejected with HTTP {status}"),
             Self::InvalidUrl(reason) => write!(f, "invalid URL: {reason}"),
-            Self::UnsupportedScheme(scheme) => write!(f, "unsupported URL scheme {scheme}:// in this build"),
+            Self::UnsupportedScheme(scheme) => {
+                write!(f, "unsupported URL scheme {scheme}:// in this build")
+            }
             Self::HandshakeTimeout => f.write_str("handshake timed out"),
             Self::ConnectionClosed => f.write_str("connection closed"),
             Self::UnexpectedEof => f.write_str("peer closed the connection without a close frame"),

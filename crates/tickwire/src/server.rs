@@ -104,12 +104,12 @@ impl ServerBuilder {
 
     /// Accepts any valid upgrade request.
     pub fn accept(&self, stream: TcpStream) -> Result<WebSocket<TcpStream>, Error> {
-        self.accept_with(stream, |request| Ok(Response::accept(request)))
+        self.accept_with(stream, Response::accept)
     }
 
     /// Reads and validates the upgrade request, then asks `decide` for the response: return
-    /// `Ok(Response::accept(request)...)` (optionally with `.subprotocol(..)` and headers) to
-    /// upgrade, or `Err(Response::reject(status)...)` to refuse. A malformed request is
+    /// `Response::accept(request)` (optionally with `.subprotocol(..)` and headers) to
+    /// upgrade, or `Response::reject(status)` to refuse with that status. A malformed request is
     /// answered with its 4xx status without calling `decide`.
     ///
     /// Bytes the client sent after the request head are kept and parsed as frames only after
@@ -117,27 +117,27 @@ impl ServerBuilder {
     pub fn accept_with(
         &self,
         mut stream: TcpStream,
-        decide: impl FnOnce(&Request) -> Result<Response, Response>,
+        decide: impl FnOnce(&Request) -> Response,
     ) -> Result<WebSocket<TcpStream>, Error> {
         stream.set_nodelay(self.nodelay)?;
         let deadline = Instant::now() + self.handshake_timeout;
         stream.set_write_timeout(Some(self.handshake_timeout))?;
-        let (request, consumed, received) = match crate::head::read_head(&mut stream, deadline, |bytes| Request::parse(bytes, &self.head_limits)) {
-            Ok(parsed) => parsed,
-            Err(Error::Handshake(error)) => {
-                if let Some(response) = error.response() {
-                    let _ = stream.write_all(&response);
+        let (request, consumed, received) =
+            match crate::head::read_head(&mut stream, deadline, |bytes| {
+                Request::parse(bytes, &self.head_limits)
+            }) {
+                Ok(parsed) => parsed,
+                Err(Error::Handshake(error)) => {
+                    if let Some(response) = error.response() {
+                        let _ = stream.write_all(&response);
+                    }
+                    return Err(Error::Handshake(error));
                 }
-                return Err(Error::Handshake(error));
-            }
-            Err(other) => return Err(other),
-        };
-        let decision = decide(&request);
+                Err(other) => return Err(other),
+            };
+        let response = decide(&request);
+        let accepted = response.status() == 101;
         let mut head = Vec::with_capacity(256);
-        let (response, accepted) = match &decision {
-            Ok(response) => (response, true),
-            Err(response) => (response, false),
-        };
         if let Err(error) = response.write_to(&mut head) {
             let internal = Response::reject(500);
             head.clear();
@@ -153,9 +153,17 @@ impl ServerBuilder {
         stream.set_read_timeout(None)?;
         let now = Instant::now();
         // Servers never mask; the source is never asked for a key.
-        let mut conn = Connection::new(Role::Server, self.config.clone(), MaskSource::seeded(0), now);
+        let mut conn = Connection::new(
+            Role::Server,
+            self.config.clone(),
+            MaskSource::seeded(0),
+            now,
+        );
         conn.feed(&received[consumed..], now);
         let subprotocol = response.selected_subprotocol().map(str::to_owned);
-        Ok(WebSocket::from_parts(stream, conn, Role::Server, self.read_timeout).with_subprotocol(subprotocol))
+        Ok(
+            WebSocket::from_parts(stream, conn, Role::Server, self.read_timeout)
+                .with_subprotocol(subprotocol),
+        )
     }
 }

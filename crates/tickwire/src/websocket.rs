@@ -41,8 +41,21 @@ impl<S: Stream> WebSocket<S> {
     /// Wraps a stream whose opening handshake is done. `conn` holds any bytes that arrived
     /// after the handshake. `read_timeout` is the user's read timeout (already set on the
     /// stream or not; it is applied before the next read).
-    pub fn from_parts(stream: S, conn: Connection, role: Role, read_timeout: Option<Duration>) -> Self {
-        Self { stream, conn, role, read_timeout, applied_timeout: None, transport_closed: false, subprotocol: None }
+    pub fn from_parts(
+        stream: S,
+        conn: Connection,
+        role: Role,
+        read_timeout: Option<Duration>,
+    ) -> Self {
+        Self {
+            stream,
+            conn,
+            role,
+            read_timeout,
+            applied_timeout: None,
+            transport_closed: false,
+            subprotocol: None,
+        }
     }
 
     /// Records the subprotocol the handshake settled on.
@@ -80,7 +93,9 @@ impl<S: Stream> WebSocket<S> {
     /// [`Recv::WouldBlock`] when nothing can be read now.
     pub fn try_recv(&mut self) -> Result<Recv<'_>, Error> {
         match self.fill(false)? {
-            Progress::Ready => self.take_message().map(|(message, _)| Recv::Message(message)),
+            Progress::Ready => self
+                .take_message()
+                .map(|(message, _)| Recv::Message(message)),
             Progress::Closed => Ok(Recv::Closed),
             Progress::NeedMore => Ok(Recv::WouldBlock),
         }
@@ -200,7 +215,11 @@ impl<S: Stream> WebSocket<S> {
                             return Err(self.failed(error));
                         }
                     } else if !blocking || self.read_timeout.is_some() {
-                        return if blocking { Err(Error::Io(e)) } else { Ok(Progress::NeedMore) };
+                        return if blocking {
+                            Err(Error::Io(e))
+                        } else {
+                            Ok(Progress::NeedMore)
+                        };
                     }
                 }
                 Err(e) => return Err(Error::Io(e)),
@@ -263,7 +282,8 @@ impl<S: Stream> WebSocket<S> {
     /// connection timer, touching the socket only when the value changes.
     fn apply_read_timeout(&mut self) -> io::Result<()> {
         let timer = self.conn.poll_timeout().map(|at| {
-            at.saturating_duration_since(Instant::now()).max(Duration::from_millis(1))
+            at.saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(1))
         });
         let wanted = match (timer, self.read_timeout) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -281,7 +301,10 @@ impl<S: Stream> Drop for WebSocket<S> {
     /// A connection that failed or finished its close handshake still owes the peer its close
     /// frame: write it (bounded by a short write timeout) before the socket goes away.
     fn drop(&mut self) {
-        let terminal = matches!(self.conn.state(), ConnectionState::Failed | ConnectionState::Closed);
+        let terminal = matches!(
+            self.conn.state(),
+            ConnectionState::Failed | ConnectionState::Closed
+        );
         if terminal && self.conn.wants_write() {
             let _ = self.stream.set_write_timeout(Some(Duration::from_secs(1)));
             let _ = self.flush();

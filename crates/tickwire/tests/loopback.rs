@@ -9,7 +9,9 @@ use std::time::Duration;
 use tickwire::{ClientBuilder, CloseCode, Error, Message, Response, ServerBuilder};
 
 /// Starts a listener and runs `serve` on the first accepted connection in a thread.
-fn server<T: Send + 'static>(serve: impl FnOnce(TcpStream) -> T + Send + 'static) -> (String, thread::JoinHandle<T>) {
+fn server<T: Send + 'static>(
+    serve: impl FnOnce(TcpStream) -> T + Send + 'static,
+) -> (String, thread::JoinHandle<T>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("ws://{}", listener.local_addr().unwrap());
     let handle = thread::spawn(move || {
@@ -22,7 +24,9 @@ fn server<T: Send + 'static>(serve: impl FnOnce(TcpStream) -> T + Send + 'static
 /// An echo server that returns how the connection ended.
 fn echo_server() -> (String, thread::JoinHandle<Result<(), String>>) {
     server(|stream| {
-        let mut ws = ServerBuilder::new().accept(stream).map_err(|e| e.to_string())?;
+        let mut ws = ServerBuilder::new()
+            .accept(stream)
+            .map_err(|e| e.to_string())?;
         loop {
             let (message, sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
             match message {
@@ -38,7 +42,9 @@ fn echo_server() -> (String, thread::JoinHandle<Result<(), String>>) {
 #[test]
 fn text_binary_and_large_messages_round_trip() {
     let (url, handle) = echo_server();
-    let mut ws = ClientBuilder::new().connect(&format!("{url}/echo?x=1")).unwrap();
+    let mut ws = ClientBuilder::new()
+        .connect(&format!("{url}/echo?x=1"))
+        .unwrap();
     ws.send_text_now("héllo").unwrap();
     assert_eq!(ws.recv().unwrap(), Message::Text("héllo"));
     ws.send_binary_now(&[0, 1, 2, 255]).unwrap();
@@ -69,7 +75,9 @@ fn reply_while_holding_the_received_message() {
     let mut ws = ClientBuilder::new().connect(&url).unwrap();
     ws.send_text_now("ping-pong").unwrap();
     let (message, sender) = ws.recv_with_sender().unwrap();
-    let Message::Text(text) = message else { panic!("{message:?}") };
+    let Message::Text(text) = message else {
+        panic!("{message:?}")
+    };
     // `text` still borrows the receive buffer while the sender queues it back.
     sender.text(text).unwrap();
     ws.flush().unwrap();
@@ -100,7 +108,11 @@ fn server_initiated_close_reaches_the_client_with_its_code() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(handle.join().unwrap(), Some(CloseCode(4001)), "the client echoed the code");
+    assert_eq!(
+        handle.join().unwrap(),
+        Some(CloseCode(4001)),
+        "the client echoed the code"
+    );
 }
 
 #[test]
@@ -126,7 +138,10 @@ fn pings_are_answered_automatically() {
 #[test]
 fn read_timeout_leaves_the_connection_usable() {
     let (url, handle) = echo_server();
-    let mut ws = ClientBuilder::new().read_timeout(Some(Duration::from_millis(50))).connect(&url).unwrap();
+    let mut ws = ClientBuilder::new()
+        .read_timeout(Some(Duration::from_millis(50)))
+        .connect(&url)
+        .unwrap();
     let error = ws.recv().unwrap_err();
     assert!(error.is_timeout(), "{error}");
     ws.send_text_now("still here").unwrap();
@@ -149,7 +164,13 @@ fn keepalive_ping_fails_a_silent_peer() {
         .unwrap();
     // The server-side WebSocket does auto-pong only when it reads; it never reads here.
     let error = ws.recv().unwrap_err();
-    assert!(matches!(error, Error::Protocol(tickwire::codec::ws::Error::PongTimeout)), "{error}");
+    assert!(
+        matches!(
+            error,
+            Error::Protocol(tickwire::codec::ws::Error::PongTimeout)
+        ),
+        "{error}"
+    );
     handle.join().unwrap();
 }
 
@@ -160,7 +181,7 @@ fn accept_hook_selects_a_subprotocol_or_rejects() {
             .accept_with(stream, |request| {
                 assert_eq!(request.path(), "/feed");
                 assert_eq!(request.header("authorization"), Some(&b"Bearer t0ken"[..]));
-                Ok(Response::accept(request).subprotocol("v2"))
+                Response::accept(request).subprotocol("v2")
             })
             .unwrap();
         ws.subprotocol().map(str::to_owned)
@@ -175,7 +196,10 @@ fn accept_hook_selects_a_subprotocol_or_rejects() {
     assert_eq!(handle.join().unwrap(), Some("v2".to_owned()));
 
     let (url, handle) = server(|stream| {
-        ServerBuilder::new().accept_with(stream, |_| Err(Response::reject(403))).err().map(|e| e.to_string())
+        ServerBuilder::new()
+            .accept_with(stream, |_| Response::reject(403))
+            .err()
+            .map(|e| e.to_string())
     });
     let error = ClientBuilder::new().connect(&url).unwrap_err();
     assert!(error.to_string().contains("403"), "{error}");
@@ -200,13 +224,21 @@ fn bytes_after_the_upgrade_request_are_frames_only_after_the_101() {
     let mut chunk = [0u8; 1024];
     while !received.ends_with(b"\x81\x02hi") {
         let n = raw.read(&mut chunk).unwrap();
-        assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(&received));
+        assert!(
+            n > 0,
+            "closed early: {:?}",
+            String::from_utf8_lossy(&received)
+        );
         received.extend_from_slice(&chunk[..n]);
     }
     let text = String::from_utf8_lossy(&received);
     assert!(text.starts_with("HTTP/1.1 101 "), "{text}");
     let head_end = text.find("\r\n\r\n").unwrap() + 4;
-    assert_eq!(&received[head_end..], b"\x81\x02hi", "the echo follows the 101");
+    assert_eq!(
+        &received[head_end..],
+        b"\x81\x02hi",
+        "the echo follows the 101"
+    );
     drop(raw);
     let _ = handle.join();
 }
@@ -225,7 +257,12 @@ fn malformed_handshake_gets_an_http_error_not_a_dropped_socket() {
     raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     raw.read_to_string(&mut response).unwrap();
     assert!(response.starts_with("HTTP/1.1 426 "), "{response}");
-    assert!(response.to_ascii_lowercase().contains("sec-websocket-version: 13"), "{response}");
+    assert!(
+        response
+            .to_ascii_lowercase()
+            .contains("sec-websocket-version: 13"),
+        "{response}"
+    );
     let error = handle.join().unwrap().unwrap_err();
     assert!(error.contains("handshake"), "{error}");
 }
@@ -264,19 +301,35 @@ fn peer_vanishing_without_close_is_unexpected_eof() {
 
 #[test]
 fn urls_are_checked_before_connecting() {
-    assert!(matches!(ClientBuilder::new().connect("http://127.0.0.1:1/"), Err(Error::InvalidUrl(_))));
-    assert!(matches!(ClientBuilder::new().connect("wss://127.0.0.1:1/"), Err(Error::UnsupportedScheme(_))));
-    assert!(matches!(ClientBuilder::new().connect("not a url"), Err(Error::InvalidUrl(_))));
+    assert!(matches!(
+        ClientBuilder::new().connect("http://127.0.0.1:1/"),
+        Err(Error::InvalidUrl(_))
+    ));
+    assert!(matches!(
+        ClientBuilder::new().connect("wss://127.0.0.1:1/"),
+        Err(Error::UnsupportedScheme(_))
+    ));
+    assert!(matches!(
+        ClientBuilder::new().connect("not a url"),
+        Err(Error::InvalidUrl(_))
+    ));
     let (url, handle) = echo_server();
-    let bad_header = ClientBuilder::new().header("X-Evil", "a\r\nInjected: 1").connect(&url);
-    assert!(matches!(bad_header, Err(Error::Handshake(_))), "{bad_header:?}");
+    let bad_header = ClientBuilder::new()
+        .header("X-Evil", "a\r\nInjected: 1")
+        .connect(&url);
+    assert!(
+        matches!(bad_header, Err(Error::Handshake(_))),
+        "{bad_header:?}"
+    );
     drop(bad_header);
     let _ = handle.join();
 }
 
 #[test]
 fn ipv6_loopback_works() {
-    let Ok(listener) = TcpListener::bind("[::1]:0") else { return };
+    let Ok(listener) = TcpListener::bind("[::1]:0") else {
+        return;
+    };
     let port = listener.local_addr().unwrap().port();
     let handle = thread::spawn(move || {
         let (stream, _) = listener.accept().unwrap();
@@ -287,7 +340,9 @@ fn ipv6_loopback_works() {
         }
         ws.flush().unwrap();
     });
-    let mut ws = ClientBuilder::new().connect(&format!("ws://[::1]:{port}/v6")).unwrap();
+    let mut ws = ClientBuilder::new()
+        .connect(&format!("ws://[::1]:{port}/v6"))
+        .unwrap();
     ws.send_text_now("six").unwrap();
     assert_eq!(ws.recv().unwrap(), Message::Text("six"));
     handle.join().unwrap();

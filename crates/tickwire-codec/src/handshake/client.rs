@@ -22,7 +22,13 @@ pub struct ClientRequest {
 
 impl Default for ClientRequest {
     fn default() -> Self {
-        Self { headers: Vec::new(), subprotocols: Vec::new(), extensions: Vec::new(), max_head_size: 16 << 10, max_headers: 64 }
+        Self {
+            headers: Vec::new(),
+            subprotocols: Vec::new(),
+            extensions: Vec::new(),
+            max_head_size: 16 << 10,
+            max_headers: 64,
+        }
     }
 }
 
@@ -53,9 +59,16 @@ impl ClientHandshake {
     /// port only when it is not the scheme's default; IPv6 literals stay bracketed; the
     /// request target is the path and query (`/` when empty); a fragment is never sent.
     /// `key` is 16 random bytes from the caller (§4.1: a fresh nonce per connection).
-    pub fn new(url: &url::Url, request: &ClientRequest, key: [u8; 16]) -> Result<Self, HandshakeError> {
+    pub fn new(
+        url: &url::Url,
+        request: &ClientRequest,
+        key: [u8; 16],
+    ) -> Result<Self, HandshakeError> {
         if !matches!(url.scheme(), "ws" | "wss") {
-            return Err(HandshakeError::InvalidUrl(format!("scheme {} is not ws or wss", url.scheme())));
+            return Err(HandshakeError::InvalidUrl(format!(
+                "scheme {} is not ws or wss",
+                url.scheme()
+            )));
         }
         let host = match url.host() {
             Some(url::Host::Ipv6(addr)) => format!("[{addr}]"),
@@ -100,7 +113,11 @@ impl ClientHandshake {
             request: head.into_bytes(),
             expected_accept: accept_key(key.as_bytes()),
             subprotocols: request.subprotocols.clone(),
-            extension_names: request.extensions.iter().map(|offer| extension_name(offer).to_owned()).collect(),
+            extension_names: request
+                .extensions
+                .iter()
+                .map(|offer| extension_name(offer).to_owned())
+                .collect(),
             max_head_size: request.max_head_size,
             max_headers: request.max_headers,
         })
@@ -126,7 +143,9 @@ impl ClientHandshake {
                 return Ok(None);
             }
             Err(httparse::Error::TooManyHeaders) => {
-                return Err(HandshakeError::MalformedResponse("too many response headers"));
+                return Err(HandshakeError::MalformedResponse(
+                    "too many response headers",
+                ));
             }
             Err(_) => return Err(HandshakeError::MalformedResponse("not valid HTTP/1.1")),
         };
@@ -140,7 +159,12 @@ impl ClientHandshake {
         if status != 101 {
             return Err(HandshakeError::UnexpectedStatus(status));
         }
-        let header = |name: &'static str| response.headers.iter().filter(move |h| h.name.eq_ignore_ascii_case(name));
+        let header = |name: &'static str| {
+            response
+                .headers
+                .iter()
+                .filter(move |h| h.name.eq_ignore_ascii_case(name))
+        };
         if !header("upgrade").any(|h| has_token(h.value, "websocket")) {
             return Err(HandshakeError::ResponseMissingUpgrade);
         }
@@ -151,7 +175,9 @@ impl ClientHandshake {
         if accepts.len() != 1 || accepts[0].value.trim_ascii() != self.expected_accept.as_bytes() {
             return Err(HandshakeError::BadAccept);
         }
-        let mut selected: Vec<String> = header("sec-websocket-protocol").flat_map(|h| list_items(h.value)).collect();
+        let mut selected: Vec<String> = header("sec-websocket-protocol")
+            .flat_map(|h| list_items(h.value))
+            .collect();
         if selected.len() > 1 {
             return Err(HandshakeError::UnofferedSubprotocol(selected.join(", ")));
         }
@@ -161,15 +187,32 @@ impl ClientHandshake {
                 return Err(HandshakeError::UnofferedSubprotocol(protocol.clone()));
             }
         }
-        let extensions: Vec<String> = header("sec-websocket-extensions").flat_map(|h| list_items(h.value)).collect();
+        let extensions: Vec<String> = header("sec-websocket-extensions")
+            .flat_map(|h| list_items(h.value))
+            .collect();
         for extension in &extensions {
             let name = extension_name(extension);
-            if !self.extension_names.iter().any(|offered| offered.eq_ignore_ascii_case(name)) {
+            if !self
+                .extension_names
+                .iter()
+                .any(|offered| offered.eq_ignore_ascii_case(name))
+            {
                 return Err(HandshakeError::UnofferedExtension(extension.clone()));
             }
         }
-        let headers = response.headers.iter().map(|h| (h.name.to_owned(), h.value.to_vec())).collect();
-        Ok(Some((Accepted { subprotocol, extensions, headers }, head_len)))
+        let headers = response
+            .headers
+            .iter()
+            .map(|h| (h.name.to_owned(), h.value.to_vec()))
+            .collect();
+        Ok(Some((
+            Accepted {
+                subprotocol,
+                extensions,
+                headers,
+            },
+            head_len,
+        )))
     }
 }
 

@@ -140,15 +140,23 @@ impl fmt::Display for HandshakeError {
             Self::UnexpectedBody => f.write_str("an upgrade request must not have a body"),
             Self::InvalidUrl(why) => write!(f, "invalid URL: {why}"),
             Self::InvalidHeaderName(name) => write!(f, "invalid header name {name:?}"),
-            Self::InvalidHeaderValue(name) => write!(f, "header {name} has CR, LF or NUL in its value"),
+            Self::InvalidHeaderValue(name) => {
+                write!(f, "header {name} has CR, LF or NUL in its value")
+            }
             Self::MalformedResponse(why) => write!(f, "malformed response: {why}"),
             Self::UnexpectedStatus(status) => write!(f, "server answered HTTP {status}, not 101"),
             Self::ResponseMissingUpgrade => f.write_str("101 without 'Upgrade: websocket'"),
             Self::ResponseMissingConnection => f.write_str("101 without 'Connection: upgrade'"),
             Self::BadAccept => f.write_str("Sec-WebSocket-Accept missing or wrong"),
-            Self::UnofferedSubprotocol(p) => write!(f, "server selected subprotocol {p:?} that was not offered"),
-            Self::UnofferedExtension(e) => write!(f, "server selected extension {e:?} that was not offered"),
-            Self::SubprotocolNotOffered(p) => write!(f, "subprotocol {p:?} was not offered by the client"),
+            Self::UnofferedSubprotocol(p) => {
+                write!(f, "server selected subprotocol {p:?} that was not offered")
+            }
+            Self::UnofferedExtension(e) => {
+                write!(f, "server selected extension {e:?} that was not offered")
+            }
+            Self::SubprotocolNotOffered(p) => {
+                write!(f, "subprotocol {p:?} was not offered by the client")
+            }
         }
     }
 }

@@ -39,7 +39,9 @@ pub fn accept_key(key: &[u8]) -> String {
 /// True when `value`, split on commas, contains `token` (case-insensitive): the list syntax of
 /// `Connection` and `Upgrade` (RFC 9110 §5.6.1).
 fn has_token(value: &[u8], token: &str) -> bool {
-    value.split(|&b| b == b',').any(|item| item.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
+    value
+        .split(|&b| b == b',')
+        .any(|item| item.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
 }
 
 /// Splits a comma-separated header list into trimmed, non-empty items.
@@ -54,7 +56,9 @@ fn list_items(value: &[u8]) -> impl Iterator<Item = String> + '_ {
 /// A header name we may write: an RFC 9110 §5.6.2 token.
 fn is_token(name: &str) -> bool {
     !name.is_empty()
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// A header value we may write: no CR, LF or NUL (they would split or end the head).

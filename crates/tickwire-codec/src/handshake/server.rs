@@ -16,7 +16,10 @@ pub struct ServerLimits {
 
 impl Default for ServerLimits {
     fn default() -> Self {
-        Self { max_head_size: 8 << 10, max_headers: 32 }
+        Self {
+            max_head_size: 8 << 10,
+            max_headers: 32,
+        }
     }
 }
 
@@ -36,7 +39,10 @@ impl Request {
     /// incomplete (an error as soon as the head is too large or has too many fields),
     /// `Ok(Some((request, head_len)))` once complete. Bytes after `head_len` are early frames:
     /// the caller keeps them and parses them only after writing the 101.
-    pub fn parse(buf: &[u8], limits: &ServerLimits) -> Result<Option<(Self, usize)>, HandshakeError> {
+    pub fn parse(
+        buf: &[u8],
+        limits: &ServerLimits,
+    ) -> Result<Option<(Self, usize)>, HandshakeError> {
         let mut storage = vec![httparse::EMPTY_HEADER; limits.max_headers];
         let mut request = httparse::Request::new(&mut storage);
         let head_len = match request.parse(buf) {
@@ -47,9 +53,17 @@ impl Request {
                 }
                 return Ok(None);
             }
-            Err(httparse::Error::TooManyHeaders) => return Err(HandshakeError::TooManyHeaders(limits.max_headers)),
-            Err(httparse::Error::Version) => return Err(HandshakeError::MalformedRequest("bad HTTP version")),
-            Err(_) => return Err(HandshakeError::MalformedRequest("not a valid HTTP/1.1 request head")),
+            Err(httparse::Error::TooManyHeaders) => {
+                return Err(HandshakeError::TooManyHeaders(limits.max_headers));
+            }
+            Err(httparse::Error::Version) => {
+                return Err(HandshakeError::MalformedRequest("bad HTTP version"));
+            }
+            Err(_) => {
+                return Err(HandshakeError::MalformedRequest(
+                    "not a valid HTTP/1.1 request head",
+                ));
+            }
         };
         if head_len > limits.max_head_size {
             return Err(HandshakeError::HeadTooLarge(limits.max_head_size));
@@ -61,15 +75,23 @@ impl Request {
         if request.version != Some(1) {
             return Err(HandshakeError::HttpVersionTooOld);
         }
-        let all = |name: &'static str| request.headers.iter().filter(move |h| h.name.eq_ignore_ascii_case(name));
+        let all = |name: &'static str| {
+            request
+                .headers
+                .iter()
+                .filter(move |h| h.name.eq_ignore_ascii_case(name))
+        };
         let hosts: Vec<_> = all("host").collect();
         if hosts.len() != 1 || hosts[0].value.trim_ascii().is_empty() {
             return Err(HandshakeError::BadHost);
         }
-        let host = String::from_utf8(hosts[0].value.trim_ascii().to_vec()).map_err(|_| HandshakeError::BadHost)?;
+        let host = String::from_utf8(hosts[0].value.trim_ascii().to_vec())
+            .map_err(|_| HandshakeError::BadHost)?;
         let upgrades: Vec<_> = all("upgrade").collect();
         if !upgrades.iter().any(|h| has_token(h.value, "websocket")) {
-            return Err(HandshakeError::MissingUpgrade { absent: upgrades.is_empty() });
+            return Err(HandshakeError::MissingUpgrade {
+                absent: upgrades.is_empty(),
+            });
         }
         if !all("connection").any(|h| has_token(h.value, "upgrade")) {
             return Err(HandshakeError::MissingConnectionUpgrade);
@@ -93,11 +115,29 @@ impl Request {
         {
             return Err(HandshakeError::UnexpectedBody);
         }
-        let subprotocols = all("sec-websocket-protocol").flat_map(|h| list_items(h.value)).collect();
-        let extensions = all("sec-websocket-extensions").flat_map(|h| list_items(h.value)).collect();
+        let subprotocols = all("sec-websocket-protocol")
+            .flat_map(|h| list_items(h.value))
+            .collect();
+        let extensions = all("sec-websocket-extensions")
+            .flat_map(|h| list_items(h.value))
+            .collect();
         let path = request.path.unwrap_or("/").to_owned();
-        let headers = request.headers.iter().map(|h| (h.name.to_owned(), h.value.to_vec())).collect();
-        Ok(Some((Self { path, host, key, headers, subprotocols, extensions }, head_len)))
+        let headers = request
+            .headers
+            .iter()
+            .map(|h| (h.name.to_owned(), h.value.to_vec()))
+            .collect();
+        Ok(Some((
+            Self {
+                path,
+                host,
+                key,
+                headers,
+                subprotocols,
+                extensions,
+            },
+            head_len,
+        )))
     }
 
     /// The request target as sent (path and query).
@@ -112,12 +152,16 @@ impl Request {
 
     /// The Origin header, if sent (browsers always send it).
     pub fn origin(&self) -> Option<&str> {
-        self.header("origin").and_then(|v| core::str::from_utf8(v).ok())
+        self.header("origin")
+            .and_then(|v| core::str::from_utf8(v).ok())
     }
 
     /// The first header with `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&[u8]> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_slice())
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
     }
 
     /// Every header, in order.
@@ -223,7 +267,11 @@ impl Response {
                 return Err(HandshakeError::SubprotocolNotOffered(protocol.clone()));
             }
         }
-        let mut head = format!("HTTP/1.1 {} {}\r\n", self.status, reason_phrase(self.status));
+        let mut head = format!(
+            "HTTP/1.1 {} {}\r\n",
+            self.status,
+            reason_phrase(self.status)
+        );
         let mut write = |name: &str, value: &str| -> Result<(), HandshakeError> {
             check_header(name, value)?;
             head.push_str(name);

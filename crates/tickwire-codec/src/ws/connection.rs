@@ -14,7 +14,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::{CloseCode, Error, FrameReader, FrameWriter, Limits, MaskSource, Message, OpCode, Role};
+use super::{
+    CloseCode, Error, FrameReader, FrameWriter, Limits, MaskSource, Message, OpCode, Role,
+};
 use crate::buf::WriteBuf;
 
 /// Queued control bytes beyond which further automatic pongs are dropped (RFC 6455 §5.5.3
@@ -64,7 +66,12 @@ impl Config {
 
     /// Server defaults: [`Limits::server`], 16 KiB buffers.
     pub fn server() -> Self {
-        Self { limits: Limits::server(), read_buffer_size: 16 << 10, write_buffer_size: 16 << 10, ..Self::client() }
+        Self {
+            limits: Limits::server(),
+            read_buffer_size: 16 << 10,
+            write_buffer_size: 16 << 10,
+            ..Self::client()
+        }
     }
 }
 
@@ -228,7 +235,9 @@ impl Connection {
     /// the received message is still borrowed (no copy of the message).
     pub fn poll_with_sender(&mut self) -> Result<(Event<'_>, &mut Sender), Error> {
         match self.advance()? {
-            Progress::Ready => self.message_with_sender().map(|(m, s)| (Event::Message(m), s)),
+            Progress::Ready => self
+                .message_with_sender()
+                .map(|(m, s)| (Event::Message(m), s)),
             Progress::NeedMore => Ok((Event::NeedMore, &mut self.sender)),
             Progress::Closed => Ok((Event::Closed, &mut self.sender)),
         }
@@ -253,7 +262,10 @@ impl Connection {
             let sender = &mut self.sender;
             match self.reader.message() {
                 Ok(Message::Ping(payload)) => {
-                    if sender.auto_pong && !sender.close_queued && sender.control.len() < MAX_QUEUED_CONTROL {
+                    if sender.auto_pong
+                        && !sender.close_queued
+                        && sender.control.len() < MAX_QUEUED_CONTROL
+                    {
                         // The reader checked the payload is at most 125 bytes.
                         let _ = sender.writer.pong(&mut sender.control, payload);
                     }
@@ -262,7 +274,9 @@ impl Connection {
                 Ok(Message::Close(frame)) => {
                     if !sender.close_queued {
                         // §5.5.1: echo the status code received.
-                        let _ = sender.writer.close(&mut sender.out, frame.map(|f| f.code), "");
+                        let _ = sender
+                            .writer
+                            .close(&mut sender.out, frame.map(|f| f.code), "");
                         sender.close_queued = true;
                     }
                     self.state = ConnectionState::Closed;
@@ -326,20 +340,29 @@ impl Connection {
     /// True when the transport should be closed: the handshake is over (or failed) and every
     /// queued byte is written.
     pub fn should_close_transport(&self) -> bool {
-        matches!(self.state, ConnectionState::Closed | ConnectionState::Failed) && !self.wants_write()
+        matches!(
+            self.state,
+            ConnectionState::Closed | ConnectionState::Failed
+        ) && !self.wants_write()
     }
 
     /// The next instant at which [`handle_timeout`](Self::handle_timeout) must be called, if
     /// any timer is armed.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if matches!(self.state, ConnectionState::Closed | ConnectionState::Failed) {
+        if matches!(
+            self.state,
+            ConnectionState::Closed | ConnectionState::Failed
+        ) {
             return None;
         }
         let mut deadline: Option<Instant> = None;
         let mut consider = |at: Instant| deadline = Some(deadline.map_or(at, |d| d.min(at)));
         if self.sender.close_queued {
             // A close queued through the Sender arms its timer at the next call.
-            consider(self.close_started_at.map_or(self.last_now, |t| t + self.config.close_timeout));
+            consider(
+                self.close_started_at
+                    .map_or(self.last_now, |t| t + self.config.close_timeout),
+            );
         }
         if let Some(idle) = self.config.idle_timeout {
             consider(self.last_received + idle);
@@ -357,7 +380,10 @@ impl Connection {
     /// [`Error::PongTimeout`], [`Error::IdleTimeout`] or [`Error::CloseTimeout`].
     pub fn handle_timeout(&mut self, now: Instant) -> Result<(), Error> {
         self.last_now = now;
-        if matches!(self.state, ConnectionState::Closed | ConnectionState::Failed) {
+        if matches!(
+            self.state,
+            ConnectionState::Closed | ConnectionState::Failed
+        ) {
             return Ok(());
         }
         if self.sender.close_queued {
@@ -382,7 +408,9 @@ impl Connection {
                 None if now >= self.last_received + interval && !self.sender.close_queued => {
                     self.pings_sent += 1;
                     let payload = self.pings_sent.to_be_bytes();
-                    self.sender.writer.ping(&mut self.sender.control, &payload)?;
+                    self.sender
+                        .writer
+                        .ping(&mut self.sender.control, &payload)?;
                     self.ping_sent_at = Some(now);
                 }
                 _ => {}
@@ -409,7 +437,10 @@ impl Connection {
     fn fail_timeout(&mut self, error: Error) -> Error {
         self.failure = CloseCode::GOING_AWAY;
         if !self.sender.close_queued {
-            let _ = self.sender.writer.close(&mut self.sender.out, Some(CloseCode::GOING_AWAY), "");
+            let _ = self
+                .sender
+                .writer
+                .close(&mut self.sender.out, Some(CloseCode::GOING_AWAY), "");
             self.sender.close_queued = true;
         }
         self.state = ConnectionState::Failed;
@@ -418,7 +449,12 @@ impl Connection {
 }
 
 /// Fails the connection: queues a close with `code` unless one was queued, and records it.
-fn fail_fields(sender: &mut Sender, state: &mut ConnectionState, failure: &mut CloseCode, code: CloseCode) {
+fn fail_fields(
+    sender: &mut Sender,
+    state: &mut ConnectionState,
+    failure: &mut CloseCode,
+    code: CloseCode,
+) {
     if !sender.close_queued {
         let _ = sender.writer.close(&mut sender.out, Some(code), "");
         sender.close_queued = true;
@@ -495,7 +531,11 @@ impl Sender {
         if !self.out.is_empty() {
             return self.out.as_slice();
         }
-        if self.close_written { &[] } else { self.control.as_slice() }
+        if self.close_written {
+            &[]
+        } else {
+            self.control.as_slice()
+        }
     }
 
     #[inline]

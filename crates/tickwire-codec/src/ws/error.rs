@@ -108,9 +108,9 @@ impl Error {
     /// Whose fault the error is.
     pub const fn fault(&self) -> Fault {
         match self {
-            Self::FrameTooLarge { .. } | Self::MessageTooLarge { .. } | Self::TooManyFragments { .. } => {
-                Fault::Limit
-            }
+            Self::FrameTooLarge { .. }
+            | Self::MessageTooLarge { .. }
+            | Self::TooManyFragments { .. } => Fault::Limit,
             Self::ControlPayloadTooLong(_)
             | Self::UnsendableCloseCode(_)
             | Self::CloseReasonTooLong(_)
@@ -126,9 +126,9 @@ impl Error {
     pub const fn close_code(&self) -> Option<CloseCode> {
         Some(match self {
             Self::InvalidUtf8 => CloseCode::INVALID_PAYLOAD,
-            Self::FrameTooLarge { .. } | Self::MessageTooLarge { .. } | Self::TooManyFragments { .. } => {
-                CloseCode::MESSAGE_TOO_BIG
-            }
+            Self::FrameTooLarge { .. }
+            | Self::MessageTooLarge { .. }
+            | Self::TooManyFragments { .. } => CloseCode::MESSAGE_TOO_BIG,
             Self::Extension { code, .. } => *code,
             Self::Failed(code) => *code,
             Self::PongTimeout | Self::IdleTimeout => CloseCode::GOING_AWAY,
@@ -148,22 +148,36 @@ impl fmt::Display for Error {
         match self {
             Self::UnmaskedFrame => f.write_str("client frame not masked"),
             Self::MaskedFrame => f.write_str("server frame masked"),
-            Self::ReservedBits(bits) => write!(f, "reserved bits {bits:#05b} set without an extension"),
+            Self::ReservedBits(bits) => {
+                write!(f, "reserved bits {bits:#05b} set without an extension")
+            }
             Self::ReservedOpcode(op) => write!(f, "reserved opcode {op:#x}"),
-            Self::ControlFrameTooLong(len) => write!(f, "control frame payload of {len} bytes (max 125)"),
+            Self::ControlFrameTooLong(len) => {
+                write!(f, "control frame payload of {len} bytes (max 125)")
+            }
             Self::FragmentedControlFrame => f.write_str("fragmented control frame"),
             Self::NonMinimalLength => f.write_str("payload length not minimally encoded"),
-            Self::UnexpectedContinuation => f.write_str("continuation frame without a message to continue"),
+            Self::UnexpectedContinuation => {
+                f.write_str("continuation frame without a message to continue")
+            }
             Self::ExpectedContinuation => f.write_str("new data frame inside a fragmented message"),
             Self::InvalidCloseLength => f.write_str("close frame with a 1-byte payload"),
             Self::InvalidCloseCode(code) => write!(f, "close code {code} may not be sent"),
             Self::InvalidUtf8 => f.write_str("text is not valid UTF-8"),
             Self::Extension { reason, .. } => write!(f, "extension error: {reason}"),
-            Self::FrameTooLarge { len, limit } => write!(f, "frame of {len} bytes exceeds the limit of {limit}"),
-            Self::MessageTooLarge { limit } => write!(f, "message exceeds the limit of {limit} bytes"),
-            Self::TooManyFragments { limit } => write!(f, "message has more than {limit} fragments"),
+            Self::FrameTooLarge { len, limit } => {
+                write!(f, "frame of {len} bytes exceeds the limit of {limit}")
+            }
+            Self::MessageTooLarge { limit } => {
+                write!(f, "message exceeds the limit of {limit} bytes")
+            }
+            Self::TooManyFragments { limit } => {
+                write!(f, "message has more than {limit} fragments")
+            }
             Self::Failed(code) => write!(f, "connection already failed (close {code})"),
-            Self::ControlPayloadTooLong(len) => write!(f, "control payload of {len} bytes (max 125)"),
+            Self::ControlPayloadTooLong(len) => {
+                write!(f, "control payload of {len} bytes (max 125)")
+            }
             Self::UnsendableCloseCode(code) => write!(f, "close code {code} may not be sent"),
             Self::CloseReasonTooLong(len) => write!(f, "close reason of {len} bytes (max 123)"),
             Self::SendAfterClose => f.write_str("send after close"),

@@ -19,7 +19,13 @@ pub trait Extension: Send {
     /// `fin` is true on the message's last frame. The extension must not let `out` grow past
     /// `max_len` bytes in total; it returns [`Error::MessageTooLarge`] as soon as it would,
     /// checking while it decodes (a decompression bomb must not be inflated first).
-    fn decode(&mut self, payload: &[u8], fin: bool, out: &mut Vec<u8>, max_len: usize) -> Result<(), Error>;
+    fn decode(
+        &mut self,
+        payload: &[u8],
+        fin: bool,
+        out: &mut Vec<u8>,
+        max_len: usize,
+    ) -> Result<(), Error>;
 
     /// Encodes an outgoing message payload into `out` (cleared by the caller) and returns the
     /// RSV bits to set on its first frame, or `None` to send this message untransformed.

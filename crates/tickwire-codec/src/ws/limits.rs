@@ -18,13 +18,21 @@ impl Limits {
     /// Client defaults: exchange snapshots of several MiB fit with room to spare.
     /// 16 MiB frames, 64 MiB messages, 65 536 fragments.
     pub const fn client() -> Self {
-        Self { max_frame_size: 16 << 20, max_message_size: 64 << 20, max_fragments: 1 << 16 }
+        Self {
+            max_frame_size: 16 << 20,
+            max_message_size: 64 << 20,
+            max_fragments: 1 << 16,
+        }
     }
 
     /// Server defaults, tighter because clients are untrusted: 1 MiB frames and messages,
     /// 1 024 fragments.
     pub const fn server() -> Self {
-        Self { max_frame_size: 1 << 20, max_message_size: 1 << 20, max_fragments: 1 << 10 }
+        Self {
+            max_frame_size: 1 << 20,
+            max_message_size: 1 << 20,
+            max_fragments: 1 << 10,
+        }
     }
 }
 

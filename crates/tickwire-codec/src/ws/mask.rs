@@ -82,12 +82,16 @@ impl MaskSource {
 
     /// A deterministic generator: the same seed gives the same keys.
     pub fn seeded(seed: u64) -> Self {
-        Self { kind: SourceKind::WyRand(seed) }
+        Self {
+            kind: SourceKind::WyRand(seed),
+        }
     }
 
     /// Keys from `next`, e.g. a fixed key in a test.
     pub fn custom(next: impl FnMut() -> [u8; 4] + Send + 'static) -> Self {
-        Self { kind: SourceKind::Custom(Box::new(next)) }
+        Self {
+            kind: SourceKind::Custom(Box::new(next)),
+        }
     }
 
     /// The next masking key.

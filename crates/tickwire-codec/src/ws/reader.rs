@@ -10,7 +10,10 @@
 //! the next call that takes `&mut self`.
 
 use super::utf8::Utf8Stream;
-use super::{CloseCode, CloseFrame, Error, Extension, Limits, MAX_CONTROL_PAYLOAD, Message, OpCode, Role, mask};
+use super::{
+    CloseCode, CloseFrame, Error, Extension, Limits, MAX_CONTROL_PAYLOAD, Message, OpCode, Role,
+    mask,
+};
 use crate::buf::ReadBuf;
 
 /// What [`FrameReader::poll`] found.
@@ -71,7 +74,11 @@ struct Assembly {
 #[derive(Debug, Clone, Copy)]
 enum Step {
     NeedMore,
-    Frame { opcode: OpCode, start: usize, len: usize },
+    Frame {
+        opcode: OpCode,
+        start: usize,
+        len: usize,
+    },
     Assembled(OpCode),
 }
 
@@ -260,7 +267,11 @@ impl FrameReader {
         }
         if header.opcode.is_control() {
             self.pending_consume = total;
-            return Ok(Some(Step::Frame { opcode: header.opcode, start, len }));
+            return Ok(Some(Step::Frame {
+                opcode: header.opcode,
+                start,
+                len,
+            }));
         }
         let plain_single = header.fin && header.rsv == 0 && self.message.is_none();
         if plain_single {
@@ -270,7 +281,11 @@ impl FrameReader {
                 // when the &str is made, so the stream state is no longer needed.
                 self.utf8.reset();
             }
-            return Ok(Some(Step::Frame { opcode: header.opcode, start, len }));
+            return Ok(Some(Step::Frame {
+                opcode: header.opcode,
+                start,
+                len,
+            }));
         }
         self.assemble(header, processed, total)
     }
@@ -313,7 +328,9 @@ impl FrameReader {
         }
         let (payload_len, mut header_len) = match len7 {
             0x7e => {
-                let Some(bytes) = data.get(2..4) else { return Ok(None) };
+                let Some(bytes) = data.get(2..4) else {
+                    return Ok(None);
+                };
                 let len = u64::from(u16::from_be_bytes([bytes[0], bytes[1]]));
                 if len < 0x7e {
                     return Err(Error::NonMinimalLength);
@@ -321,7 +338,9 @@ impl FrameReader {
                 (len, 4)
             }
             0x7f => {
-                let Some(bytes) = data.get(2..10) else { return Ok(None) };
+                let Some(bytes) = data.get(2..10) else {
+                    return Ok(None);
+                };
                 let len = u64::from_be_bytes(bytes.try_into().unwrap_or([0xff; 8]));
                 if len <= 0xffff || len >> 63 != 0 {
                     return Err(Error::NonMinimalLength);
@@ -331,38 +350,63 @@ impl FrameReader {
             short => (u64::from(short), 2),
         };
         let mask = if masked {
-            let Some(key) = data.get(header_len..header_len + 4) else { return Ok(None) };
+            let Some(key) = data.get(header_len..header_len + 4) else {
+                return Ok(None);
+            };
             header_len += 4;
             Some([key[0], key[1], key[2], key[3]])
         } else {
             None
         };
         if payload_len > self.limits.max_frame_size as u64 {
-            return Err(Error::FrameTooLarge { len: payload_len, limit: self.limits.max_frame_size });
+            return Err(Error::FrameTooLarge {
+                len: payload_len,
+                limit: self.limits.max_frame_size,
+            });
         }
         let payload_len = payload_len as usize;
         if !opcode.is_control() {
             let transformed = rsv != 0 || self.message.is_some_and(|m| m.transformed);
             if !transformed && self.assembly.len() + payload_len > self.limits.max_message_size {
-                return Err(Error::MessageTooLarge { limit: self.limits.max_message_size });
+                return Err(Error::MessageTooLarge {
+                    limit: self.limits.max_message_size,
+                });
             }
             if let Some(message) = &self.message {
                 if message.fragments >= self.limits.max_fragments {
-                    return Err(Error::TooManyFragments { limit: self.limits.max_fragments });
+                    return Err(Error::TooManyFragments {
+                        limit: self.limits.max_fragments,
+                    });
                 }
             } else if !fin && self.limits.max_fragments < 2 {
-                return Err(Error::TooManyFragments { limit: self.limits.max_fragments });
+                return Err(Error::TooManyFragments {
+                    limit: self.limits.max_fragments,
+                });
             }
         }
-        Ok(Some(Header { fin, rsv, opcode, mask, header_len, payload_len }))
+        Ok(Some(Header {
+            fin,
+            rsv,
+            opcode,
+            mask,
+            header_len,
+            payload_len,
+        }))
     }
 
     /// Unmasks and, for untransformed text, validates the part of a payload that has arrived,
     /// so invalid UTF-8 fails before the frame completes.
-    fn process_partial(&mut self, header: Header, processed: usize, arrived: usize) -> Result<(), Error> {
+    fn process_partial(
+        &mut self,
+        header: Header,
+        processed: usize,
+        arrived: usize,
+    ) -> Result<(), Error> {
         let text = match header.opcode {
             OpCode::Text => header.rsv == 0,
-            OpCode::Continuation => self.message.is_some_and(|m| m.opcode == OpCode::Text && !m.transformed),
+            OpCode::Continuation => self
+                .message
+                .is_some_and(|m| m.opcode == OpCode::Text && !m.transformed),
             _ => false,
         };
         let mut done = processed;
@@ -377,19 +421,31 @@ impl FrameReader {
             }
             done = arrived;
         }
-        self.partial = Some(Partial { header, processed: done });
+        self.partial = Some(Partial {
+            header,
+            processed: done,
+        });
         Ok(())
     }
 
     /// Moves one complete data frame of a fragmented or transformed message into the
     /// reassembly buffer.
-    fn assemble(&mut self, header: Header, processed: usize, total: usize) -> Result<Option<Step>, Error> {
+    fn assemble(
+        &mut self,
+        header: Header,
+        processed: usize,
+        total: usize,
+    ) -> Result<Option<Step>, Error> {
         let message = match self.message {
             Some(mut message) => {
                 message.fragments += 1;
                 message
             }
-            None => Assembly { opcode: header.opcode, fragments: 1, transformed: header.rsv != 0 },
+            None => Assembly {
+                opcode: header.opcode,
+                fragments: 1,
+                transformed: header.rsv != 0,
+            },
         };
         if header.rsv != 0 && header.opcode == OpCode::Continuation {
             // RFC 7692 §6.1: only the first frame of a message carries RSV1.
@@ -402,19 +458,30 @@ impl FrameReader {
                 return Err(Error::ReservedBits(header.rsv));
             };
             let payload = &self.buf.data()[payload_range];
-            extension.decode(payload, header.fin, &mut self.assembly, self.limits.max_message_size)?;
+            extension.decode(
+                payload,
+                header.fin,
+                &mut self.assembly,
+                self.limits.max_message_size,
+            )?;
             if self.assembly.len() > self.limits.max_message_size {
-                return Err(Error::MessageTooLarge { limit: self.limits.max_message_size });
+                return Err(Error::MessageTooLarge {
+                    limit: self.limits.max_message_size,
+                });
             }
             if message.opcode == OpCode::Text {
-                self.utf8.feed(&self.assembly[before..]).map_err(|_| Error::InvalidUtf8)?;
+                self.utf8
+                    .feed(&self.assembly[before..])
+                    .map_err(|_| Error::InvalidUtf8)?;
             }
         } else {
             let payload = &self.buf.data()[payload_range];
             self.assembly.extend_from_slice(payload);
             if message.opcode == OpCode::Text {
                 // The first `processed` bytes were fed while the frame was arriving.
-                self.utf8.feed(&self.assembly[before + processed..]).map_err(|_| Error::InvalidUtf8)?;
+                self.utf8
+                    .feed(&self.assembly[before + processed..])
+                    .map_err(|_| Error::InvalidUtf8)?;
             }
         }
         self.buf.consume(total);
@@ -446,7 +513,9 @@ impl core::fmt::Debug for FrameReader {
 #[inline]
 fn frame_message(opcode: OpCode, payload: &[u8]) -> Result<Message<'_>, Error> {
     Ok(match opcode {
-        OpCode::Text => Message::Text(simdutf8::basic::from_utf8(payload).map_err(|_| Error::InvalidUtf8)?),
+        OpCode::Text => {
+            Message::Text(simdutf8::basic::from_utf8(payload).map_err(|_| Error::InvalidUtf8)?)
+        }
         OpCode::Binary => Message::Binary(payload),
         OpCode::Ping => Message::Ping(payload),
         OpCode::Pong => Message::Pong(payload),
@@ -470,4 +539,3 @@ fn close_body(payload: &[u8]) -> Result<Option<CloseFrame<'_>>, Error> {
         }
     }
 }
-

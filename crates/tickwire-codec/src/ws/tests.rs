@@ -28,7 +28,12 @@ impl Seen {
 
 /// Feeds `bytes` through the reader's `spare`/`filled` path in chunks of the given sizes
 /// (cycled), polling to `NeedMore` after each, and records everything until the first error.
-pub(crate) fn read_in_chunks(role: Role, limits: Limits, bytes: &[u8], chunks: &[usize]) -> Vec<Seen> {
+pub(crate) fn read_in_chunks(
+    role: Role,
+    limits: Limits,
+    bytes: &[u8],
+    chunks: &[usize],
+) -> Vec<Seen> {
     let mut reader = FrameReader::new(role, limits, 64);
     let mut seen = Vec::new();
     let mut at = 0;
@@ -145,7 +150,10 @@ fn every_kind_and_length_class_round_trips_whole_and_byte_by_byte() {
                 w.pong(out, &payload).unwrap();
             });
             let expected = vec![Seen::Ping(payload.clone()), Seen::Pong(payload.clone())];
-            assert_eq!(read_in_chunks(role, Limits::client(), &bytes, &[1]), expected);
+            assert_eq!(
+                read_in_chunks(role, Limits::client(), &bytes, &[1]),
+                expected
+            );
         }
     }
 }
@@ -174,7 +182,9 @@ fn every_split_point_gives_identical_events() {
         for len in [65535usize, 65536] {
             let bytes = encode(role, |w, out| w.binary(out, &vec![3; len]));
             let whole = read_whole(role, &bytes);
-            let splits = (0..=20).chain((20..bytes.len()).step_by(4093)).chain([bytes.len() - 1]);
+            let splits = (0..=20)
+                .chain((20..bytes.len()).step_by(4093))
+                .chain([bytes.len() - 1]);
             for split in splits {
                 let events = read_in_chunks(role, Limits::client(), &bytes, &[split, usize::MAX]);
                 assert_eq!(events, whole, "{role:?} len {len} split {split}");
@@ -191,9 +201,16 @@ fn fragmented_message_with_interleaved_control_frames() {
         bytes.extend(raw(0x00, "lo €".as_bytes(), masked));
         bytes.extend(raw(0x8a, b"", masked));
         bytes.extend(raw(0x80, "!".as_bytes(), masked));
-        let expected = vec![Seen::Ping(b"ping".to_vec()), Seen::Pong(vec![]), Seen::Text("Hello €!".into())];
+        let expected = vec![
+            Seen::Ping(b"ping".to_vec()),
+            Seen::Pong(vec![]),
+            Seen::Text("Hello €!".into()),
+        ];
         for split in 0..=bytes.len() {
-            assert_eq!(read_in_chunks(role, Limits::client(), &bytes, &[split, usize::MAX]), expected);
+            assert_eq!(
+                read_in_chunks(role, Limits::client(), &bytes, &[split, usize::MAX]),
+                expected
+            );
         }
     }
 }
@@ -210,31 +227,115 @@ fn strictness_violations_carry_their_close_codes() {
     let cases: Vec<(Role, Vec<u8>, Error)> = vec![
         (Role::Server, raw(0x81, b"hi", false), Error::UnmaskedFrame),
         (Role::Client, raw(0x81, b"hi", true), Error::MaskedFrame),
-        (Role::Client, raw(0xc1, b"hi", false), Error::ReservedBits(0b100)),
-        (Role::Client, raw(0xa1, b"hi", false), Error::ReservedBits(0b010)),
-        (Role::Client, raw(0x91, b"hi", false), Error::ReservedBits(0b001)),
-        (Role::Client, raw(0x83, b"", false), Error::ReservedOpcode(3)),
-        (Role::Client, raw(0x8b, b"", false), Error::ReservedOpcode(0xb)),
-        (Role::Client, raw(0x89, &[0; 126], false), Error::ControlFrameTooLong(126)),
-        (Role::Client, raw(0x09, b"", false), Error::FragmentedControlFrame),
-        (Role::Client, vec![0x82, 126, 0x00, 0x7d], Error::NonMinimalLength),
-        (Role::Client, vec![0x82, 127, 0, 0, 0, 0, 0, 0, 0xff, 0xff], Error::NonMinimalLength),
-        (Role::Client, vec![0x82, 127, 0x80, 0, 0, 0, 0, 1, 0, 0], Error::NonMinimalLength),
-        (Role::Client, raw(0x80, b"x", false), Error::UnexpectedContinuation),
-        (Role::Client, [raw(0x01, b"a", false), raw(0x81, b"b", false)].concat(), Error::ExpectedContinuation),
-        (Role::Client, raw(0x88, &[3], false), Error::InvalidCloseLength),
-        (Role::Client, raw(0x88, &1005u16.to_be_bytes(), false), Error::InvalidCloseCode(1005)),
-        (Role::Client, raw(0x88, &999u16.to_be_bytes(), false), Error::InvalidCloseCode(999)),
-        (Role::Client, raw(0x88, &5000u16.to_be_bytes(), false), Error::InvalidCloseCode(5000)),
-        (Role::Client, raw(0x88, &[0x03, 0xe8, 0xff], false), Error::InvalidUtf8),
-        (Role::Client, raw(0x81, &[0xce, 0xba, 0xff], false), Error::InvalidUtf8),
-        (Role::Client, [raw(0x01, &[0xce], false), raw(0x80, &[0x41], false)].concat(), Error::InvalidUtf8),
-        (Role::Client, [raw(0x01, &[0xce], false), raw(0x80, &[], false)].concat(), Error::InvalidUtf8),
+        (
+            Role::Client,
+            raw(0xc1, b"hi", false),
+            Error::ReservedBits(0b100),
+        ),
+        (
+            Role::Client,
+            raw(0xa1, b"hi", false),
+            Error::ReservedBits(0b010),
+        ),
+        (
+            Role::Client,
+            raw(0x91, b"hi", false),
+            Error::ReservedBits(0b001),
+        ),
+        (
+            Role::Client,
+            raw(0x83, b"", false),
+            Error::ReservedOpcode(3),
+        ),
+        (
+            Role::Client,
+            raw(0x8b, b"", false),
+            Error::ReservedOpcode(0xb),
+        ),
+        (
+            Role::Client,
+            raw(0x89, &[0; 126], false),
+            Error::ControlFrameTooLong(126),
+        ),
+        (
+            Role::Client,
+            raw(0x09, b"", false),
+            Error::FragmentedControlFrame,
+        ),
+        (
+            Role::Client,
+            vec![0x82, 126, 0x00, 0x7d],
+            Error::NonMinimalLength,
+        ),
+        (
+            Role::Client,
+            vec![0x82, 127, 0, 0, 0, 0, 0, 0, 0xff, 0xff],
+            Error::NonMinimalLength,
+        ),
+        (
+            Role::Client,
+            vec![0x82, 127, 0x80, 0, 0, 0, 0, 1, 0, 0],
+            Error::NonMinimalLength,
+        ),
+        (
+            Role::Client,
+            raw(0x80, b"x", false),
+            Error::UnexpectedContinuation,
+        ),
+        (
+            Role::Client,
+            [raw(0x01, b"a", false), raw(0x81, b"b", false)].concat(),
+            Error::ExpectedContinuation,
+        ),
+        (
+            Role::Client,
+            raw(0x88, &[3], false),
+            Error::InvalidCloseLength,
+        ),
+        (
+            Role::Client,
+            raw(0x88, &1005u16.to_be_bytes(), false),
+            Error::InvalidCloseCode(1005),
+        ),
+        (
+            Role::Client,
+            raw(0x88, &999u16.to_be_bytes(), false),
+            Error::InvalidCloseCode(999),
+        ),
+        (
+            Role::Client,
+            raw(0x88, &5000u16.to_be_bytes(), false),
+            Error::InvalidCloseCode(5000),
+        ),
+        (
+            Role::Client,
+            raw(0x88, &[0x03, 0xe8, 0xff], false),
+            Error::InvalidUtf8,
+        ),
+        (
+            Role::Client,
+            raw(0x81, &[0xce, 0xba, 0xff], false),
+            Error::InvalidUtf8,
+        ),
+        (
+            Role::Client,
+            [raw(0x01, &[0xce], false), raw(0x80, &[0x41], false)].concat(),
+            Error::InvalidUtf8,
+        ),
+        (
+            Role::Client,
+            [raw(0x01, &[0xce], false), raw(0x80, &[], false)].concat(),
+            Error::InvalidUtf8,
+        ),
     ];
     for (role, bytes, expected) in cases {
         let error = first_error(role, Limits::client(), &bytes);
         assert_eq!(error, expected);
-        let code = if expected == Error::InvalidUtf8 { 1007 } else { 1002 };
+        let code = if expected == Error::InvalidUtf8 {
+            1007
+        } else {
+            1002
+        };
         assert_eq!(error.close_code(), Some(CloseCode(code)), "{expected:?}");
         assert_eq!(error.fault(), Fault::Peer);
     }
@@ -270,13 +371,26 @@ fn invalid_utf8_fails_before_the_frame_completes() {
 
 #[test]
 fn limits_are_checked_at_the_limit_and_one_past() {
-    let limits = Limits { max_frame_size: 1000, max_message_size: 1500, max_fragments: 3 };
+    let limits = Limits {
+        max_frame_size: 1000,
+        max_message_size: 1500,
+        max_fragments: 3,
+    };
     // Frame size: exactly at the limit is fine, one past fails from the header alone.
     let ok = raw(0x82, &[1; 1000], false);
-    assert_eq!(read_in_chunks(Role::Client, limits, &ok, &[usize::MAX]), vec![Seen::Binary(vec![1; 1000])]);
+    assert_eq!(
+        read_in_chunks(Role::Client, limits, &ok, &[usize::MAX]),
+        vec![Seen::Binary(vec![1; 1000])]
+    );
     let over = raw(0x82, &[1; 1001], false);
     let error = first_error(Role::Client, limits, &over[..4]);
-    assert_eq!(error, Error::FrameTooLarge { len: 1001, limit: 1000 });
+    assert_eq!(
+        error,
+        Error::FrameTooLarge {
+            len: 1001,
+            limit: 1000
+        }
+    );
     assert_eq!(error.close_code(), Some(CloseCode::MESSAGE_TOO_BIG));
     assert_eq!(error.fault(), Fault::Limit);
     // Message size across fragments.
@@ -287,9 +401,22 @@ fn limits_are_checked_at_the_limit_and_one_past() {
     let error = first_error(Role::Client, limits, &past[..1008]);
     assert_eq!(error, Error::MessageTooLarge { limit: 1500 });
     // Fragments per message.
-    let three = [raw(0x02, b"a", false), raw(0x00, b"b", false), raw(0x80, b"c", false)].concat();
-    assert_eq!(read_in_chunks(Role::Client, limits, &three, &[1]), vec![Seen::Binary(b"abc".to_vec())]);
-    let four = [raw(0x02, b"a", false), raw(0x00, b"b", false), raw(0x00, b"c", false), raw(0x80, b"d", false)];
+    let three = [
+        raw(0x02, b"a", false),
+        raw(0x00, b"b", false),
+        raw(0x80, b"c", false),
+    ]
+    .concat();
+    assert_eq!(
+        read_in_chunks(Role::Client, limits, &three, &[1]),
+        vec![Seen::Binary(b"abc".to_vec())]
+    );
+    let four = [
+        raw(0x02, b"a", false),
+        raw(0x00, b"b", false),
+        raw(0x00, b"c", false),
+        raw(0x80, b"d", false),
+    ];
     let error = first_error(Role::Client, limits, &four.concat());
     assert_eq!(error, Error::TooManyFragments { limit: 3 });
     assert_eq!(error.close_code(), Some(CloseCode::MESSAGE_TOO_BIG));
@@ -297,13 +424,20 @@ fn limits_are_checked_at_the_limit_and_one_past() {
 
 #[test]
 fn read_buffer_growth_is_bounded_by_the_frame_limit() {
-    let limits = Limits { max_frame_size: 100_000, max_message_size: 100_000, max_fragments: 4 };
+    let limits = Limits {
+        max_frame_size: 100_000,
+        max_message_size: 100_000,
+        max_fragments: 4,
+    };
     let frame = raw(0x82, &vec![5; 100_000], false);
     let mut reader = FrameReader::new(Role::Client, limits, 1024);
     reader.feed(&frame[..50]);
     assert_eq!(reader.poll(), Ok(ReadEvent::NeedMore));
     let spare = reader.spare().len();
-    assert!(spare >= frame.len() - 50, "room reserved for the whole frame");
+    assert!(
+        spare >= frame.len() - 50,
+        "room reserved for the whole frame"
+    );
     assert!(spare < 2 * frame.len() + 1024, "but not unbounded: {spare}");
 }
 
@@ -311,7 +445,13 @@ fn read_buffer_growth_is_bounded_by_the_frame_limit() {
 fn writer_encodes_minimal_lengths_and_masks_only_as_client() {
     let mut server = FrameWriter::new(Role::Server, MaskSource::seeded(1));
     let mut out = WriteBuf::new(16, MAX_HEADER_LEN);
-    for (len, header_len) in [(0usize, 2usize), (125, 2), (126, 4), (65535, 4), (65536, 10)] {
+    for (len, header_len) in [
+        (0usize, 2usize),
+        (125, 2),
+        (126, 4),
+        (65535, 4),
+        (65536, 10),
+    ] {
         out.clear();
         server.binary(&mut out, &vec![0; len]);
         assert_eq!(out.len(), header_len + len, "server {len}");
@@ -320,16 +460,40 @@ fn writer_encodes_minimal_lengths_and_masks_only_as_client() {
     let mut client = FrameWriter::new(Role::Client, MaskSource::custom(|| [1, 2, 3, 4]));
     out.clear();
     client.text(&mut out, "Hello");
-    assert_eq!(out.as_slice(), &[0x81, 0x85, 1, 2, 3, 4, b'H' ^ 1, b'e' ^ 2, b'l' ^ 3, b'l' ^ 4, b'o' ^ 1]);
+    assert_eq!(
+        out.as_slice(),
+        &[
+            0x81,
+            0x85,
+            1,
+            2,
+            3,
+            4,
+            b'H' ^ 1,
+            b'e' ^ 2,
+            b'l' ^ 3,
+            b'l' ^ 4,
+            b'o' ^ 1
+        ]
+    );
 }
 
 #[test]
 fn writer_rejects_bad_control_frames() {
     let mut writer = FrameWriter::new(Role::Server, MaskSource::seeded(1));
     let mut out = WriteBuf::new(16, MAX_HEADER_LEN);
-    assert_eq!(writer.ping(&mut out, &[0; 126]), Err(Error::ControlPayloadTooLong(126)));
-    assert_eq!(writer.close(&mut out, Some(CloseCode(1005)), ""), Err(Error::UnsendableCloseCode(1005)));
-    assert_eq!(writer.close(&mut out, Some(CloseCode::NORMAL), &"x".repeat(124)), Err(Error::CloseReasonTooLong(124)));
+    assert_eq!(
+        writer.ping(&mut out, &[0; 126]),
+        Err(Error::ControlPayloadTooLong(126))
+    );
+    assert_eq!(
+        writer.close(&mut out, Some(CloseCode(1005)), ""),
+        Err(Error::UnsendableCloseCode(1005))
+    );
+    assert_eq!(
+        writer.close(&mut out, Some(CloseCode::NORMAL), &"x".repeat(124)),
+        Err(Error::CloseReasonTooLong(124))
+    );
     assert!(out.is_empty(), "nothing queued on error");
     assert_eq!(writer.ping(&mut out, &[0; 125]), Ok(()));
 }
@@ -344,10 +508,18 @@ fn frame_in_place_serialises_without_a_copy() {
         writer.text(&mut out, "second");
         out.extend_from_slice(b"third");
         writer.frame_in_place(&mut out, OpCode::Binary, true, 5);
-        let reader_role = if role == Role::Client { Role::Server } else { Role::Client };
+        let reader_role = if role == Role::Client {
+            Role::Server
+        } else {
+            Role::Client
+        };
         assert_eq!(
             read_whole(reader_role, out.as_slice()),
-            vec![Seen::Text("{\"px\":1}".into()), Seen::Text("second".into()), Seen::Binary(b"third".to_vec())]
+            vec![
+                Seen::Text("{\"px\":1}".into()),
+                Seen::Text("second".into()),
+                Seen::Binary(b"third".to_vec())
+            ]
         );
     }
 }
@@ -359,7 +531,13 @@ impl Extension for Xor {
     fn reserved_bits(&self) -> u8 {
         0b100
     }
-    fn decode(&mut self, payload: &[u8], _fin: bool, out: &mut Vec<u8>, max_len: usize) -> Result<(), Error> {
+    fn decode(
+        &mut self,
+        payload: &[u8],
+        _fin: bool,
+        out: &mut Vec<u8>,
+        max_len: usize,
+    ) -> Result<(), Error> {
         if out.len() + payload.len() > max_len {
             return Err(Error::MessageTooLarge { limit: max_len });
         }
@@ -396,17 +574,27 @@ fn extension_seam_owns_rsv1_and_transforms_messages() {
     }
     assert_eq!(
         seen,
-        vec![Seen::Text("transformed".into()), Seen::Text("raw".into()), Seen::Binary(b"fragmented payload".to_vec())]
+        vec![
+            Seen::Text("transformed".into()),
+            Seen::Text("raw".into()),
+            Seen::Binary(b"fragmented payload".to_vec())
+        ]
     );
     // Without the extension, RSV1 is a protocol error.
-    assert_eq!(first_error(Role::Client, Limits::client(), &bytes), Error::ReservedBits(0b100));
+    assert_eq!(
+        first_error(Role::Client, Limits::client(), &bytes),
+        Error::ReservedBits(0b100)
+    );
     // RSV1 on a continuation frame is an error even with the extension.
     let mut reader = FrameReader::new(Role::Client, Limits::client(), 64);
     reader.set_extension(Box::new(Xor));
     reader.feed(&[raw(0x41, b"ab", false), raw(0xc0, b"cd", false)].concat());
     assert_eq!(reader.poll(), Err(Error::ReservedBits(0b100)));
     // The message limit applies to decoded bytes, enforced by the extension.
-    let limits = Limits { max_message_size: 10, ..Limits::client() };
+    let limits = Limits {
+        max_message_size: 10,
+        ..Limits::client()
+    };
     let mut reader = FrameReader::new(Role::Client, limits, 64);
     reader.set_extension(Box::new(Xor));
     reader.feed(&raw(0xc2, &[0; 11], false));

@@ -4,7 +4,10 @@
 //! extension seam. It does not decide what to send or when to flush (the
 //! [`Connection`](super::Connection) and the transport do), and it never touches a socket.
 
-use super::{CloseCode, Error, Extension, MAX_CONTROL_PAYLOAD, MAX_HEADER_LEN, MaskSource, OpCode, Role, mask};
+use super::{
+    CloseCode, Error, Extension, MAX_CONTROL_PAYLOAD, MAX_HEADER_LEN, MaskSource, OpCode, Role,
+    mask,
+};
 use crate::buf::WriteBuf;
 
 /// Sans-IO WebSocket frame writer for one connection.
@@ -19,7 +22,13 @@ pub struct FrameWriter {
 impl FrameWriter {
     /// A writer for `role`. `mask` supplies the client's masking keys (unused by a server).
     pub fn new(role: Role, mask: MaskSource) -> Self {
-        Self { role, mask, extension: None, scratch: Vec::new(), fragment_size: usize::MAX }
+        Self {
+            role,
+            mask,
+            extension: None,
+            scratch: Vec::new(),
+            fragment_size: usize::MAX,
+        }
     }
 
     /// Installs the negotiated extension; every later data message is offered to it.
@@ -81,7 +90,12 @@ impl FrameWriter {
 
     /// Appends a close frame: empty when `code` is `None`, else the code and `reason`.
     /// Errors if the code may not be sent (§7.4.1) or the reason is over 123 bytes.
-    pub fn close(&mut self, out: &mut WriteBuf, code: Option<CloseCode>, reason: &str) -> Result<(), Error> {
+    pub fn close(
+        &mut self,
+        out: &mut WriteBuf,
+        code: Option<CloseCode>,
+        reason: &str,
+    ) -> Result<(), Error> {
         let Some(code) = code else {
             self.frame(out, OpCode::Close, true, 0, &[]);
             return Ok(());
@@ -102,7 +116,14 @@ impl FrameWriter {
     /// Appends one raw frame. No checks beyond encoding: the caller owns RFC compliance of
     /// `opcode`, `fin` and `rsv` (used for fragmented sends and tests).
     #[inline]
-    pub fn frame(&mut self, out: &mut WriteBuf, opcode: OpCode, fin: bool, rsv: u8, payload: &[u8]) {
+    pub fn frame(
+        &mut self,
+        out: &mut WriteBuf,
+        opcode: OpCode,
+        fin: bool,
+        rsv: u8,
+        payload: &[u8],
+    ) {
         let (header, key) = self.header(opcode, fin, rsv, payload.len());
         let header = header.as_slice();
         let slot = out.append_slot(header.len() + payload.len());
@@ -117,7 +138,13 @@ impl FrameWriter {
     /// Frames the last `payload_len` bytes already queued in `out` as one frame, writing the
     /// header in front of them (into the headroom when they are all that is queued) and masking
     /// them in place. Lets a caller serialise straight into the write buffer with no copy.
-    pub fn frame_in_place(&mut self, out: &mut WriteBuf, opcode: OpCode, fin: bool, payload_len: usize) {
+    pub fn frame_in_place(
+        &mut self,
+        out: &mut WriteBuf,
+        opcode: OpCode,
+        fin: bool,
+        payload_len: usize,
+    ) {
         let (header, key) = self.header(opcode, fin, 0, payload_len);
         out.insert_before_tail(header.as_slice(), payload_len);
         if let Some(key) = key {
@@ -144,14 +171,24 @@ impl FrameWriter {
         let mut first = true;
         while let Some(chunk) = chunks.next() {
             let fin = chunks.peek().is_none();
-            let (op, bits) = if first { (opcode, rsv) } else { (OpCode::Continuation, 0) };
+            let (op, bits) = if first {
+                (opcode, rsv)
+            } else {
+                (OpCode::Continuation, 0)
+            };
             self.frame(out, op, fin, bits, chunk);
             first = false;
         }
     }
 
     #[inline]
-    fn header(&mut self, opcode: OpCode, fin: bool, rsv: u8, len: usize) -> (Header, Option<[u8; 4]>) {
+    fn header(
+        &mut self,
+        opcode: OpCode,
+        fin: bool,
+        rsv: u8,
+        len: usize,
+    ) -> (Header, Option<[u8; 4]>) {
         let mut bytes = [0u8; MAX_HEADER_LEN];
         bytes[0] = (u8::from(fin) << 7) | ((rsv & 0x07) << 4) | opcode as u8;
         let mut at = 2;
