@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every cargo-fuzz target briefly (default 30 s each): the CI smoke check. Installs the
+# nightly toolchain and cargo-fuzz when missing. A crash fails the script and leaves the
+# reproducer in fuzz/artifacts/TARGET/.
+#   fuzz/smoke.sh [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")"
+seconds=${1:-30}
+if ! rustup toolchain list | grep -q '^nightly'; then
+  rustup toolchain install nightly --profile minimal
+fi
+if ! command -v cargo-fuzz >/dev/null 2>&1; then
+  cargo install cargo-fuzz --locked
+fi
+targets=$(cargo +nightly fuzz list)
+cargo +nightly fuzz build -O $targets >/dev/null 2>&1 || cargo +nightly fuzz build -O
+for target in $targets; do
+  echo "fuzz: $target for ${seconds}s"
+  mkdir -p "corpus/$target"
+  log="artifacts/$target.log"
+  mkdir -p artifacts
+  if ! cargo +nightly fuzz run -O "$target" "corpus/$target" -- \
+      -max_total_time="$seconds" -rss_limit_mb=1024 -max_len=4096 -print_final_stats=1 > "$log" 2>&1; then
+    tail -n 40 "$log" >&2
+    echo "fuzz: $target FAILED (reproducer in fuzz/artifacts/$target)" >&2
+    exit 1
+  fi
+  grep -E 'stat::number_of_executed_units|Done [0-9]+ runs' "$log" || true
+done
+echo "fuzz: all targets ran ${seconds}s without a failure"
