@@ -7,8 +7,10 @@
 //!
 //! The read path never writes: replies it owes (a pong, the close reply) are queued in the
 //! [`Sender`] and reported by [`Connection::wants_write`]; the transport writes
-//! [`Connection::output`]. Pongs go ahead of queued data that has not started going out; a
-//! frame already partly written is never split. A close goes after all queued data.
+//! [`Connection::output`]. Pongs go ahead of queued data frames that have not started going
+//! out: only the one frame already partly written finishes first, never split. A close goes
+//! after all queued data. Under a ping flood from a peer that never reads, queued pongs are
+//! bounded and the most recent ping is still answered (RFC 6455 §5.5.3).
 //!
 //! It does not own the opening handshake or any socket.
 
@@ -119,8 +121,11 @@ pub struct Sender {
     writer: FrameWriter,
     out: WriteBuf,
     control: WriteBuf,
-    /// Part of `out` has been written: a control frame may not jump ahead any more.
-    out_started: bool,
+    /// Bytes of the frame at the front of `out` still to be written after a partial write
+    /// stopped inside it; 0 at a frame boundary. Control frames wait only for these.
+    out_frame_left: usize,
+    /// The most recent ping received while `control` was full: answered once it drains.
+    latest_pong: Option<([u8; super::MAX_CONTROL_PAYLOAD], u8)>,
     /// A close frame is queued in `out` (or was written).
     close_queued: bool,
     /// The close frame has left `out`; nothing may follow it.
@@ -155,7 +160,8 @@ impl Connection {
                 writer,
                 out: WriteBuf::new(config.write_buffer_size, super::MAX_HEADER_LEN),
                 control: WriteBuf::new(256, 0),
-                out_started: false,
+                out_frame_left: 0,
+                latest_pong: None,
                 close_queued: false,
                 close_written: false,
                 auto_pong: config.auto_pong,
@@ -262,12 +268,8 @@ impl Connection {
             let sender = &mut self.sender;
             match self.reader.message() {
                 Ok(Message::Ping(payload)) => {
-                    if sender.auto_pong
-                        && !sender.close_queued
-                        && sender.control.len() < MAX_QUEUED_CONTROL
-                    {
-                        // The reader checked the payload is at most 125 bytes.
-                        let _ = sender.writer.pong(&mut sender.control, payload);
+                    if sender.auto_pong && !sender.close_queued {
+                        sender.queue_auto_pong(payload);
                     }
                 }
                 Ok(Message::Pong(_)) => self.ping_sent_at = None,
@@ -370,7 +372,10 @@ impl Connection {
         if let Some(interval) = self.config.ping_interval {
             match self.ping_sent_at {
                 Some(sent) => consider(sent + self.config.pong_timeout),
-                None => consider(self.last_received + interval),
+                // No keepalive ping goes out once a close is queued, so its deadline would
+                // be one `handle_timeout` never acts on (a transport would spin on it).
+                None if !self.sender.close_queued => consider(self.last_received + interval),
+                None => {}
             }
         }
         deadline
@@ -523,39 +528,86 @@ impl Sender {
         self.out.len() + self.control.len()
     }
 
+    /// Queues the pong that auto-pong owes for `payload` (at most 125 bytes, checked by the
+    /// reader). Past [`MAX_QUEUED_CONTROL`] only the latest is kept, sent once `control` drains.
+    fn queue_auto_pong(&mut self, payload: &[u8]) {
+        if self.control.len() < MAX_QUEUED_CONTROL {
+            let _ = self.writer.pong(&mut self.control, payload);
+            return;
+        }
+        let mut latest = [0u8; super::MAX_CONTROL_PAYLOAD];
+        latest[..payload.len()].copy_from_slice(payload);
+        self.latest_pong = Some((latest, payload.len() as u8));
+    }
+
     #[inline]
     fn output(&self) -> &[u8] {
-        if !self.control.is_empty() && !self.out_started {
+        if self.out_frame_left > 0 {
+            // Finish the frame in progress before anything else (it may not be split).
+            return &self.out.as_slice()[..self.out_frame_left];
+        }
+        if !self.control.is_empty() && !self.close_written {
             return self.control.as_slice();
         }
-        if !self.out.is_empty() {
-            return self.out.as_slice();
-        }
-        if self.close_written {
-            &[]
-        } else {
-            self.control.as_slice()
-        }
+        self.out.as_slice()
     }
 
     #[inline]
     fn advance_output(&mut self, n: usize) {
-        if !self.control.is_empty() && !self.out_started {
-            self.control.consume(n);
+        if n == 0 {
             return;
         }
-        if !self.out.is_empty() {
-            self.out.consume(n);
-            self.out_started = !self.out.is_empty();
-            if self.out.is_empty() && self.close_queued {
-                // The close went out last; nothing may follow it (§5.5.1).
-                self.close_written = true;
-                self.control.clear();
+        if self.out_frame_left == 0 && !self.control.is_empty() && !self.close_written {
+            self.control.consume(n);
+            if self.control.is_empty() {
+                if let Some((payload, len)) = self.latest_pong.take() {
+                    let _ = self
+                        .writer
+                        .pong(&mut self.control, &payload[..usize::from(len)]);
+                }
             }
             return;
         }
-        if !self.close_written {
-            self.control.consume(n);
+        self.out_frame_left = if self.out_frame_left > 0 {
+            self.out_frame_left - n
+        } else {
+            remainder_of_frame_at(self.out.as_slice(), n)
+        };
+        self.out.consume(n);
+        if self.out.is_empty() && self.close_queued {
+            // The close went out last; nothing may follow it (§5.5.1).
+            self.close_written = true;
+            self.control.clear();
+            self.latest_pong = None;
         }
     }
+}
+
+/// How many bytes of the frame in which a write of `written` bytes stopped are still unwritten
+/// (0 when it stopped on a frame boundary). `queued` starts on a frame boundary and holds whole
+/// frames encoded by our own writer, so every header is complete and well formed.
+fn remainder_of_frame_at(queued: &[u8], written: usize) -> usize {
+    if written == queued.len() {
+        return 0;
+    }
+    let mut at = 0;
+    while at < written {
+        at += encoded_frame_len(&queued[at..]);
+    }
+    at - written
+}
+
+/// Total length (header, mask key and payload) of the frame our writer encoded at `frame[0]`.
+fn encoded_frame_len(frame: &[u8]) -> usize {
+    let masked = frame[1] & 0x80 != 0;
+    let (header, payload) = match frame[1] & 0x7f {
+        0x7e => (4, usize::from(u16::from_be_bytes([frame[2], frame[3]]))),
+        0x7f => {
+            let mut len = [0u8; 8];
+            len.copy_from_slice(&frame[2..10]);
+            (10, u64::from_be_bytes(len) as usize)
+        }
+        short => (2, usize::from(short)),
+    };
+    header + if masked { 4 } else { 0 } + payload
 }

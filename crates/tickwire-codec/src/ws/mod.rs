@@ -21,6 +21,8 @@ mod utf8;
 mod writer;
 
 #[cfg(test)]
+mod connection_tests;
+#[cfg(test)]
 mod tests;
 
 pub use close::CloseCode;

@@ -1,0 +1,679 @@
+//! Behavioural tests for [`Connection`]: a simulated client/server pair on a virtual clock.
+//!
+//! Bytes move only when a test moves them ([`Pair::client_writes`], [`Pair::server_writes`]), in
+//! chunks of [`Pair::chunk`] bytes to model partial socket writes, and every instant is `t0`
+//! plus a duration the test chooses, so each run is deterministic. Server output is unmasked,
+//! so tests that check exact wire bytes look at what a server sends; masked client output is
+//! decoded with a server-role [`FrameReader`].
+
+use std::time::{Duration, Instant};
+
+use super::*;
+
+/// What a connection produced, owned so sequences can be compared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Got {
+    Text(String),
+    Binary(Vec<u8>),
+    Ping(Vec<u8>),
+    Pong(Vec<u8>),
+    Close(Option<(u16, String)>),
+    Closed,
+    Error(Error),
+}
+
+impl Got {
+    fn of(message: Message<'_>) -> Self {
+        match message {
+            Message::Text(t) => Self::Text(t.to_owned()),
+            Message::Binary(b) => Self::Binary(b.to_vec()),
+            Message::Ping(p) => Self::Ping(p.to_vec()),
+            Message::Pong(p) => Self::Pong(p.to_vec()),
+            Message::Close(c) => Self::Close(c.map(|c| (c.code.0, c.reason.to_owned()))),
+        }
+    }
+}
+
+fn text(t: &str) -> Got {
+    Got::Text(t.to_owned())
+}
+
+fn closed_with(code: CloseCode, reason: &str) -> Got {
+    Got::Close(Some((code.0, reason.to_owned())))
+}
+
+/// The keepalive ping payload a client sends the `n`th time (a big-endian counter).
+fn keepalive_payload(n: u64) -> Vec<u8> {
+    n.to_be_bytes().to_vec()
+}
+
+/// Polls until `NeedMore`, `Closed` or an error, recording everything.
+fn events(conn: &mut Connection) -> Vec<Got> {
+    let mut seen = Vec::new();
+    loop {
+        match conn.poll() {
+            Ok(Event::Message(m)) => seen.push(Got::of(m)),
+            Ok(Event::NeedMore) => return seen,
+            Ok(Event::Closed) => {
+                seen.push(Got::Closed);
+                return seen;
+            }
+            Err(e) => {
+                seen.push(Got::Error(e));
+                return seen;
+            }
+        }
+    }
+}
+
+/// Writes everything queued, at most `chunk` bytes per `advance_output`, and returns it.
+fn drain(conn: &mut Connection, chunk: usize) -> Vec<u8> {
+    let mut written = Vec::new();
+    while conn.wants_write() {
+        let out = conn.output();
+        let n = chunk.min(out.len());
+        written.extend_from_slice(&out[..n]);
+        conn.advance_output(n);
+    }
+    written
+}
+
+/// Decodes frames a client wrote (masked), as a server reads them.
+fn client_frames(bytes: &[u8]) -> Vec<Got> {
+    let mut reader = FrameReader::new(Role::Server, Limits::client(), 64);
+    reader.feed(bytes);
+    let mut seen = Vec::new();
+    loop {
+        match reader.poll() {
+            Ok(ReadEvent::Message(m)) => seen.push(Got::of(m)),
+            Ok(ReadEvent::NeedMore) => return seen,
+            Err(e) => {
+                seen.push(Got::Error(e));
+                return seen;
+            }
+        }
+    }
+}
+
+/// A masked frame with a fixed key, as a client sends it; `payload` under 126 bytes.
+fn masked(b0: u8, payload: &[u8]) -> Vec<u8> {
+    assert!(payload.len() < 0x7e);
+    let key = [0x37, 0xfa, 0x21, 0x3d];
+    let mut frame = vec![b0, 0x80 | payload.len() as u8];
+    frame.extend_from_slice(&key);
+    let at = frame.len();
+    frame.extend_from_slice(payload);
+    apply_mask(&mut frame[at..], key, 0);
+    frame
+}
+
+/// A client and a server connected by a simulated socket that moves bytes only on request.
+struct Pair {
+    client: Connection,
+    server: Connection,
+    t0: Instant,
+    /// Bytes per simulated socket write (and read).
+    chunk: usize,
+}
+
+impl Pair {
+    fn new() -> Self {
+        Self::with(Config::client(), Config::server())
+    }
+
+    fn with(client: Config, server: Config) -> Self {
+        let t0 = Instant::now();
+        Self {
+            client: Connection::new(Role::Client, client, MaskSource::seeded(0x5eed), t0),
+            server: Connection::new(Role::Server, server, MaskSource::seeded(0xfeed), t0),
+            t0,
+            chunk: 3,
+        }
+    }
+
+    /// The virtual instant `ms` milliseconds after the handshake.
+    fn at(&self, ms: u64) -> Instant {
+        self.t0 + Duration::from_millis(ms)
+    }
+
+    /// Moves everything the client has queued into the server at `now`.
+    fn client_writes(&mut self, now: Instant) -> usize {
+        shuttle(&mut self.client, &mut self.server, self.chunk, now)
+    }
+
+    /// Moves everything the server has queued into the client at `now`.
+    fn server_writes(&mut self, now: Instant) -> usize {
+        shuttle(&mut self.server, &mut self.client, self.chunk, now)
+    }
+}
+
+/// Partial writes of `chunk` bytes from `from`, each fed to `to` as one read.
+fn shuttle(from: &mut Connection, to: &mut Connection, chunk: usize, now: Instant) -> usize {
+    let mut moved = 0;
+    while from.wants_write() {
+        let out = from.output();
+        let n = chunk.min(out.len());
+        to.feed(&out[..n], now);
+        from.advance_output(n);
+        moved += n;
+    }
+    moved
+}
+
+// ---- automatic pongs ----
+
+#[test]
+fn received_ping_is_answered_with_a_pong_echoing_its_payload() {
+    let mut pair = Pair::new();
+    pair.client.sender().ping(b"abc").unwrap();
+    pair.client_writes(pair.at(1));
+    assert!(!pair.server.wants_write());
+    assert_eq!(events(&mut pair.server), [Got::Ping(b"abc".to_vec())]);
+    // Queued, not written: it stays in the output until the transport writes it.
+    assert!(pair.server.wants_write());
+    assert_eq!(events(&mut pair.server), []);
+    assert_eq!(pair.server.output(), [0x8a, 0x03, b'a', b'b', b'c']);
+    assert_eq!(pair.server.sender().queued(), 5);
+    assert_eq!(drain(&mut pair.server, 2), [0x8a, 0x03, b'a', b'b', b'c']);
+    assert!(!pair.server.wants_write());
+}
+
+#[test]
+fn client_auto_pong_is_masked_and_reaches_the_server() {
+    let mut pair = Pair::new();
+    pair.server.sender().ping(b"hb").unwrap();
+    pair.server_writes(pair.at(1));
+    assert_eq!(events(&mut pair.client), [Got::Ping(b"hb".to_vec())]);
+    let pong = pair.client.output().to_vec();
+    assert_eq!(pong.len(), 2 + 4 + 2);
+    assert_eq!(pong[..2], [0x8a, 0x82]);
+    pair.client_writes(pair.at(2));
+    assert_eq!(events(&mut pair.server), [Got::Pong(b"hb".to_vec())]);
+}
+
+#[test]
+fn pong_goes_ahead_of_data_that_has_not_started() {
+    let mut pair = Pair::new();
+    pair.server.sender().text("data").unwrap();
+    pair.client.sender().ping(b"p").unwrap();
+    pair.client_writes(pair.at(1));
+    assert_eq!(events(&mut pair.server), [Got::Ping(b"p".to_vec())]);
+    assert_eq!(pair.server.output(), [0x8a, 0x01, b'p']);
+    assert_eq!(
+        drain(&mut pair.server, 1),
+        [0x8a, 0x01, b'p', 0x81, 0x04, b'd', b'a', b't', b'a']
+    );
+}
+
+#[test]
+fn pong_never_splits_a_partly_written_data_frame() {
+    let mut pair = Pair::new();
+    pair.server.sender().text("0123456789").unwrap();
+    assert_eq!(pair.server.output().len(), 12);
+    pair.server.advance_output(3);
+    pair.client.sender().ping(b"p").unwrap();
+    pair.client_writes(pair.at(1));
+    assert_eq!(events(&mut pair.server), [Got::Ping(b"p".to_vec())]);
+    let mut expected = b"123456789".to_vec();
+    expected.extend_from_slice(&[0x8a, 0x01, b'p']);
+    assert_eq!(drain(&mut pair.server, 1), expected);
+}
+
+/// The module contract: pongs go ahead of queued data that has not started going out. Only
+/// the frame in progress may delay the pong, not every frame queued behind it (else a
+/// sender that keeps its queue non-empty starves pongs and the peer's keepalive fails).
+#[test]
+fn pong_waits_only_for_the_frame_in_progress() {
+    let mut pair = Pair::new();
+    pair.server.sender().text("first").unwrap();
+    pair.server.sender().text("second").unwrap();
+    pair.server.advance_output(3);
+    pair.client.sender().ping(b"p").unwrap();
+    pair.client_writes(pair.at(1));
+    assert_eq!(events(&mut pair.server), [Got::Ping(b"p".to_vec())]);
+    let mut expected = b"irst".to_vec();
+    expected.extend_from_slice(&[0x8a, 0x01, b'p']);
+    expected.extend_from_slice(&[0x81, 0x06]);
+    expected.extend_from_slice(b"second");
+    assert_eq!(drain(&mut pair.server, 4), expected);
+}
+
+#[test]
+fn auto_pong_off_queues_nothing() {
+    let server = Config {
+        auto_pong: false,
+        ..Config::server()
+    };
+    let mut pair = Pair::with(Config::client(), server);
+    pair.client.sender().ping(b"abc").unwrap();
+    pair.client_writes(pair.at(1));
+    assert_eq!(events(&mut pair.server), [Got::Ping(b"abc".to_vec())]);
+    assert!(!pair.server.wants_write());
+    assert_eq!(pair.server.sender().queued(), 0);
+}
+
+#[test]
+fn ping_flood_from_a_peer_that_never_reads_stays_bounded() {
+    let mut pair = Pair::new();
+    let ping = masked(0x89, b"old ping");
+    for _ in 0..100 {
+        for _ in 0..100 {
+            pair.server.feed(&ping, pair.at(1));
+        }
+        let seen = events(&mut pair.server);
+        assert_eq!(seen.len(), 100);
+        assert!(seen.iter().all(|g| *g == Got::Ping(b"old ping".to_vec())));
+    }
+    // Unbounded, 10 000 pongs of 10 bytes would be 100 000 bytes.
+    let queued = pair.server.sender().queued();
+    assert!(queued > 0);
+    assert!(queued < 64 << 10, "{queued} bytes queued");
+    assert_eq!(pair.server.output()[..10], *b"\x8a\x08old ping");
+}
+
+/// RFC 6455 §5.5.2 requires a pong for every ping; §5.5.3 only lets an endpoint skip pongs
+/// for pings older than the most recent one. After a flood the newest ping must be answered.
+#[test]
+fn ping_flood_still_answers_the_most_recent_ping() {
+    let mut pair = Pair::new();
+    let ping = masked(0x89, b"old");
+    for _ in 0..10_000 {
+        pair.server.feed(&ping, pair.at(1));
+    }
+    assert_eq!(events(&mut pair.server).len(), 10_000);
+    pair.server.feed(&masked(0x89, b"new"), pair.at(2));
+    assert_eq!(events(&mut pair.server), [Got::Ping(b"new".to_vec())]);
+    let written = drain(&mut pair.server, 1000);
+    assert_eq!(written[written.len() - 5..], [0x8a, 0x03, b'n', b'e', b'w']);
+}
+
+// ---- close handshake ----
+
+#[test]
+fn close_started_by_us_follows_queued_data_and_completes_on_the_reply() {
+    let mut pair = Pair::new();
+    pair.server.sender().text("last").unwrap();
+    pair.server
+        .close(CloseCode::NORMAL, "bye", pair.at(1000))
+        .unwrap();
+    assert_eq!(pair.server.state(), ConnectionState::CloseSent);
+    assert!(pair.server.sender().is_closing());
+    assert_eq!(
+        pair.server.sender().text("more"),
+        Err(Error::SendAfterClose)
+    );
+    assert_eq!(pair.server.sender().ping(b""), Err(Error::SendAfterClose));
+    assert_eq!(
+        pair.server.close(CloseCode::NORMAL, "", pair.at(1000)),
+        Err(Error::SendAfterClose)
+    );
+    assert!(!pair.server.should_close_transport());
+
+    let wire = drain(&mut pair.server, 5);
+    let mut expected = vec![0x81, 0x04];
+    expected.extend_from_slice(b"last");
+    expected.extend_from_slice(&[0x88, 0x05, 0x03, 0xe8, b'b', b'y', b'e']);
+    assert_eq!(wire, expected);
+
+    pair.client.feed(&wire, pair.at(1001));
+    assert_eq!(
+        events(&mut pair.client),
+        [
+            text("last"),
+            closed_with(CloseCode::NORMAL, "bye"),
+            Got::Closed
+        ]
+    );
+    assert_eq!(pair.client.state(), ConnectionState::Closed);
+    assert!(!pair.client.should_close_transport(), "reply not written");
+
+    pair.client_writes(pair.at(1002));
+    assert!(pair.client.should_close_transport());
+    assert_eq!(pair.server.state(), ConnectionState::CloseSent);
+    assert_eq!(
+        events(&mut pair.server),
+        [closed_with(CloseCode::NORMAL, ""), Got::Closed]
+    );
+    assert_eq!(pair.server.state(), ConnectionState::Closed);
+    assert_eq!(events(&mut pair.server), [Got::Closed]);
+    assert!(pair.server.should_close_transport());
+    assert_eq!(pair.server.poll_timeout(), None);
+}
+
+#[test]
+fn messages_in_flight_after_our_close_are_still_delivered() {
+    let mut pair = Pair::new();
+    pair.server
+        .close(CloseCode::NORMAL, "", pair.at(1000))
+        .unwrap();
+    pair.client.sender().text("in flight").unwrap();
+    pair.client_writes(pair.at(1001));
+    assert_eq!(events(&mut pair.server), [text("in flight")]);
+    assert_eq!(pair.server.state(), ConnectionState::CloseSent);
+}
+
+#[test]
+fn close_started_by_the_peer_is_delivered_and_its_code_echoed() {
+    let mut pair = Pair::new();
+    pair.client
+        .close(CloseCode::GOING_AWAY, "away", pair.at(1000))
+        .unwrap();
+    assert_eq!(pair.client.state(), ConnectionState::CloseSent);
+    pair.client_writes(pair.at(1001));
+    assert_eq!(
+        events(&mut pair.server),
+        [closed_with(CloseCode::GOING_AWAY, "away"), Got::Closed]
+    );
+    assert_eq!(pair.server.state(), ConnectionState::Closed);
+    assert_eq!(
+        pair.server.sender().text("late"),
+        Err(Error::SendAfterClose)
+    );
+    assert!(!pair.server.should_close_transport());
+    assert_eq!(pair.server.output(), [0x88, 0x02, 0x03, 0xe9]);
+
+    pair.server_writes(pair.at(1002));
+    assert!(pair.server.should_close_transport());
+    assert_eq!(
+        events(&mut pair.client),
+        [closed_with(CloseCode::GOING_AWAY, ""), Got::Closed]
+    );
+    assert_eq!(pair.client.state(), ConnectionState::Closed);
+    assert!(pair.client.should_close_transport());
+}
+
+#[test]
+fn close_without_a_body_is_answered_with_an_empty_close() {
+    let mut pair = Pair::new();
+    pair.server.feed(&masked(0x88, b""), pair.at(1));
+    assert_eq!(events(&mut pair.server), [Got::Close(None), Got::Closed]);
+    assert_eq!(pair.server.output(), [0x88, 0x00]);
+}
+
+#[test]
+fn close_timeout_fails_at_its_deadline() {
+    let mut pair = Pair::new();
+    pair.server
+        .close(CloseCode::NORMAL, "", pair.at(1000))
+        .unwrap();
+    assert_eq!(pair.server.poll_timeout(), Some(pair.at(6000)));
+    assert_eq!(drain(&mut pair.server, 1), [0x88, 0x02, 0x03, 0xe8]);
+    assert_eq!(pair.server.handle_timeout(pair.at(5999)), Ok(()));
+    assert_eq!(pair.server.state(), ConnectionState::CloseSent);
+    assert_eq!(pair.server.poll_timeout(), Some(pair.at(6000)));
+    assert_eq!(
+        pair.server.handle_timeout(pair.at(6000)),
+        Err(Error::CloseTimeout)
+    );
+    assert!(pair.server.should_close_transport());
+    assert_eq!(pair.server.poll_timeout(), None);
+}
+
+#[test]
+fn close_queued_through_the_sender_arms_the_timer_at_the_next_timer_call() {
+    let mut pair = Pair::new();
+    pair.client.sender().text("please leave").unwrap();
+    pair.client_writes(pair.at(2000));
+    {
+        let (event, sender) = pair.server.poll_with_sender().unwrap();
+        assert_eq!(event, Event::Message(Message::Text("please leave")));
+        sender.close(CloseCode::POLICY_VIOLATION, "ok").unwrap();
+    }
+    // Not armed yet: the deadline is "now" (the last instant the connection saw).
+    assert_eq!(pair.server.poll_timeout(), Some(pair.at(2000)));
+    assert_eq!(pair.server.handle_timeout(pair.at(3000)), Ok(()));
+    assert_eq!(pair.server.state(), ConnectionState::CloseSent);
+    assert_eq!(pair.server.poll_timeout(), Some(pair.at(8000)));
+    assert_eq!(pair.server.handle_timeout(pair.at(7999)), Ok(()));
+    assert_eq!(
+        pair.server.handle_timeout(pair.at(8000)),
+        Err(Error::CloseTimeout)
+    );
+    assert_eq!(
+        drain(&mut pair.server, 1),
+        [0x88, 0x04, 0x03, 0xf0, b'o', b'k']
+    );
+}
+
+// ---- keepalive and idle timers ----
+
+#[test]
+fn keepalive_ping_is_answered_and_the_pong_clears_the_deadline() {
+    let client = Config {
+        ping_interval: Some(Duration::from_secs(5)),
+        ..Config::client()
+    };
+    let mut pair = Pair::with(client, Config::server());
+    assert_eq!(pair.client.poll_timeout(), Some(pair.at(5000)));
+    assert_eq!(pair.client.handle_timeout(pair.at(4999)), Ok(()));
+    assert!(!pair.client.wants_write());
+    assert_eq!(pair.client.handle_timeout(pair.at(5000)), Ok(()));
+    assert!(pair.client.wants_write());
+    assert_eq!(pair.client.poll_timeout(), Some(pair.at(15_000)));
+
+    pair.client_writes(pair.at(5000));
+    assert_eq!(events(&mut pair.server), [Got::Ping(keepalive_payload(1))]);
+    assert_eq!(
+        pair.server.output(),
+        [0x8a, 0x08, 0, 0, 0, 0, 0, 0, 0, 0x01]
+    );
+    pair.server_writes(pair.at(6000));
+    assert_eq!(events(&mut pair.client), [Got::Pong(keepalive_payload(1))]);
+    assert_eq!(pair.client.poll_timeout(), Some(pair.at(11_000)));
+
+    // At what would have been the pong deadline: no failure, the next ping goes out.
+    assert_eq!(pair.client.handle_timeout(pair.at(15_000)), Ok(()));
+    assert_eq!(pair.client.state(), ConnectionState::Open);
+    let wire = drain(&mut pair.client, 3);
+    assert_eq!(client_frames(&wire), [Got::Ping(keepalive_payload(2))]);
+}
+
+#[test]
+fn keepalive_without_a_pong_fails_with_pong_timeout_and_close_1001() {
+    let client = Config {
+        ping_interval: Some(Duration::from_secs(5)),
+        pong_timeout: Duration::from_secs(3),
+        ..Config::client()
+    };
+    let mut pair = Pair::with(client, Config::server());
+    assert_eq!(pair.client.handle_timeout(pair.at(5000)), Ok(()));
+    let ping = drain(&mut pair.client, 7);
+    assert_eq!(client_frames(&ping), [Got::Ping(keepalive_payload(1))]);
+    // The ping is lost: the server never answers.
+    assert_eq!(pair.client.poll_timeout(), Some(pair.at(8000)));
+    assert_eq!(pair.client.handle_timeout(pair.at(7999)), Ok(()));
+    assert_eq!(
+        pair.client.handle_timeout(pair.at(8000)),
+        Err(Error::PongTimeout)
+    );
+    assert_eq!(pair.client.state(), ConnectionState::Failed);
+    assert_eq!(pair.client.poll_timeout(), None);
+    assert_eq!(
+        events(&mut pair.client),
+        [Got::Error(Error::Failed(CloseCode::GOING_AWAY))]
+    );
+    assert!(!pair.client.should_close_transport());
+    let close = drain(&mut pair.client, 2);
+    assert_eq!(
+        client_frames(&close),
+        [closed_with(CloseCode::GOING_AWAY, "")]
+    );
+    assert!(pair.client.should_close_transport());
+}
+
+/// While our close is pending no keepalive ping may be sent, so its deadline must not be
+/// reported either: a deadline that `handle_timeout` does nothing about is returned again
+/// and again, and a transport that sleeps until `poll_timeout` spins until the close timeout.
+#[test]
+fn keepalive_deadline_is_not_reported_while_closing() {
+    let client = Config {
+        ping_interval: Some(Duration::from_secs(2)),
+        ..Config::client()
+    };
+    let mut pair = Pair::with(client, Config::server());
+    pair.client
+        .close(CloseCode::NORMAL, "", pair.at(1000))
+        .unwrap();
+    assert_eq!(pair.client.handle_timeout(pair.at(2000)), Ok(()));
+    // As offsets from t0, so a failure reads "2s, expected 6s".
+    let deadline = pair.client.poll_timeout().map(|at| at - pair.t0);
+    assert_eq!(deadline, Some(Duration::from_secs(6)));
+}
+
+#[test]
+fn idle_timeout_fails_when_nothing_arrives_and_bytes_push_it_back() {
+    let server = Config {
+        idle_timeout: Some(Duration::from_secs(10)),
+        ..Config::server()
+    };
+    let mut pair = Pair::with(Config::client(), server);
+    assert_eq!(pair.server.poll_timeout(), Some(pair.at(10_000)));
+    pair.client.sender().text("tick").unwrap();
+    pair.client_writes(pair.at(4000));
+    assert_eq!(events(&mut pair.server), [text("tick")]);
+    assert_eq!(pair.server.poll_timeout(), Some(pair.at(14_000)));
+    // An empty read is not a sign of life.
+    pair.server.feed(&[], pair.at(9000));
+    assert_eq!(pair.server.poll_timeout(), Some(pair.at(14_000)));
+    assert_eq!(pair.server.handle_timeout(pair.at(10_000)), Ok(()));
+    assert_eq!(pair.server.handle_timeout(pair.at(13_999)), Ok(()));
+    assert_eq!(
+        pair.server.handle_timeout(pair.at(14_000)),
+        Err(Error::IdleTimeout)
+    );
+    assert_eq!(pair.server.state(), ConnectionState::Failed);
+    assert_eq!(pair.server.output(), [0x88, 0x02, 0x03, 0xe9]);
+    assert_eq!(
+        events(&mut pair.server),
+        [Got::Error(Error::Failed(CloseCode::GOING_AWAY))]
+    );
+}
+
+// ---- protocol errors and limits ----
+
+/// Feeds `bytes` to a fresh server, expects `error`, then checks the close it queued.
+fn server_fails_with(bytes: &[u8], config: Config, error: Error, close: [u8; 4]) {
+    let t0 = Instant::now();
+    let mut server = Connection::new(Role::Server, config, MaskSource::seeded(1), t0);
+    server.feed(bytes, t0);
+    assert_eq!(events(&mut server), [Got::Error(error.clone())], "{error}");
+    assert_eq!(server.state(), ConnectionState::Failed);
+    assert_eq!(server.output(), close, "{error}");
+    let code = CloseCode(u16::from_be_bytes([close[2], close[3]]));
+    assert_eq!(events(&mut server), [Got::Error(Error::Failed(code))]);
+    assert_eq!(server.poll_timeout(), None);
+    assert!(!server.should_close_transport());
+    assert_eq!(drain(&mut server, 1), close);
+    assert!(server.should_close_transport());
+}
+
+#[test]
+fn unmasked_frame_from_a_client_fails_with_close_1002() {
+    server_fails_with(
+        &[0x81, 0x02, b'h', b'i'],
+        Config::server(),
+        Error::UnmaskedFrame,
+        [0x88, 0x02, 0x03, 0xea],
+    );
+}
+
+#[test]
+fn reserved_opcode_fails_with_close_1002() {
+    server_fails_with(
+        &masked(0x83, b""),
+        Config::server(),
+        Error::ReservedOpcode(0x3),
+        [0x88, 0x02, 0x03, 0xea],
+    );
+}
+
+#[test]
+fn masked_frame_from_a_server_fails_the_client_with_close_1002() {
+    let mut pair = Pair::new();
+    pair.client.feed(&masked(0x81, b"hi"), pair.at(1));
+    assert_eq!(events(&mut pair.client), [Got::Error(Error::MaskedFrame)]);
+    assert_eq!(pair.client.state(), ConnectionState::Failed);
+    assert_eq!(
+        events(&mut pair.client),
+        [Got::Error(Error::Failed(CloseCode::PROTOCOL_ERROR))]
+    );
+    pair.client_writes(pair.at(2));
+    assert_eq!(
+        events(&mut pair.server),
+        [closed_with(CloseCode::PROTOCOL_ERROR, ""), Got::Closed]
+    );
+    assert!(pair.client.should_close_transport());
+}
+
+#[test]
+fn invalid_utf8_text_fails_with_close_1007_whole_or_partial() {
+    let frame = masked(0x81, &[b'o', b'k', 0xff, b'!']);
+    // Whole frame: caught when the message is taken. Partial: caught before it completes.
+    for bytes in [&frame[..], &frame[..frame.len() - 1]] {
+        server_fails_with(
+            bytes,
+            Config::server(),
+            Error::InvalidUtf8,
+            [0x88, 0x02, 0x03, 0xef],
+        );
+    }
+}
+
+#[test]
+fn frame_over_the_limit_fails_with_close_1009() {
+    let config = Config {
+        limits: Limits {
+            max_frame_size: 16,
+            ..Limits::server()
+        },
+        ..Config::server()
+    };
+    let mut pair = Pair::with(Config::client(), config.clone());
+    pair.client.sender().binary(&[7; 16]).unwrap();
+    pair.client_writes(pair.at(1));
+    assert_eq!(events(&mut pair.server), [Got::Binary(vec![7; 16])]);
+
+    let mut bytes = vec![0x82, 0x80 | 17, 0, 0, 0, 0];
+    bytes.extend_from_slice(&[7; 17]);
+    server_fails_with(
+        &bytes,
+        config,
+        Error::FrameTooLarge { len: 17, limit: 16 },
+        [0x88, 0x02, 0x03, 0xf1],
+    );
+}
+
+#[test]
+fn failure_close_follows_a_partly_written_data_frame() {
+    let mut pair = Pair::new();
+    pair.server.sender().text("abcdef").unwrap();
+    pair.server.advance_output(2);
+    pair.server.feed(&[0x81, 0x00], pair.at(1));
+    assert_eq!(events(&mut pair.server), [Got::Error(Error::UnmaskedFrame)]);
+    let mut expected = b"abcdef".to_vec();
+    expected.extend_from_slice(&[0x88, 0x02, 0x03, 0xea]);
+    assert_eq!(drain(&mut pair.server, 3), expected);
+}
+
+// ---- replying while holding a message ----
+
+#[test]
+fn poll_with_sender_echoes_a_borrowed_message_without_copying() {
+    let mut pair = Pair::new();
+    pair.client.sender().text("echo me").unwrap();
+    pair.client_writes(pair.at(1));
+    {
+        let (event, sender) = pair.server.poll_with_sender().unwrap();
+        let Event::Message(Message::Text(received)) = event else {
+            panic!("expected text, got {event:?}");
+        };
+        assert_eq!(received, "echo me");
+        sender.text(received).unwrap();
+    }
+    assert_eq!(events(&mut pair.server), []);
+    let mut expected = vec![0x81, 0x07];
+    expected.extend_from_slice(b"echo me");
+    assert_eq!(pair.server.output(), expected);
+    pair.server_writes(pair.at(2));
+    assert_eq!(events(&mut pair.client), [text("echo me")]);
+}
