@@ -1,0 +1,252 @@
+//! `tickwire-bench`: tickwire against its peers, every library measured in one run on the same
+//! pre-encoded bytes, reported as ratios.
+//!
+//! ```text
+//! cargo run --release -p tickwire-bench -- ws            # the WebSocket suite, a few minutes
+//! cargo run --release -p tickwire-bench -- ws --quick    # a smoke run of the same code paths
+//! cargo run --release -p tickwire-bench -- spsc          # SPSC queue and channel
+//! ```
+//!
+//! Tables go to stdout and to `target/bench-report/` (report.md, one SVG per latency table,
+//! index.html). `--callgrind` adds instruction counts from `valgrind --tool=callgrind`, a
+//! figure that does not move with machine noise.
+
+#![expect(
+    unreachable_pub,
+    reason = "a binary crate: `pub` marks what its modules share; nothing is exported"
+)]
+
+mod callgrind;
+mod harness;
+mod report;
+mod spsc;
+mod wire;
+mod ws_encode;
+mod ws_loopback;
+mod ws_parse;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use harness::{Clock, Plan};
+use report::{Report, Table};
+
+#[derive(Parser)]
+#[command(
+    name = "tickwire-bench",
+    about = "tickwire against its peers, measured in one run"
+)]
+struct Cli {
+    #[command(subcommand)]
+    suite: Suite,
+}
+
+#[derive(Subcommand)]
+enum Suite {
+    /// WebSocket: in-memory parse and encode, masking, loopback TCP.
+    Ws(Options),
+    /// SPSC queue and channel: ping-pong round trip and one-way throughput.
+    Spsc(Options),
+    /// Runs one workload loop for callgrind (used by `--callgrind`; not for direct use).
+    #[command(hide = true)]
+    CallgrindTarget {
+        /// Workload id.
+        workload: String,
+        /// Library name.
+        library: String,
+        /// Iterations of the measured operation.
+        iterations: u64,
+    },
+}
+
+#[derive(clap::Args, Clone)]
+struct Options {
+    /// A smoke run: far fewer samples and one round (for CI and quick looks).
+    #[arg(long)]
+    quick: bool,
+    /// Rounds per workload, interleaved across libraries; the median round is reported.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Core the measuring thread is pinned to.
+    #[arg(long, default_value_t = 0)]
+    core: usize,
+    /// Core of the peer thread in two-thread workloads.
+    #[arg(long, default_value_t = 1)]
+    peer_core: usize,
+    /// Also count instructions per operation with valgrind --tool=callgrind.
+    #[arg(long)]
+    callgrind: bool,
+    /// Skip the loopback TCP workloads.
+    #[arg(long)]
+    no_loopback: bool,
+    /// Only run workloads whose id contains this string.
+    #[arg(long)]
+    only: Option<String>,
+    /// Where the report goes.
+    #[arg(long, default_value = "target/bench-report")]
+    out: PathBuf,
+}
+
+/// What every workload module gets: the sampling plan, the clock and where to report progress.
+pub struct Ctx {
+    /// Samples per measurement.
+    pub plan: Plan,
+    /// Rounds per workload.
+    pub rounds: usize,
+    /// The measuring thread's core.
+    pub core: usize,
+    /// The peer thread's core (loopback server, SPSC other end).
+    pub peer_core: usize,
+    /// Progress, one tick per library-round.
+    pub progress: ProgressBar,
+    only: Option<String>,
+}
+
+impl Ctx {
+    /// True when the workload `id` was selected with `--only` (or no filter was given).
+    pub fn selected(&self, id: &str) -> bool {
+        self.only.as_deref().is_none_or(|only| id.contains(only))
+    }
+
+    /// Shows what is being measured now.
+    pub fn step(&self, what: &str) {
+        self.progress.set_message(what.to_owned());
+        self.progress.inc(1);
+    }
+}
+
+fn main() {
+    let cli = Cli::parse();
+    match cli.suite {
+        Suite::Ws(options) => run_suite("ws", &options),
+        Suite::Spsc(options) => run_suite("spsc", &options),
+        Suite::CallgrindTarget {
+            workload,
+            library,
+            iterations,
+        } => {
+            if let Err(message) = callgrind::run_target(&workload, &library, iterations) {
+                eprintln!("callgrind-target: {message}");
+                std::process::exit(2);
+            }
+        }
+    }
+}
+
+fn run_suite(suite: &str, options: &Options) {
+    let pinned = harness::pin_to(options.core);
+    let clock = Clock::calibrate(Duration::from_millis(200));
+    let (plan, rounds) = if options.quick {
+        (Plan::QUICK, 1)
+    } else {
+        (Plan::FULL, options.rounds.max(1))
+    };
+    let steps = match suite {
+        "ws" => ws_parse::STEPS + ws_encode::STEPS + ws_loopback::STEPS,
+        _ => spsc::STEPS,
+    } * rounds as u64;
+    let progress = ProgressBar::new(steps);
+    progress.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+            .expect("valid progress template")
+            .progress_chars("=> "),
+    );
+    let ctx = Ctx {
+        plan,
+        rounds,
+        core: options.core,
+        peer_core: options.peer_core,
+        progress,
+        only: options.only.clone(),
+    };
+    let mut tables: Vec<Table> = Vec::new();
+    match suite {
+        "ws" => {
+            tables.extend(ws_parse::run(&ctx));
+            tables.extend(ws_encode::run(&ctx));
+            if !options.no_loopback {
+                tables.extend(ws_loopback::run(&ctx));
+            }
+            if options.callgrind {
+                ctx.progress.set_message("callgrind instruction counts");
+                tables.extend(callgrind::run(&ctx));
+            }
+        }
+        _ => tables.extend(spsc::run(&ctx)),
+    }
+    ctx.progress.finish_and_clear();
+    let report = Report {
+        clock,
+        preamble: preamble(suite, options, pinned, &clock, plan, rounds),
+        tables,
+    };
+    println!("{}", report.markdown());
+    match report.write(&options.out) {
+        Ok(()) => println!(
+            "report: {}/index.html (markdown: {}/report.md)",
+            options.out.display(),
+            options.out.display()
+        ),
+        Err(e) => {
+            eprintln!(
+                "could not write the report to {}: {e}",
+                options.out.display()
+            );
+            std::process::exit(1);
+        }
+    }
+}
+
+fn preamble(
+    suite: &str,
+    options: &Options,
+    pinned: bool,
+    clock: &Clock,
+    plan: Plan,
+    rounds: usize,
+) -> Vec<String> {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    vec![
+        format!(
+            "suite: {suite}; command: `cargo run --release -p tickwire-bench -- {}`",
+            args.join(" ")
+        ),
+        format!(
+            "CPU: {cpu}; {} logical cores",
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        ),
+        format!(
+            "unit: TSC ticks (rdtsc, lfence/rdtscp fenced), {:.3} ticks per ns; on this VM a tick is not a core cycle",
+            clock.ticks_per_ns
+        ),
+        format!(
+            "measuring thread pinned to core {}: {}; peer thread on core {}",
+            options.core,
+            if pinned {
+                "yes"
+            } else {
+                "NO (pinning refused)"
+            },
+            options.peer_core
+        ),
+        format!(
+            "{} warm-up + {} recorded samples, each the mean of a batch of {} operations; {} round(s), median round by p50",
+            plan.warmup,
+            plan.samples,
+            harness::BATCH,
+            rounds
+        ),
+    ]
+}
