@@ -132,7 +132,7 @@ pub fn mask(library: &str, size: usize, plan: Plan) -> hdrhistogram::Histogram<u
 
 /// One library's encoder with its reusable output buffer.
 pub struct Encoder {
-    library: &'static str,
+    library: Library,
     client: bool,
     payload: &'static [u8],
     text: &'static str,
@@ -155,10 +155,13 @@ impl Encoder {
         } else {
             (Role::Server, nexus_web::ws::Role::Server)
         };
-        let library = LIBRARIES
-            .into_iter()
-            .find(|l| *l == library)
-            .unwrap_or_else(|| panic!("unknown library {library}"));
+        let library = match library {
+            "tickwire" => Library::Tickwire,
+            "nexus-web" => Library::Nexus,
+            "tungstenite" => Library::Tungstenite,
+            "fastwebsockets" => Library::FastWebSockets,
+            other => panic!("unknown library {other}"),
+        };
         Self {
             library,
             client,
@@ -177,7 +180,7 @@ impl Encoder {
     fn encode_once(&mut self) -> Vec<u8> {
         let n = self.encode_inner();
         match self.library {
-            "tickwire" => {
+            Library::Tickwire => {
                 let out = self.tickwire_out.as_slice().to_vec();
                 self.tickwire_out.clear();
                 out
@@ -190,7 +193,7 @@ impl Encoder {
     #[inline]
     pub fn encode(&mut self) -> usize {
         let n = self.encode_inner();
-        if self.library == "tickwire" {
+        if self.library == Library::Tickwire {
             self.tickwire_out.clear();
         }
         n
@@ -199,17 +202,17 @@ impl Encoder {
     #[inline]
     fn encode_inner(&mut self) -> usize {
         match self.library {
-            "tickwire" => {
+            Library::Tickwire => {
                 self.tickwire.text(&mut self.tickwire_out, self.text);
                 black_box(self.tickwire_out.as_slice()).len()
             }
-            "nexus-web" => {
+            Library::Nexus => {
                 // Its fastest API: encode into a caller-provided slice.
                 self.bytes.resize(256, 0);
                 let n = self.nexus.encode_text(self.payload, &mut self.bytes);
                 black_box(&self.bytes[..n]).len()
             }
-            "tungstenite" => {
+            Library::Tungstenite => {
                 use tungstenite::protocol::frame::Frame;
                 use tungstenite::protocol::frame::coding::{Data, OpCode};
                 self.bytes.clear();
@@ -224,7 +227,7 @@ impl Encoder {
                 frame.format(&mut self.bytes).expect("tungstenite format");
                 black_box(&self.bytes).len()
             }
-            "fastwebsockets" => {
+            Library::FastWebSockets => {
                 use fastwebsockets::{Frame, OpCode, Payload};
                 if self.client {
                     // As its write_frame does: mask the payload in place with a random key.
@@ -243,9 +246,17 @@ impl Encoder {
                     black_box(frame.write(&mut self.bytes)).len()
                 }
             }
-            _ => unreachable!("library checked in new"),
         }
     }
+}
+
+/// The library an [`Encoder`] drives (matched per call, so an enum, not a string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Library {
+    Tickwire,
+    Nexus,
+    Tungstenite,
+    FastWebSockets,
 }
 
 /// tungstenite takes `Into<Bytes>`; a static slice converts without copying.

@@ -254,8 +254,20 @@ impl WriteBuf {
         self.headroom
     }
 
+    #[inline]
     fn reserve_tail(&mut self, len: usize) -> usize {
         if self.storage.len() - self.end < len {
+            self.make_room(len);
+        }
+        self.end
+    }
+
+    /// The rare path of [`reserve_tail`](Self::reserve_tail), out of line so the common
+    /// append stays a compare and a copy.
+    #[cold]
+    #[inline(never)]
+    fn make_room(&mut self, len: usize) {
+        {
             // Move the queued bytes back to the headroom mark before growing.
             if self.start > self.headroom {
                 self.storage
@@ -269,7 +281,6 @@ impl WriteBuf {
                 self.storage.resize(target, 0);
             }
         }
-        self.end
     }
 }
 

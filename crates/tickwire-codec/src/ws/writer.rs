@@ -65,6 +65,16 @@ impl FrameWriter {
     #[inline]
     pub fn message(&mut self, out: &mut WriteBuf, opcode: OpCode, payload: &[u8]) {
         debug_assert!(matches!(opcode, OpCode::Text | OpCode::Binary));
+        if self.extension.is_none() && payload.len() <= self.fragment_size {
+            self.frame(out, opcode, true, 0, payload);
+            return;
+        }
+        self.transformed_or_fragmented(out, opcode, payload);
+    }
+
+    /// The path of [`message`](Self::message) with an extension installed or a payload over
+    /// the fragment size.
+    fn transformed_or_fragmented(&mut self, out: &mut WriteBuf, opcode: OpCode, payload: &[u8]) {
         if let Some(extension) = self.extension.as_mut() {
             let mut scratch = core::mem::take(&mut self.scratch);
             scratch.clear();
@@ -124,14 +134,48 @@ impl FrameWriter {
         rsv: u8,
         payload: &[u8],
     ) {
-        let (header, key) = self.header(opcode, fin, rsv, payload.len());
-        let header = header.as_slice();
-        let slot = out.append_slot(header.len() + payload.len());
-        let (head, body) = slot.split_at_mut(header.len());
-        head.copy_from_slice(header);
-        body.copy_from_slice(payload);
-        if let Some(key) = key {
-            mask::apply_mask(body, key, 0);
+        let len = payload.len();
+        let b0 = (u8::from(fin) << 7) | ((rsv & 0x07) << 4) | opcode as u8;
+        if len < 0x7e && self.role == Role::Server {
+            // The common server frame: a two-byte header and the payload.
+            let slot = out.append_slot(2 + len);
+            slot[0] = b0;
+            slot[1] = len as u8;
+            slot[2..].copy_from_slice(payload);
+            return;
+        }
+        let extended = if len < 0x7e {
+            0
+        } else if len <= 0xffff {
+            2
+        } else {
+            8
+        };
+        let masked = self.role == Role::Client;
+        let header_len = 2 + extended + if masked { 4 } else { 0 };
+        // The header is written straight into the output, no staging copy.
+        let slot = out.append_slot(header_len + len);
+        let (head, body) = slot.split_at_mut(header_len);
+        head[0] = b0;
+        match extended {
+            0 => head[1] = len as u8,
+            2 => {
+                head[1] = 0x7e;
+                head[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+            }
+            _ => {
+                head[1] = 0x7f;
+                head[2..10].copy_from_slice(&(len as u64).to_be_bytes());
+            }
+        }
+        if masked {
+            let key = self.mask.next_key();
+            head[1] |= 0x80;
+            head[2 + extended..].copy_from_slice(&key);
+            // One pass: copy and mask together.
+            mask::copy_masked(body, payload, key);
+        } else {
+            body.copy_from_slice(payload);
         }
     }
 
