@@ -112,9 +112,13 @@ impl Clock {
 /// Pins the calling thread to `core`. Returns false (and the caller says so in its output)
 /// when the core does not exist or the OS refused.
 pub fn pin_to(core: usize) -> bool {
-    core_affinity::get_core_ids()
-        .and_then(|ids| ids.into_iter().find(|id| id.id == core))
-        .is_some_and(core_affinity::set_for_current)
+    // Not `get_core_ids()`: it lists the calling thread's own affinity mask, so a thread
+    // spawned by an already pinned thread would see only that one core and could never move.
+    let allowed = core
+        < std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .max(2);
+    allowed && core_affinity::set_for_current(core_affinity::CoreId { id: core })
 }
 
 /// A histogram that records tick counts from 1 up to one minute at 2.6 GHz, 3 significant

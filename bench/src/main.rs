@@ -137,6 +137,8 @@ fn main() {
 }
 
 fn run_suite(suite: &str, options: &Options) {
+    // Counted before pinning: afterwards the affinity mask shows one core.
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let pinned = harness::pin_to(options.core);
     let clock = Clock::calibrate(Duration::from_millis(200));
     let (plan, rounds) = if options.quick {
@@ -180,7 +182,7 @@ fn run_suite(suite: &str, options: &Options) {
     ctx.progress.finish_and_clear();
     let report = Report {
         clock,
-        preamble: preamble(suite, options, pinned, &clock, plan, rounds),
+        preamble: preamble(suite, options, (pinned, cores), &clock, plan, rounds),
         tables,
     };
     println!("{}", report.markdown());
@@ -203,7 +205,7 @@ fn run_suite(suite: &str, options: &Options) {
 fn preamble(
     suite: &str,
     options: &Options,
-    pinned: bool,
+    (pinned, cores): (bool, usize),
     clock: &Clock,
     plan: Plan,
     rounds: usize,
@@ -223,10 +225,7 @@ fn preamble(
             "suite: {suite}; command: `cargo run --release -p tickwire-bench -- {}`",
             args.join(" ")
         ),
-        format!(
-            "CPU: {cpu}; {} logical cores",
-            std::thread::available_parallelism().map_or(0, |n| n.get())
-        ),
+        format!("CPU: {cpu}; {cores} logical cores"),
         format!(
             "unit: TSC ticks (rdtsc, lfence/rdtscp fenced), {:.3} ticks per ns; on this VM a tick is not a core cycle",
             clock.ticks_per_ns

@@ -1,0 +1,149 @@
+//! The loopback servers: each accepts exactly one connection on an ephemeral 127.0.0.1 port,
+//! on its own thread pinned to the peer core, serves it until the client goes away, and ends.
+//!
+//! Owns the server half of every workload. The server is the same for every WebSocket client
+//! (tickwire's blocking server), so a difference between rows is a difference between clients.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use tickwire::Message;
+
+use crate::harness;
+
+/// How long a server waits for its client to speak (or to signal) before giving up, so a
+/// client that failed cannot leave a server thread behind forever.
+const IDLE_LIMIT: Duration = Duration::from_secs(30);
+
+/// A server thread serving one connection.
+pub(super) struct Server {
+    addr: SocketAddr,
+    thread: JoinHandle<()>,
+}
+
+impl Server {
+    /// Where the client connects.
+    pub(super) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Waits for the server thread to end: call after the client connection is dropped (the
+    /// server ends on the client's EOF). Panics if the server thread panicked.
+    pub(super) fn join(self) {
+        self.thread
+            .join()
+            .expect("a loopback server thread panicked");
+    }
+}
+
+/// A tickwire server that echoes every text and binary message back, one flush per message,
+/// until the client closes, disconnects or stays silent for [`IDLE_LIMIT`].
+pub(super) fn tickwire_echo(peer_core: usize) -> Server {
+    spawn("tickwire-echo", peer_core, |stream| {
+        let mut ws = tickwire::ServerBuilder::new()
+            .nodelay(true)
+            .read_timeout(Some(IDLE_LIMIT))
+            .accept(stream)
+            .expect("tickwire echo server: handshake");
+        // Bounded by the client: it ends with the client's EOF (an error here), its close or
+        // the idle limit.
+        while let Ok((message, sender)) = ws.recv_with_sender() {
+            // Reply from the borrowed message: no copy, the library's own echo path.
+            let queued = match message {
+                Message::Text(text) => sender.text(text),
+                Message::Binary(bytes) => sender.binary(bytes),
+                Message::Close(_) => break,
+                Message::Ping(_) | Message::Pong(_) => Ok(()),
+            };
+            if queued.is_err() || ws.flush().is_err() {
+                break;
+            }
+        }
+    })
+}
+
+/// A raw TCP server writing back every byte it reads, until EOF or [`IDLE_LIMIT`] of silence.
+pub(super) fn byte_echo(peer_core: usize) -> Server {
+    spawn("byte-echo", peer_core, |mut stream| {
+        let mut buffer = [0u8; 4096];
+        loop {
+            match stream.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if stream.write_all(&buffer[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// A server that, once `go` fires, writes `bytes` (pre-encoded frames) in large writes, then
+/// waits for the client to hang up. With `handshake`, tickwire's server does the opening
+/// handshake first and the bytes go straight to its socket, bypassing its encoder; without, it
+/// is a plain TCP sender for the raw floor.
+///
+/// The client signals `go` once its own setup is done, so the stream starts on a client that
+/// is already waiting and no frame byte can arrive inside a library's handshake read.
+pub(super) fn stream_sender(
+    peer_core: usize,
+    bytes: Arc<[u8]>,
+    handshake: bool,
+    go: Receiver<()>,
+) -> Server {
+    spawn("stream-sender", peer_core, move |stream| {
+        // Whichever owns the socket lives here for the whole stream; the writes borrow it.
+        let mut ws = None;
+        let mut raw = None;
+        let socket: &mut TcpStream = if handshake {
+            let upgraded = tickwire::ServerBuilder::new()
+                .nodelay(true)
+                .accept(stream)
+                .expect("stream server: handshake");
+            ws.insert(upgraded).stream_mut()
+        } else {
+            raw.insert(stream)
+        };
+        if go.recv_timeout(IDLE_LIMIT).is_err() {
+            return;
+        }
+        // write_all issues writes as large as the socket takes; a failure means the client
+        // gave up, which its own side reports.
+        if socket.write_all(&bytes).is_err() {
+            return;
+        }
+        // Stay connected until the client is done, so closing here never races its reads.
+        let _ = socket.set_read_timeout(Some(IDLE_LIMIT));
+        let mut sink = [0u8; 1024];
+        while matches!(socket.read(&mut sink), Ok(n) if n > 0) {}
+    })
+}
+
+/// Binds 127.0.0.1:0 and runs `serve` on the one accepted connection (TCP_NODELAY on), on a
+/// thread pinned to `peer_core`.
+fn spawn(name: &str, peer_core: usize, serve: impl FnOnce(TcpStream) + Send + 'static) -> Server {
+    let listener =
+        TcpListener::bind("127.0.0.1:0").expect("bind a loopback listener on 127.0.0.1:0");
+    let addr = listener
+        .local_addr()
+        .expect("read the loopback listener's address");
+    let thread = thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(move || {
+            harness::pin_to(peer_core);
+            let (stream, _) = listener
+                .accept()
+                .expect("accept the benchmark client on the loopback listener");
+            stream
+                .set_nodelay(true)
+                .expect("set TCP_NODELAY on the server socket");
+            serve(stream);
+        })
+        .expect("spawn a loopback server thread");
+    Server { addr, thread }
+}
