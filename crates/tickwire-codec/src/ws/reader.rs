@@ -160,15 +160,27 @@ impl FrameReader {
     ///
     /// This split lets a transport loop "advance, read more, advance" and then borrow the
     /// message once, outside the loop.
+    #[inline(always)]
     pub fn advance(&mut self) -> Result<bool, Error> {
+        if self.failed.is_none() {
+            self.release();
+            if let Some(step) = self.complete_single_frame() {
+                self.ready = Some(step);
+                return Ok(true);
+            }
+        }
+        self.advance_general()
+    }
+
+    /// [`advance`](Self::advance) for everything but a complete plain frame: partial frames,
+    /// fragments, control frames, extensions, errors. Out of line so the fast path stays small
+    /// where it is inlined.
+    #[inline(never)]
+    fn advance_general(&mut self) -> Result<bool, Error> {
         if let Some(code) = self.failed {
             return Err(Error::Failed(code));
         }
         self.release();
-        if let Some(step) = self.complete_single_frame() {
-            self.ready = Some(step);
-            return Ok(true);
-        }
         match self.step() {
             Ok(Step::NeedMore) => Ok(false),
             Ok(step) => {
@@ -196,14 +208,12 @@ impl FrameReader {
     /// Returns [`Error::NotReady`] when no message is ready.
     #[inline]
     pub fn message(&mut self) -> Result<Message<'_>, Error> {
-        let payload = match self.ready {
-            Some(Step::Frame { start, len, .. }) => &self.buf.data()[start..start + len],
-            Some(Step::Assembled(_)) => &self.assembly[..],
+        let (opcode, payload) = match self.ready {
+            Some(Step::Frame { opcode, start, len }) => {
+                (opcode, &self.buf.data()[start..start + len])
+            }
+            Some(Step::Assembled(opcode)) => (opcode, &self.assembly[..]),
             _ => return Err(Error::NotReady),
-        };
-        let opcode = match self.ready {
-            Some(Step::Frame { opcode, .. } | Step::Assembled(opcode)) => opcode,
-            _ => OpCode::Continuation,
         };
         match frame_message(opcode, payload) {
             Ok(message) => Ok(message),
@@ -575,7 +585,7 @@ impl core::fmt::Debug for FrameReader {
 }
 
 /// Builds the message for a complete payload, validating text and close bodies.
-#[inline]
+#[inline(always)]
 fn frame_message(opcode: OpCode, payload: &[u8]) -> Result<Message<'_>, Error> {
     Ok(match opcode {
         OpCode::Text => {
@@ -590,6 +600,8 @@ fn frame_message(opcode: OpCode, payload: &[u8]) -> Result<Message<'_>, Error> {
 }
 
 /// Validates a close payload (§5.5.1, §7.4).
+#[cold]
+#[inline(never)]
 fn close_body(payload: &[u8]) -> Result<Option<CloseFrame<'_>>, Error> {
     match payload {
         [] => Ok(None),

@@ -17,6 +17,11 @@ pub struct FrameWriter {
     extension: Option<Box<dyn Extension>>,
     scratch: Vec<u8>,
     fragment_size: usize,
+    /// Payloads shorter than this go out as one unmasked frame with a 7- or 16-bit length and
+    /// no extension: up to 0x10000 for a server without an extension (less when the fragment
+    /// size is smaller), else 0 (the fast path is off). Recomputed whenever what it depends on
+    /// changes.
+    plain_below: usize,
 }
 
 impl FrameWriter {
@@ -28,18 +33,36 @@ impl FrameWriter {
             extension: None,
             scratch: Vec::new(),
             fragment_size: usize::MAX,
+            plain_below: 0,
         }
+        .with_fast_path()
+    }
+
+    fn with_fast_path(mut self) -> Self {
+        self.update_fast_path();
+        self
+    }
+
+    fn update_fast_path(&mut self) {
+        let plain = self.role == Role::Server && self.extension.is_none();
+        self.plain_below = if plain {
+            0x1_0000.min(self.fragment_size.saturating_add(1))
+        } else {
+            0
+        };
     }
 
     /// Installs the negotiated extension; every later data message is offered to it.
     pub fn set_extension(&mut self, extension: Box<dyn Extension>) {
         self.extension = Some(extension);
+        self.update_fast_path();
     }
 
     /// Data messages with payloads longer than `size` are sent as frames of at most `size`
     /// bytes. `None` (the default) sends every message as one frame.
     pub fn set_fragment_size(&mut self, size: Option<usize>) {
         self.fragment_size = size.map_or(usize::MAX, |s| s.max(1));
+        self.update_fast_path();
     }
 
     /// The role this writer encodes for.
@@ -62,9 +85,32 @@ impl FrameWriter {
     /// Appends a data message (`opcode` Text or Binary), through the extension if one is
     /// installed, fragmented if longer than the fragment size. The caller guarantees that a
     /// Text payload is UTF-8.
-    #[inline]
+    #[inline(always)]
     pub fn message(&mut self, out: &mut WriteBuf, opcode: OpCode, payload: &[u8]) {
         debug_assert!(matches!(opcode, OpCode::Text | OpCode::Binary));
+        let len = payload.len();
+        if len < self.plain_below {
+            // The hot server send: FIN + opcode, a 7- or 16-bit length, the payload (§5.2).
+            if len < 0x7e {
+                let slot = out.append_slot(2 + len);
+                slot[0] = 0x80 | opcode as u8;
+                slot[1] = len as u8;
+                slot[2..].copy_from_slice(payload);
+            } else {
+                let slot = out.append_slot(4 + len);
+                let [hi, lo] = (len as u16).to_be_bytes();
+                slot[..4].copy_from_slice(&[0x80 | opcode as u8, 0x7e, hi, lo]);
+                slot[4..].copy_from_slice(payload);
+            }
+            return;
+        }
+        self.message_general(out, opcode, payload);
+    }
+
+    /// Every other data message: masked, long, fragmented or transformed. Out of line so the
+    /// fast path above inlines into the caller without this one's register spills.
+    #[inline(never)]
+    fn message_general(&mut self, out: &mut WriteBuf, opcode: OpCode, payload: &[u8]) {
         if self.extension.is_none() && payload.len() <= self.fragment_size {
             self.frame(out, opcode, true, 0, payload);
             return;
