@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The heavy checks of tickwire-spsc, the crate with the unsafe and atomic code:
+#   1. the stress tests with 100 million messages, in release;
+#   2. the loom models (every interleaving of push / pop / disconnect / park / unpark, up to
+#      LOOM_MAX_PREEMPTIONS), in their own target dir so the normal build is not invalidated;
+#   3. Miri over the unit, stress (small counts under Miri), async and doc tests, then the
+#      cross-thread ones again under 8 seeds (other schedules, other weak-memory outcomes).
+# Installs what it uses (the nightly toolchain's miri and rust-src). Prints one line per step;
+# exits non-zero, loudly, on the first failure. Takes a few minutes on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+start=$(date +%s)
+step() { printf '\n==> [spsc %4ss] %s\n' "$(( $(date +%s) - start ))" "$*"; }
+fail() { printf '\n!!! SPSC CHECK FAILED: %s\n' "$*" >&2; exit 1; }
+
+step "stress: 100M u64 through the queue and through the channel (release)"
+TICKWIRE_SPSC_STRESS=full cargo test -p tickwire-spsc --release --test stress \
+    || fail "stress tests"
+
+step "loom models (LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-3}, target/loom)"
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+    LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" \
+    cargo test -p tickwire-spsc --release --lib loom \
+    || fail "loom models"
+
+step "installing Miri (nightly, miri, rust-src) if missing"
+if ! rustup +nightly component list --installed 2>/dev/null | grep -q '^miri'; then
+    rustup toolchain list | grep -q '^nightly' \
+        || rustup toolchain install nightly --profile minimal \
+        || fail "installing the nightly toolchain"
+    rustup +nightly component add miri rust-src || fail "installing miri and rust-src"
+fi
+cargo +nightly miri setup || fail "cargo miri setup"
+
+step "Miri: unit, stress and doc tests (strict provenance)"
+MIRIFLAGS="${MIRIFLAGS:--Zmiri-strict-provenance}" cargo +nightly miri test -p tickwire-spsc \
+    || fail "Miri"
+
+step "Miri: cross-thread tests under 8 scheduler and weak-memory seeds"
+MIRIFLAGS="${MIRIFLAGS:--Zmiri-strict-provenance} -Zmiri-many-seeds=0..8" \
+    cargo +nightly miri test -p tickwire-spsc --lib -- cross_threads ping_pong a_blocked \
+    || fail "Miri (many seeds, unit tests)"
+MIRIFLAGS="${MIRIFLAGS:--Zmiri-strict-provenance} -Zmiri-many-seeds=0..8" \
+    cargo +nightly miri test -p tickwire-spsc --test stress --test async_recv \
+    || fail "Miri (many seeds, stress and async tests)"
+
+step "tickwire-spsc: all checks passed"
