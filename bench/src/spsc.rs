@@ -9,6 +9,8 @@
 
 use std::hint::black_box;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
@@ -106,12 +108,16 @@ pub fn run(ctx: &Ctx) -> Vec<Table> {
                 hists[i].push(rtt(plan, core, peer));
             }
         }
-        tables.push(latency_table(
+        let mut table = latency_table(
             id,
             &format!("{title} {core} and {peer}"),
             baseline,
             libs.iter().map(|l| l.0).zip(hists).collect(),
-        ));
+        );
+        if id == "spsc_channel_rtt" {
+            table.note.push_str(&nexus_note());
+        }
+        tables.push(table);
     }
     if ctx.selected("spsc_throughput") {
         let mut rates = vec![Vec::new(); 8];
@@ -133,6 +139,7 @@ pub fn run(ctx: &Ctx) -> Vec<Table> {
         for ((name, _, _), r) in queues.iter().chain(&channels).zip(rates) {
             table.rows.push(Row::rate(name, r));
         }
+        table.note.push_str(&nexus_note());
         tables.push(table);
     }
     if ctx.selected("spsc_same_core") {
@@ -162,6 +169,18 @@ pub fn run(ctx: &Ctx) -> Vec<Table> {
         tables.push(table);
     }
     tables
+}
+
+/// Says how nexus-channel was driven and how many wake-ups it lost since the last note.
+fn nexus_note() -> String {
+    let lost = NEXUS_LOST_WAKEUPS.swap(0, Ordering::Relaxed);
+    format!(
+        " nexus-channel: sends spin on try_send (its blocking send can lose a wake-up and has \
+         no timeout); receives use try_recv, then recv_timeout({} s) in a loop: {lost} \
+         receive(s) in these rounds sat parked for the whole timeout with a value waiting (a \
+         lost wake-up; without the timeout the run hangs, as it did once here).",
+        NEXUS_STALL.as_secs()
+    )
 }
 
 fn latency_table(
@@ -359,6 +378,15 @@ impl Lib for TickwireChannel {
     }
 }
 
+/// Receives that nexus-channel left parked for [`NEXUS_STALL`] although a value was waiting:
+/// lost wake-ups (its parking handshake has no SeqCst fence between the store of one side's
+/// state and the load of the other's). Without the timeout both ends stay parked for ever.
+pub static NEXUS_LOST_WAKEUPS: AtomicU64 = AtomicU64::new(0);
+
+/// How long a nexus-channel receive may park before it counts as a lost wake-up. No round
+/// trip here legitimately takes a fraction of this.
+const NEXUS_STALL: Duration = Duration::from_secs(1);
+
 struct NexusChannel;
 impl Lib for NexusChannel {
     type Tx = nexus_channel::Sender<u64>;
@@ -368,11 +396,33 @@ impl Lib for NexusChannel {
     }
     #[inline]
     fn send(tx: &mut Self::Tx, value: u64) {
-        tx.send(value).expect("receiver alive");
+        // Its blocking send can lose a wake-up too and has no timed form: spin on try_send
+        // instead, which never parks (this can only flatter it).
+        spin_push(
+            |v| tx.try_send(v),
+            value,
+            |e| match e {
+                nexus_channel::TrySendError::Full(v) => v,
+                other => panic!("nexus-channel send: {other:?}"),
+            },
+        );
     }
     #[inline]
     fn recv(rx: &mut Self::Rx) -> u64 {
-        rx.recv().expect("sender alive")
+        // Its recv's own fast path, then its blocking path, bounded so a lost wake-up is
+        // counted instead of hanging the run.
+        if let Ok(v) = rx.try_recv() {
+            return v;
+        }
+        loop {
+            match rx.recv_timeout(NEXUS_STALL) {
+                Ok(v) => return v,
+                Err(nexus_channel::RecvTimeoutError::Timeout) => {
+                    NEXUS_LOST_WAKEUPS.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => panic!("nexus-channel recv: {e:?}"),
+            }
+        }
     }
 }
 
