@@ -41,6 +41,11 @@ pub struct FrameReader {
     message: Option<Assembly>,
     assembly: Vec<u8>,
     utf8: Utf8Stream,
+    /// How many bytes of `assembly` the UTF-8 stream has seen (untransformed text). Fragments
+    /// that arrive whole are checked lazily: only when the reader is about to return without
+    /// completing the message, so fail-fast holds, and not at all when the message completes
+    /// in the same pass (the `&str` is validated whole when it is made).
+    utf8_fed: usize,
     extension: Option<Box<dyn Extension>>,
     failed: Option<CloseCode>,
     /// What the last `advance` made ready.
@@ -96,6 +101,7 @@ impl FrameReader {
             message: None,
             assembly: Vec::new(),
             utf8: Utf8Stream::default(),
+            utf8_fed: 0,
             extension: None,
             failed: None,
             ready: None,
@@ -313,9 +319,27 @@ impl FrameReader {
     fn step(&mut self) -> Result<Step, Error> {
         loop {
             if let Some(step) = self.step_frame()? {
+                if !matches!(step, Step::Assembled(_)) {
+                    // Returning with a text message unfinished: check what it holds so far.
+                    self.feed_deferred_utf8()?;
+                }
                 return Ok(step);
             }
         }
+    }
+
+    /// Feeds the UTF-8 stream the assembled text it has not seen yet (see `utf8_fed`).
+    fn feed_deferred_utf8(&mut self) -> Result<(), Error> {
+        let deferred = self
+            .message
+            .is_some_and(|m| m.opcode == OpCode::Text && !m.transformed);
+        if deferred && self.utf8_fed < self.assembly.len() {
+            self.utf8
+                .feed(&self.assembly[self.utf8_fed..])
+                .map_err(|_| Error::InvalidUtf8)?;
+            self.utf8_fed = self.assembly.len();
+        }
+        Ok(())
     }
 
     /// Parses at most one frame: `None` when it was a fragment that did not end a message.
@@ -492,6 +516,9 @@ impl FrameReader {
                 mask::apply_mask(fresh, key, processed);
             }
             if text {
+                // Keep the stream in order: earlier fragments first.
+                self.feed_deferred_utf8()?;
+                let fresh = &self.buf.data()[start + processed..start + arrived];
                 self.utf8.feed(fresh).map_err(|_| Error::InvalidUtf8)?;
             }
             done = arrived;
@@ -552,18 +579,24 @@ impl FrameReader {
         } else {
             let payload = &self.buf.data()[payload_range];
             self.assembly.extend_from_slice(payload);
-            if message.opcode == OpCode::Text {
-                // The first `processed` bytes were fed while the frame was arriving.
-                self.utf8
-                    .feed(&self.assembly[before + processed..])
-                    .map_err(|_| Error::InvalidUtf8)?;
+            if message.opcode == OpCode::Text && processed > 0 {
+                // The first `processed` bytes were fed while the frame was arriving (after
+                // everything before them); the rest is deferred like a whole fragment.
+                self.utf8_fed = before + processed;
             }
         }
         self.buf.consume(total);
         if header.fin {
             self.message = None;
             if message.opcode == OpCode::Text {
-                self.utf8.finish().map_err(|_| Error::InvalidUtf8)?;
+                if message.transformed {
+                    self.utf8.finish().map_err(|_| Error::InvalidUtf8)?;
+                } else {
+                    // The whole text is validated when its &str is made (`message`); the
+                    // stream's partial view is no longer needed.
+                    self.utf8.reset();
+                }
+                self.utf8_fed = 0;
             }
             Ok(Some(Step::Assembled(message.opcode)))
         } else {

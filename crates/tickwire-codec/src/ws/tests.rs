@@ -369,6 +369,42 @@ fn invalid_utf8_fails_before_the_frame_completes() {
     assert_eq!(reader.poll(), Err(Error::InvalidUtf8));
 }
 
+/// Whole fragments are validated lazily, but never later than the reader's next return: an
+/// invalid complete first fragment fails at once, before the rest of the message (Autobahn
+/// 6.4.1), and before a control frame interleaved after it is handed out.
+#[test]
+fn invalid_complete_fragment_fails_before_waiting_for_the_next() {
+    for (role, masked) in both_roles() {
+        let mut reader = FrameReader::new(role, Limits::client(), 64);
+        reader.feed(&raw(0x01, b"ok \xce\xba\xff then more", masked));
+        assert_eq!(
+            reader.poll(),
+            Err(Error::InvalidUtf8),
+            "{role:?}: whole fragment"
+        );
+
+        let mut bytes = raw(0x01, b"bad \xff", masked);
+        bytes.extend(raw(0x89, b"ping", masked));
+        let mut reader = FrameReader::new(role, Limits::client(), 64);
+        reader.feed(&bytes);
+        assert_eq!(
+            reader.poll(),
+            Err(Error::InvalidUtf8),
+            "{role:?}: before the ping"
+        );
+
+        // A code point split across fragments is valid, whichever way the bytes arrive.
+        let mut bytes = raw(0x01, b"kappa \xce", masked);
+        bytes.extend(raw(0x80, b"\xba!", masked));
+        let whole = read_in_chunks(role, Limits::client(), &bytes, &[usize::MAX]);
+        assert_eq!(whole, [Seen::Text("kappa \u{3ba}!".to_owned())], "{role:?}");
+        for split in 1..bytes.len() {
+            let pieces = read_in_chunks(role, Limits::client(), &bytes, &[split, usize::MAX]);
+            assert_eq!(pieces, whole, "{role:?}: split at {split}");
+        }
+    }
+}
+
 #[test]
 fn limits_are_checked_at_the_limit_and_one_past() {
     let limits = Limits {
