@@ -318,7 +318,16 @@ impl FrameReader {
     /// buffer end before it returns, so `poll` can hand out the message.
     fn step(&mut self) -> Result<Step, Error> {
         loop {
-            if let Some(step) = self.step_frame()? {
+            let step = match self.step_frame() {
+                Ok(step) => step,
+                Err(error) => {
+                    // Unchecked text came earlier in the stream than this error: its verdict
+                    // goes first, as it would had the bytes arrived in pieces.
+                    self.feed_deferred_utf8()?;
+                    return Err(error);
+                }
+            };
+            if let Some(step) = step {
                 if !matches!(step, Step::Assembled(_)) {
                     // Returning with a text message unfinished: check what it holds so far.
                     self.feed_deferred_utf8()?;

@@ -369,6 +369,21 @@ fn invalid_utf8_fails_before_the_frame_completes() {
     assert_eq!(reader.poll(), Err(Error::InvalidUtf8));
 }
 
+/// Found by the frame_reader fuzz target (its input layout: a control byte, split sizes, then
+/// the wire bytes): an unfinished text fragment holding invalid UTF-8, then a frame with a
+/// reserved opcode. Fed whole, the lazily checked fragment must still fail first, as it does
+/// when the bytes arrive in pieces.
+#[test]
+fn fixture_deferred_utf8_error_comes_before_a_later_frame_error() {
+    let input = include_bytes!("../../tests/data/fuzz-deferred-utf8-then-reserved-opcode.bin");
+    let wire = &input[3..];
+    assert_eq!(wire, [0x01, 0x01, 0x81, 0x23, 0x40]);
+    for chunks in [&[usize::MAX][..], &[1], &[1, 0, 1, 1]] {
+        let seen = read_in_chunks(Role::Client, Limits::client(), wire, chunks);
+        assert_eq!(seen, [Seen::Error(Error::InvalidUtf8)], "chunks {chunks:?}");
+    }
+}
+
 /// Whole fragments are validated lazily, but never later than the reader's next return: an
 /// invalid complete first fragment fails at once, before the rest of the message (Autobahn
 /// 6.4.1), and before a control frame interleaved after it is handed out.
