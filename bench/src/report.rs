@@ -211,7 +211,11 @@ impl Table {
                 .configure_mesh()
                 .x_desc("percentile")
                 .y_desc("ticks per op (log)")
+                .x_labels(5)
                 .x_label_formatter(&|x| nines_label(*x))
+                .y_labels(8)
+                .y_label_formatter(&|y| format!("{y:.0}"))
+                .light_line_style(WHITE)
                 .draw()?;
             for (i, (library, points)) in curves.iter().enumerate() {
                 let color = Palette99::pick(i).to_rgba();
@@ -307,6 +311,9 @@ fn curve(h: &Histogram<u64>) -> Vec<(f64, f64)> {
 }
 
 fn nines_label(x: f64) -> String {
+    if (x - x.round()).abs() > 1e-6 {
+        return String::new();
+    }
     match x.round() as i32 {
         0 => "p0".into(),
         1 => "p90".into(),

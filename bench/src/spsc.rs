@@ -26,11 +26,7 @@ const CAPACITY: usize = 1024;
 
 /// Runs the SPSC workloads selected in `ctx`.
 pub fn run(ctx: &Ctx) -> Vec<Table> {
-    let rounds = if ctx.rounds == 1 {
-        1
-    } else {
-        ctx.rounds.max(5)
-    };
+    let rounds = ctx.rounds;
     let plan = Plan {
         warmup: ctx.plan.warmup,
         samples: ctx.plan.samples,
