@@ -182,14 +182,6 @@ impl FrameWriter {
     ) {
         let len = payload.len();
         let b0 = (u8::from(fin) << 7) | ((rsv & 0x07) << 4) | opcode as u8;
-        if len < 0x7e && self.role == Role::Server {
-            // The common server frame: a two-byte header and the payload.
-            let slot = out.append_slot(2 + len);
-            slot[0] = b0;
-            slot[1] = len as u8;
-            slot[2..].copy_from_slice(payload);
-            return;
-        }
         let extended = if len < 0x7e {
             0
         } else if len <= 0xffff {
