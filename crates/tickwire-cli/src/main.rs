@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use tickwire::{ClientBuilder, CloseCode, Error, Limits, Message, ServerBuilder};
+use tickwire::{ClientBuilder, CloseCode, DeflateConfig, Error, Limits, Message, ServerBuilder};
 
 #[derive(Parser)]
 #[command(name = "tickwire", version, about = "Low-latency WebSocket toolkit")]
@@ -60,6 +60,9 @@ struct ServeArgs {
     /// Limits (the echo server is a test peer: generous by default so Autobahn 9.* fits).
     #[command(flatten)]
     limits: LimitArgs,
+    /// Accept permessage-deflate (RFC 7692) when a client offers it.
+    #[arg(long)]
+    deflate: bool,
 }
 
 #[derive(Args)]
@@ -77,6 +80,9 @@ struct ConnectArgs {
     subprotocols: Vec<String>,
     #[command(flatten)]
     limits: LimitArgs,
+    /// Offer permessage-deflate (RFC 7692).
+    #[arg(long)]
+    deflate: bool,
 }
 
 fn main() -> ExitCode {
@@ -99,7 +105,10 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     println!("tickwire: echo server listening on ws://{local}");
     let _ = std::io::stdout().flush();
-    let builder = ServerBuilder::new().limits(args.limits.limits());
+    let mut builder = ServerBuilder::new().limits(args.limits.limits());
+    if args.deflate {
+        builder = builder.deflate(DeflateConfig::default());
+    }
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         let builder = builder.clone();
@@ -131,6 +140,9 @@ fn echo_connection(builder: &ServerBuilder, stream: TcpStream) -> Result<(), Err
 
 fn connect(args: &ConnectArgs) -> Result<(), String> {
     let mut builder = ClientBuilder::new().limits(args.limits.limits());
+    if args.deflate {
+        builder = builder.deflate(DeflateConfig::default());
+    }
     for header in &args.headers {
         let (name, value) = header
             .split_once(':')

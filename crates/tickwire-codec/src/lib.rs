@@ -1,11 +1,13 @@
 //! Sans-IO protocol codecs for tickwire.
 //!
 //! This crate owns the byte-level protocols: [`buf`] (the caller-owned buffers), [`ws`] (RFC 6455
-//! frames, messages and connection state) and [`handshake`] (the HTTP/1.1 upgrade, both sides).
+//! frames, messages and connection state), [`handshake`] (the HTTP/1.1 upgrade, both sides) and
+//! [`deflate`] (permessage-deflate, RFC 7692, and bounded inflation of compressed payloads).
 //! It performs no I/O, reads no clock and spawns nothing: bytes come in, events come out, and
 //! time is passed in by the transport.
 #![forbid(unsafe_code)]
 
 pub mod buf;
+pub mod deflate;
 pub mod handshake;
 pub mod ws;

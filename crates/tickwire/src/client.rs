@@ -4,7 +4,8 @@ use std::io::{ErrorKind, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use tickwire_codec::handshake::{ClientHandshake, ClientRequest};
+use tickwire_codec::deflate::DeflateConfig;
+use tickwire_codec::handshake::{ClientHandshake, ClientRequest, HandshakeError};
 use tickwire_codec::ws::{Config, Connection, Limits, MaskSource, Role};
 
 use crate::{Error, WebSocket};
@@ -27,6 +28,7 @@ pub struct ClientBuilder {
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
     mask: Option<MaskSource>,
+    deflate: Option<DeflateConfig>,
 }
 
 impl Default for ClientBuilder {
@@ -47,6 +49,7 @@ impl ClientBuilder {
             read_timeout: None,
             write_timeout: None,
             mask: None,
+            deflate: None,
         }
     }
 
@@ -66,6 +69,15 @@ impl ClientBuilder {
     /// Offers an extension (a raw `Sec-WebSocket-Extensions` item).
     pub fn extension_offer(mut self, offer: impl Into<String>) -> Self {
         self.request.extensions.push(offer.into());
+        self
+    }
+
+    /// Offers permessage-deflate (RFC 7692) with `config`. When the server accepts, received
+    /// compressed messages are inflated (the message size limit applies to inflated bytes)
+    /// and outgoing ones compressed per the config's policy; an invalid answer fails the
+    /// connect with [`HandshakeError::BadExtensionResponse`].
+    pub fn deflate(mut self, config: DeflateConfig) -> Self {
+        self.deflate = Some(config);
         self
     }
 
@@ -165,6 +177,9 @@ impl ClientBuilder {
         stream.set_write_timeout(self.write_timeout)?;
         let mut mask = self.mask.take().unwrap_or_default();
         let key = random_key(&mut mask);
+        if let Some(deflate) = &self.deflate {
+            self.request.extensions.push(deflate.offer());
+        }
         let handshake = ClientHandshake::new(url, &self.request, key)?;
         let deadline = Instant::now() + self.handshake_timeout;
         stream.set_write_timeout(Some(self.handshake_timeout))?;
@@ -173,13 +188,21 @@ impl ClientBuilder {
             crate::head::read_head(&mut stream, deadline, |bytes| {
                 handshake.parse_response(bytes)
             })?;
+        let negotiated = match &self.deflate {
+            Some(config) => config
+                .confirm(&accepted.extensions)
+                .map_err(|e| HandshakeError::BadExtensionResponse(e.to_string()))?
+                .map(|params| (params, config)),
+            None => None,
+        };
         stream.set_write_timeout(self.write_timeout)?;
         stream.set_read_timeout(None)?;
         let mut conn = Connection::new(Role::Client, self.config, mask, Instant::now());
         conn.feed(&received[consumed..], Instant::now());
         Ok(
             WebSocket::from_parts(stream, conn, Role::Client, self.read_timeout)
-                .with_subprotocol(accepted.subprotocol),
+                .with_subprotocol(accepted.subprotocol)
+                .with_deflate(negotiated),
         )
     }
 

@@ -4,7 +4,8 @@ use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use tickwire_codec::handshake::{Request, Response, ServerLimits};
+use tickwire_codec::deflate::DeflateConfig;
+use tickwire_codec::handshake::{HandshakeError, Request, Response, ServerLimits};
 use tickwire_codec::ws::{Config, Connection, Limits, MaskSource, Role};
 
 use crate::{Error, WebSocket};
@@ -26,6 +27,7 @@ pub struct ServerBuilder {
     handshake_timeout: Duration,
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
+    deflate: Option<DeflateConfig>,
 }
 
 impl Default for ServerBuilder {
@@ -44,6 +46,7 @@ impl ServerBuilder {
             handshake_timeout: Duration::from_secs(10),
             read_timeout: None,
             write_timeout: None,
+            deflate: None,
         }
     }
 
@@ -102,6 +105,14 @@ impl ServerBuilder {
         self
     }
 
+    /// Accepts permessage-deflate (RFC 7692) with `config`: the first valid offer is
+    /// answered, an invalid one (duplicate, unknown or out-of-range parameters) gets 400. The
+    /// message size limit applies to inflated bytes.
+    pub fn deflate(mut self, config: DeflateConfig) -> Self {
+        self.deflate = Some(config);
+        self
+    }
+
     /// Accepts any valid upgrade request.
     pub fn accept(&self, stream: TcpStream) -> Result<WebSocket<TcpStream>, Error> {
         self.accept_with(stream, Response::accept)
@@ -135,8 +146,24 @@ impl ServerBuilder {
                 }
                 Err(other) => return Err(other),
             };
-        let response = decide(&request);
+        let negotiated = match &self.deflate {
+            Some(config) => match config.accept(request.extensions()) {
+                Ok(negotiated) => negotiated,
+                Err(error) => {
+                    let error = HandshakeError::BadExtensionOffer(error.to_string());
+                    if let Some(response) = error.response() {
+                        let _ = stream.write_all(&response);
+                    }
+                    return Err(Error::Handshake(error));
+                }
+            },
+            None => None,
+        };
+        let mut response = decide(&request);
         let accepted = response.status() == 101;
+        if let (true, Some((_, answer))) = (accepted, &negotiated) {
+            response = response.extensions(answer);
+        }
         let mut head = Vec::with_capacity(256);
         if let Err(error) = response.write_to(&mut head) {
             let internal = Response::reject(500);
@@ -161,9 +188,11 @@ impl ServerBuilder {
         );
         conn.feed(&received[consumed..], now);
         let subprotocol = response.selected_subprotocol().map(str::to_owned);
+        let deflate = negotiated.zip(self.deflate.as_ref());
         Ok(
             WebSocket::from_parts(stream, conn, Role::Server, self.read_timeout)
-                .with_subprotocol(subprotocol),
+                .with_subprotocol(subprotocol)
+                .with_deflate(deflate.map(|((params, _), config)| (params, config))),
         )
     }
 }

@@ -8,7 +8,10 @@
 use std::io::{self, ErrorKind};
 use std::time::{Duration, Instant};
 
-use tickwire_codec::ws::{CloseCode, Connection, ConnectionState, Message, Progress, Role, Sender};
+use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PerMessageDeflate};
+use tickwire_codec::ws::{
+    CloseCode, Compression, Connection, ConnectionState, Message, OpCode, Progress, Role, Sender,
+};
 
 use crate::{Error, Stream};
 
@@ -35,6 +38,7 @@ pub struct WebSocket<S: Stream> {
     applied_timeout: Option<Option<Duration>>,
     transport_closed: bool,
     subprotocol: Option<String>,
+    deflate: Option<DeflateParams>,
 }
 
 impl<S: Stream> WebSocket<S> {
@@ -55,6 +59,7 @@ impl<S: Stream> WebSocket<S> {
             applied_timeout: None,
             transport_closed: false,
             subprotocol: None,
+            deflate: None,
         }
     }
 
@@ -62,6 +67,26 @@ impl<S: Stream> WebSocket<S> {
     pub(crate) fn with_subprotocol(mut self, subprotocol: Option<String>) -> Self {
         self.subprotocol = subprotocol;
         self
+    }
+
+    /// Installs permessage-deflate with the parameters the handshake negotiated.
+    pub(crate) fn with_deflate(
+        mut self,
+        negotiated: Option<(DeflateParams, &DeflateConfig)>,
+    ) -> Self {
+        if let Some((params, config)) = negotiated {
+            let (decoder, encoder) =
+                PerMessageDeflate::new(self.role, &params, config).into_parts();
+            self.conn
+                .set_extension(Box::new(decoder), Box::new(encoder));
+            self.deflate = Some(params);
+        }
+        self
+    }
+
+    /// The permessage-deflate parameters in force, or `None` when it was not negotiated.
+    pub fn deflate(&self) -> Option<&DeflateParams> {
+        self.deflate.as_ref()
     }
 
     /// The subprotocol the opening handshake selected, if any.
@@ -109,6 +134,28 @@ impl<S: Stream> WebSocket<S> {
     /// Queues a binary message.
     pub fn send_binary(&mut self, payload: &[u8]) -> Result<(), Error> {
         Ok(self.conn.sender().binary(payload)?)
+    }
+
+    /// Queues a text message, overriding the permessage-deflate policy for this one message
+    /// (`Compression::Never` for a latency-critical order, `Always` for a snapshot).
+    pub fn send_text_with(&mut self, text: &str, compression: Compression) -> Result<(), Error> {
+        Ok(self
+            .conn
+            .sender()
+            .message_with(OpCode::Text, text.as_bytes(), compression)?)
+    }
+
+    /// Queues a binary message, overriding the permessage-deflate policy for this one
+    /// message.
+    pub fn send_binary_with(
+        &mut self,
+        payload: &[u8],
+        compression: Compression,
+    ) -> Result<(), Error> {
+        Ok(self
+            .conn
+            .sender()
+            .message_with(OpCode::Binary, payload, compression)?)
     }
 
     /// Queues a ping (at most 125 bytes).

@@ -1,25 +1,15 @@
 //! The blocking transports end to end over loopback TCP: what a user of `connect` and
 //! `accept` sees.
 
+mod common;
+use common::server;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::thread;
 use std::time::Duration;
 
 use tickwire::{ClientBuilder, CloseCode, Error, Message, Response, ServerBuilder};
-
-/// Starts a listener and runs `serve` on the first accepted connection in a thread.
-fn server<T: Send + 'static>(
-    serve: impl FnOnce(TcpStream) -> T + Send + 'static,
-) -> (String, thread::JoinHandle<T>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("ws://{}", listener.local_addr().unwrap());
-    let handle = thread::spawn(move || {
-        let (stream, _) = listener.accept().unwrap();
-        serve(stream)
-    });
-    (url, handle)
-}
 
 /// An echo server that returns how the connection ended.
 fn echo_server() -> (String, thread::JoinHandle<Result<(), String>>) {

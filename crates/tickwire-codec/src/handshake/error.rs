@@ -38,6 +38,9 @@ pub enum HandshakeError {
     /// A request body (Content-Length other than 0, or Transfer-Encoding) on the upgrade
     /// request: the bytes after the head must be frames only (RFC 9112 §6). 400.
     UnexpectedBody,
+    /// An extension offer with invalid parameters (for permessage-deflate: a duplicate,
+    /// unknown or out-of-range parameter, RFC 7692 §7.1). 400.
+    BadExtensionOffer(String),
 
     // --- client side: the response, or our own request ---
     /// The URL is not ws:// or wss://, or has no host.
@@ -61,6 +64,9 @@ pub enum HandshakeError {
     UnofferedSubprotocol(String),
     /// The server selected an extension we did not offer (§4.1, client requirement 5).
     UnofferedExtension(String),
+    /// The server's answer for an extension we offered is invalid or selects what we did not
+    /// offer (for permessage-deflate: RFC 7692 §7.1).
+    BadExtensionResponse(String),
     /// Our own response could not be written: the subprotocol was not offered by the client.
     SubprotocolNotOffered(String),
 }
@@ -74,7 +80,8 @@ impl HandshakeError {
             | Self::BadHost
             | Self::MissingConnectionUpgrade
             | Self::BadKey
-            | Self::UnexpectedBody => 400,
+            | Self::UnexpectedBody
+            | Self::BadExtensionOffer(_) => 400,
             Self::MissingUpgrade { absent: false } => 400,
             Self::MissingUpgrade { absent: true } | Self::UnsupportedVersion => 426,
             Self::MethodNotAllowed(_) => 405,
@@ -138,6 +145,8 @@ impl fmt::Display for HandshakeError {
             Self::UnsupportedVersion => f.write_str("unsupported Sec-WebSocket-Version, only 13"),
             Self::BadKey => f.write_str("Sec-WebSocket-Key must be base64 of 16 bytes, sent once"),
             Self::UnexpectedBody => f.write_str("an upgrade request must not have a body"),
+            Self::BadExtensionOffer(why) => write!(f, "bad extension offer: {why}"),
+            Self::BadExtensionResponse(why) => write!(f, "bad extension in the response: {why}"),
             Self::InvalidUrl(why) => write!(f, "invalid URL: {why}"),
             Self::InvalidHeaderName(name) => write!(f, "invalid header name {name:?}"),
             Self::InvalidHeaderValue(name) => {

@@ -17,7 +17,8 @@
 use std::time::{Duration, Instant};
 
 use super::{
-    CloseCode, Error, FrameReader, FrameWriter, Limits, MaskSource, Message, OpCode, Role,
+    CloseCode, Compression, Error, Extension, FrameReader, FrameWriter, Limits, MaskSource,
+    Message, OpCode, Role,
 };
 use crate::buf::WriteBuf;
 
@@ -147,6 +148,7 @@ pub struct Connection {
     ping_sent_at: Option<Instant>,
     close_started_at: Option<Instant>,
     pings_sent: u64,
+    extension: bool,
 }
 
 impl Connection {
@@ -174,6 +176,7 @@ impl Connection {
             ping_sent_at: None,
             close_started_at: None,
             pings_sent: 0,
+            extension: false,
         }
     }
 
@@ -187,9 +190,24 @@ impl Connection {
         &self.config
     }
 
-    /// The frame reader (to install an extension).
+    /// The frame reader.
     pub fn reader_mut(&mut self) -> &mut FrameReader {
         &mut self.reader
+    }
+
+    /// Installs a negotiated extension: `decoder` on the reader, `encoder` on the writer
+    /// (for permessage-deflate, the two halves of
+    /// [`PerMessageDeflate`](crate::deflate::PerMessageDeflate)). Call once, right after the
+    /// handshake and before the first poll or send.
+    pub fn set_extension(&mut self, decoder: Box<dyn Extension>, encoder: Box<dyn Extension>) {
+        self.reader.set_extension(decoder);
+        self.sender.writer.set_extension(encoder);
+        self.extension = true;
+    }
+
+    /// True when an extension was installed with [`set_extension`](Self::set_extension).
+    pub fn has_extension(&self) -> bool {
+        self.extension
     }
 
     /// The sending half.
@@ -488,6 +506,22 @@ impl Sender {
             return Err(Error::SendAfterClose);
         }
         self.writer.message(&mut self.out, opcode, payload);
+        Ok(())
+    }
+
+    /// Queues a data message with a per-message override of the extension's compression
+    /// policy (no effect when no extension is negotiated).
+    pub fn message_with(
+        &mut self,
+        opcode: OpCode,
+        payload: &[u8],
+        compression: Compression,
+    ) -> Result<(), Error> {
+        if self.close_queued {
+            return Err(Error::SendAfterClose);
+        }
+        self.writer
+            .message_with(&mut self.out, opcode, payload, compression);
         Ok(())
     }
 

@@ -29,5 +29,22 @@ pub trait Extension: Send {
 
     /// Encodes an outgoing message payload into `out` (cleared by the caller) and returns the
     /// RSV bits to set on its first frame, or `None` to send this message untransformed.
-    fn encode(&mut self, payload: &[u8], out: &mut Vec<u8>) -> Option<u8>;
+    /// `compression` is the caller's per-message choice; [`Compression::Auto`] leaves it to
+    /// the extension's policy.
+    fn encode(&mut self, payload: &[u8], out: &mut Vec<u8>, compression: Compression)
+    -> Option<u8>;
+}
+
+/// A per-message override of the extension's policy for one outgoing data message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compression {
+    /// The negotiated extension's policy decides (for permessage-deflate: the size threshold
+    /// and, when configured, whether compressing made the message smaller).
+    #[default]
+    Auto,
+    /// Transform (compress) this message whenever an extension is negotiated, whatever its
+    /// size or the result.
+    Always,
+    /// Send this message as it is.
+    Never,
 }

@@ -28,7 +28,7 @@ mod tests;
 pub use close::CloseCode;
 pub use connection::{Config, Connection, ConnectionState, Event, Progress, Sender};
 pub use error::{Error, Fault};
-pub use extension::Extension;
+pub use extension::{Compression, Extension};
 pub use limits::Limits;
 pub use mask::{MaskSource, apply_mask};
 pub use reader::{FrameReader, ReadEvent};

@@ -595,7 +595,7 @@ impl Extension for Xor {
         out.extend(payload.iter().map(|b| b ^ 0x55));
         Ok(())
     }
-    fn encode(&mut self, payload: &[u8], out: &mut Vec<u8>) -> Option<u8> {
+    fn encode(&mut self, payload: &[u8], out: &mut Vec<u8>, _: super::Compression) -> Option<u8> {
         if payload.len() < 4 {
             return None;
         }

@@ -5,8 +5,8 @@
 //! [`Connection`](super::Connection) and the transport do), and it never touches a socket.
 
 use super::{
-    CloseCode, Error, Extension, MAX_CONTROL_PAYLOAD, MAX_HEADER_LEN, MaskSource, OpCode, Role,
-    mask,
+    CloseCode, Compression, Error, Extension, MAX_CONTROL_PAYLOAD, MAX_HEADER_LEN, MaskSource,
+    OpCode, Role, mask,
 };
 use crate::buf::WriteBuf;
 
@@ -104,27 +104,52 @@ impl FrameWriter {
             }
             return;
         }
-        self.message_general(out, opcode, payload);
+        self.message_general(out, opcode, payload, Compression::Auto);
+    }
+
+    /// [`message`](Self::message) with a per-message override of the extension's policy
+    /// (with no extension negotiated, `compression` has no effect).
+    pub fn message_with(
+        &mut self,
+        out: &mut WriteBuf,
+        opcode: OpCode,
+        payload: &[u8],
+        compression: Compression,
+    ) {
+        debug_assert!(matches!(opcode, OpCode::Text | OpCode::Binary));
+        self.message_general(out, opcode, payload, compression);
     }
 
     /// Every other data message: masked, long, fragmented or transformed. Out of line so the
     /// fast path above inlines into the caller without this one's register spills.
     #[inline(never)]
-    fn message_general(&mut self, out: &mut WriteBuf, opcode: OpCode, payload: &[u8]) {
+    fn message_general(
+        &mut self,
+        out: &mut WriteBuf,
+        opcode: OpCode,
+        payload: &[u8],
+        compression: Compression,
+    ) {
         if self.extension.is_none() && payload.len() <= self.fragment_size {
             self.frame(out, opcode, true, 0, payload);
             return;
         }
-        self.transformed_or_fragmented(out, opcode, payload);
+        self.transformed_or_fragmented(out, opcode, payload, compression);
     }
 
     /// The path of [`message`](Self::message) with an extension installed or a payload over
     /// the fragment size.
-    fn transformed_or_fragmented(&mut self, out: &mut WriteBuf, opcode: OpCode, payload: &[u8]) {
+    fn transformed_or_fragmented(
+        &mut self,
+        out: &mut WriteBuf,
+        opcode: OpCode,
+        payload: &[u8],
+        compression: Compression,
+    ) {
         if let Some(extension) = self.extension.as_mut() {
             let mut scratch = core::mem::take(&mut self.scratch);
             scratch.clear();
-            if let Some(rsv) = extension.encode(payload, &mut scratch) {
+            if let Some(rsv) = extension.encode(payload, &mut scratch, compression) {
                 self.fragments(out, opcode, rsv, &scratch);
                 self.scratch = scratch;
                 return;

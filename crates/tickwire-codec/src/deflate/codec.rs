@@ -1,0 +1,238 @@
+//! The per-message transform of permessage-deflate (RFC 7692 §7.2): a decoder for the frame
+//! reader and an encoder for the frame writer, each plugged in through the
+//! [`Extension`] seam.
+//!
+//! State is per connection and per direction, allocated on the first compressed message
+//! (a connection that never sees one pays nothing), and reset after every message on a side
+//! that negotiated no context takeover.
+
+use flate2::{Compress, Decompress, FlushCompress};
+
+use super::inflate::{InflateError, inflate_into};
+use super::{DeflateConfig, DeflateParams, RSV1, SYNC_TAIL};
+use crate::ws::{CloseCode, Compression, Error, Extension, Role};
+
+/// Both halves of permessage-deflate for one connection, built from the negotiated
+/// parameters: install [`decoder`](Self::into_parts) on the frame reader and the encoder on
+/// the frame writer (the transports do this through
+/// [`Connection::set_extension`](crate::ws::Connection::set_extension)).
+#[derive(Debug)]
+pub struct PerMessageDeflate {
+    decoder: DeflateDecoder,
+    encoder: DeflateEncoder,
+}
+
+impl PerMessageDeflate {
+    /// The transform for an endpoint in `role` with the negotiated `params`; `config` gives
+    /// the compression level and policy.
+    pub fn new(role: Role, params: &DeflateParams, config: &DeflateConfig) -> Self {
+        // Our compressor follows our role's parameters; our decompressor the peer's.
+        let (ours_reset, ours_bits, theirs_reset) = match role {
+            Role::Server => (
+                params.server_no_context_takeover,
+                params.server_max_window_bits,
+                params.client_no_context_takeover,
+            ),
+            Role::Client => (
+                params.client_no_context_takeover,
+                params.client_max_window_bits,
+                params.server_no_context_takeover,
+            ),
+        };
+        Self {
+            decoder: DeflateDecoder {
+                inflater: None,
+                reset_after_message: theirs_reset,
+                stream_ended: false,
+            },
+            encoder: DeflateEncoder {
+                compressor: None,
+                level: config.level.min(9),
+                window_bits: ours_bits,
+                reset_after_message: ours_reset,
+                min_size: config.min_size,
+                only_if_smaller: config.only_if_smaller,
+            },
+        }
+    }
+
+    /// The decoder (for the reader) and the encoder (for the writer).
+    pub fn into_parts(self) -> (DeflateDecoder, DeflateEncoder) {
+        (self.decoder, self.encoder)
+    }
+}
+
+/// Inflates received compressed messages, checking the inflated size against the message
+/// limit while it inflates.
+pub struct DeflateDecoder {
+    inflater: Option<Decompress>,
+    reset_after_message: bool,
+    /// The sender ended its deflate stream with a final block inside this message; the next
+    /// message starts a new stream.
+    stream_ended: bool,
+}
+
+/// Compresses outgoing messages per the configured policy.
+pub struct DeflateEncoder {
+    compressor: Option<Compress>,
+    level: u8,
+    window_bits: u8,
+    reset_after_message: bool,
+    min_size: usize,
+    only_if_smaller: bool,
+}
+
+impl Extension for DeflateDecoder {
+    fn reserved_bits(&self) -> u8 {
+        RSV1
+    }
+
+    fn decode(
+        &mut self,
+        payload: &[u8],
+        fin: bool,
+        out: &mut Vec<u8>,
+        max_len: usize,
+    ) -> Result<(), Error> {
+        // The window is always 15 bits: a larger window inflates anything a smaller one
+        // produced, and zlib keeps its state reusable across resets only at 15.
+        let inflater = self.inflater.get_or_insert_with(|| Decompress::new(false));
+        if !payload.is_empty() {
+            if self.stream_ended {
+                return Err(corrupt("data after the final deflate block"));
+            }
+            let before = inflater.total_in();
+            self.stream_ended =
+                inflate_into(inflater, payload, out, max_len).map_err(inflate_error)?;
+            if self.stream_ended && inflater.total_in() - before < payload.len() as u64 {
+                return Err(corrupt("data after the final deflate block"));
+            }
+        }
+        if fin {
+            if !self.stream_ended {
+                // §7.2.2: the sender removed the sync flush's empty stored block.
+                inflate_into(inflater, &SYNC_TAIL, out, max_len).map_err(inflate_error)?;
+            }
+            if self.reset_after_message || self.stream_ended {
+                inflater.reset(false);
+            }
+            self.stream_ended = false;
+        }
+        Ok(())
+    }
+
+    fn encode(&mut self, _: &[u8], _: &mut Vec<u8>, _: Compression) -> Option<u8> {
+        None
+    }
+}
+
+impl Extension for DeflateEncoder {
+    fn reserved_bits(&self) -> u8 {
+        RSV1
+    }
+
+    fn decode(&mut self, _: &[u8], _: bool, _: &mut Vec<u8>, _: usize) -> Result<(), Error> {
+        Err(corrupt("the encoder half was installed on a reader"))
+    }
+
+    fn encode(
+        &mut self,
+        payload: &[u8],
+        out: &mut Vec<u8>,
+        compression: Compression,
+    ) -> Option<u8> {
+        match compression {
+            Compression::Never => return None,
+            Compression::Auto if payload.len() < self.min_size => return None,
+            _ => {}
+        }
+        if self.window_bits < 9 {
+            // zlib cannot write raw deflate with an 8-bit window; uncompressed is always
+            // allowed (RFC 7692 §6).
+            return None;
+        }
+        let (level, bits) = (self.level, self.window_bits);
+        let compressor = self.compressor.get_or_insert_with(|| {
+            Compress::new_with_window_bits(flate2::Compression::new(level.into()), false, bits)
+        });
+        if !compress_sync(compressor, payload, out) {
+            // Cannot happen with a valid state; start a fresh stream and send it plain.
+            compressor.reset();
+            return None;
+        }
+        // §7.2.1: drop the sync flush's trailing empty stored block.
+        if out.ends_with(&SYNC_TAIL) {
+            out.truncate(out.len() - SYNC_TAIL.len());
+        }
+        let keep = !(compression == Compression::Auto
+            && self.only_if_smaller
+            && out.len() >= payload.len());
+        if !keep || self.reset_after_message {
+            // A discarded result must not stay in the window the peer never saw: a fresh
+            // stream references nothing before it, which the peer's inflater accepts.
+            compressor.reset();
+        }
+        keep.then_some(RSV1)
+    }
+}
+
+/// Compresses all of `payload` with a sync flush, appending to `out`. False on a backend
+/// error.
+fn compress_sync(compressor: &mut Compress, mut payload: &[u8], out: &mut Vec<u8>) -> bool {
+    // Deflate's worst case is a few bytes over the input per 16 KiB block.
+    out.reserve(payload.len() + payload.len() / 1024 + 64);
+    loop {
+        if out.len() == out.capacity() {
+            out.reserve(out.capacity().max(64));
+        }
+        let before = compressor.total_in();
+        if compressor
+            .compress_vec(payload, out, FlushCompress::Sync)
+            .is_err()
+        {
+            return false;
+        }
+        payload = &payload[(compressor.total_in() - before) as usize..];
+        // The flush is complete once the input is used up and output space is left over.
+        if payload.is_empty() && out.len() < out.capacity() {
+            return true;
+        }
+    }
+}
+
+fn inflate_error(error: InflateError) -> Error {
+    match error {
+        InflateError::TooLarge { limit } => Error::MessageTooLarge { limit },
+        InflateError::Corrupt => corrupt("invalid deflate data"),
+        InflateError::Truncated => corrupt("deflate data ends early"),
+    }
+}
+
+/// A compressed payload that does not inflate: close 1007, as for any payload inconsistent
+/// with its message (RFC 6455 §7.4.1).
+fn corrupt(reason: &'static str) -> Error {
+    Error::Extension {
+        code: CloseCode::INVALID_PAYLOAD,
+        reason,
+    }
+}
+
+impl core::fmt::Debug for DeflateDecoder {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("DeflateDecoder")
+            .field("allocated", &self.inflater.is_some())
+            .field("reset_after_message", &self.reset_after_message)
+            .finish_non_exhaustive()
+    }
+}
+
+impl core::fmt::Debug for DeflateEncoder {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("DeflateEncoder")
+            .field("allocated", &self.compressor.is_some())
+            .field("level", &self.level)
+            .field("window_bits", &self.window_bits)
+            .field("reset_after_message", &self.reset_after_message)
+            .finish_non_exhaustive()
+    }
+}
