@@ -707,3 +707,28 @@ fn standalone_inflaters_reject_damaged_input() {
         Err(InflateError::Truncated)
     );
 }
+
+#[test]
+fn encoders_without_context_takeover_share_a_compressor_safely() {
+    // Two connections on one thread, interleaved: the shared compressor is reset between
+    // messages, so each peer inflates exactly what was sent to it.
+    let p = params(true, true, 15, 15);
+    let config = DeflateConfig::default();
+    let mut a = pair(Role::Server, &p, &config, Limits::client());
+    let mut b = pair(Role::Server, &p, &config, Limits::client());
+    let mut sent_a = Vec::new();
+    let mut sent_b = Vec::new();
+    for i in 0..50 {
+        let ma = json(100 + i * 13);
+        let mb = format!("{}{}", "b".repeat(i), json(300 + i));
+        a.writer.text(&mut a.out, &ma);
+        b.writer.text(&mut b.out, &mb);
+        sent_a.push(Ok(ma.into_bytes()));
+        sent_b.push(Ok(mb.into_bytes()));
+    }
+    assert_eq!(a.out.as_slice()[0], 0xc1, "compressed");
+    let wire_a = a.out.as_slice().to_vec();
+    let wire_b = b.out.as_slice().to_vec();
+    assert_eq!(read_all(&mut a.reader, &wire_a, 64), sent_a);
+    assert_eq!(read_all(&mut b.reader, &wire_b, 64), sent_b);
+}
