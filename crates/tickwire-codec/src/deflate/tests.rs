@@ -525,6 +525,23 @@ fn compressed_text_must_be_utf8_and_fails_on_the_fragment_that_breaks_it() {
     wire[0] = (wire[0] & 0xf0) | 0x1; // relabel as Text
     let seen = read_all(&mut pair.reader, &wire, usize::MAX);
     assert_eq!(seen, vec![Err(Error::InvalidUtf8)]);
+    // One frame: validated once, whole, and still refused.
+    let mut pair = pair_with(Role::Server, &p, &config);
+    pair.writer
+        .message_with(&mut pair.out, OpCode::Binary, &invalid, Compression::Always);
+    let mut wire = pair.out.as_slice().to_vec();
+    assert_eq!(wire[0], 0xc2);
+    wire[0] = 0xc1;
+    let seen = read_all(&mut pair.reader, &wire, 3);
+    assert_eq!(seen, vec![Err(Error::InvalidUtf8)]);
+    assert_eq!(
+        Error::InvalidUtf8.close_code(),
+        Some(CloseCode::INVALID_PAYLOAD)
+    );
+}
+
+fn pair_with(role: Role, params: &DeflateParams, config: &DeflateConfig) -> Pair {
+    pair(role, params, config, Limits::client())
 }
 
 #[test]

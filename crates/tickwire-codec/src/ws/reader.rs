@@ -580,7 +580,10 @@ impl FrameReader {
                     limit: self.limits.max_message_size,
                 });
             }
-            if message.opcode == OpCode::Text {
+            // A compressed text message that is one frame is validated once, whole, when
+            // its &str is made; fragments are checked as they inflate (fail fast).
+            let whole = header.fin && message.fragments == 1;
+            if message.opcode == OpCode::Text && !whole {
                 self.utf8
                     .feed(&self.assembly[before..])
                     .map_err(|_| Error::InvalidUtf8)?;
@@ -598,7 +601,7 @@ impl FrameReader {
         if header.fin {
             self.message = None;
             if message.opcode == OpCode::Text {
-                if message.transformed {
+                if message.transformed && message.fragments > 1 {
                     self.utf8.finish().map_err(|_| Error::InvalidUtf8)?;
                 } else {
                     // The whole text is validated when its &str is made (`message`); the
