@@ -38,7 +38,7 @@ pub use error::Error;
 pub use server::{ServerBuilder, accept};
 pub use stream::Stream;
 pub use tickwire_codec as codec;
-pub use tickwire_codec::deflate::{DeflateConfig, DeflateParams};
+pub use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PreparedMessage};
 pub use tickwire_codec::handshake::{Request, Response};
 pub use tickwire_codec::ws::{CloseCode, CloseFrame, Compression, Config, Limits, Message, Sender};
 pub use websocket::{Recv, WebSocket};

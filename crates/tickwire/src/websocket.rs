@@ -8,7 +8,7 @@
 use std::io::{self, ErrorKind};
 use std::time::{Duration, Instant};
 
-use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PerMessageDeflate};
+use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PerMessageDeflate, PreparedMessage};
 use tickwire_codec::ws::{
     CloseCode, Compression, Connection, ConnectionState, Message, OpCode, Progress, Role, Sender,
 };
@@ -156,6 +156,12 @@ impl<S: Stream> WebSocket<S> {
             .conn
             .sender()
             .message_with(OpCode::Binary, payload, compression)?)
+    }
+
+    /// Queues a message compressed once for many connections (see
+    /// [`PreparedMessage`](tickwire_codec::deflate::PreparedMessage)).
+    pub fn send_prepared(&mut self, message: &PreparedMessage) -> Result<(), Error> {
+        Ok(self.conn.sender().prepared(message)?)
     }
 
     /// Queues a ping (at most 125 bytes).

@@ -144,6 +144,10 @@ impl Extension for DeflateEncoder {
         Err(corrupt("the encoder half was installed on a reader"))
     }
 
+    fn accept_prepared(&mut self, window_bits: u8) -> Option<u8> {
+        self.prepared(window_bits)
+    }
+
     fn encode(
         &mut self,
         payload: &[u8],
@@ -161,17 +165,8 @@ impl Extension for DeflateEncoder {
             return None;
         }
         if self.reset_after_message {
-            return SHARED_COMPRESSORS.with(|shared| {
-                let mut shared = shared.borrow_mut();
-                let key = (self.level, self.window_bits);
-                let at = match shared.iter().position(|(k, _)| *k == key) {
-                    Some(at) => at,
-                    None => {
-                        shared.push((key, new_compressor(key)));
-                        shared.len() - 1
-                    }
-                };
-                self.compress_with(&mut shared[at].1, payload, out, compression)
+            return with_shared_compressor((self.level, self.window_bits), |compressor| {
+                self.compress_with(compressor, payload, out, compression)
             });
         }
         let key = (self.level, self.window_bits);
@@ -183,6 +178,39 @@ impl Extension for DeflateEncoder {
         self.compressor = Some(compressor);
         result
     }
+}
+
+impl DeflateEncoder {
+    /// See [`Extension::accept_prepared`]: a prepared message is a fresh deflate stream, which
+    /// the peer's inflater accepts at any point; it fits if its window is no larger than the
+    /// one negotiated for our side. Our own compressor never saw its bytes, so with context
+    /// takeover it starts a fresh stream too (its back-references would otherwise point at
+    /// the wrong distances in the peer's window).
+    fn prepared(&mut self, window_bits: u8) -> Option<u8> {
+        if window_bits > self.window_bits {
+            return None;
+        }
+        if let Some(compressor) = self.compressor.as_mut() {
+            compressor.reset();
+        }
+        Some(RSV1)
+    }
+}
+
+/// Runs `f` with this thread's shared compressor for (level, window bits); it is left reset
+/// only if `f` resets it, so callers reset after every message.
+pub(crate) fn with_shared_compressor<R>(key: (u8, u8), f: impl FnOnce(&mut Compress) -> R) -> R {
+    SHARED_COMPRESSORS.with(|shared| {
+        let mut shared = shared.borrow_mut();
+        let at = match shared.iter().position(|(k, _)| *k == key) {
+            Some(at) => at,
+            None => {
+                shared.push((key, new_compressor(key)));
+                shared.len() - 1
+            }
+        };
+        f(&mut shared[at].1)
+    })
 }
 
 thread_local! {
@@ -205,14 +233,10 @@ impl DeflateEncoder {
         out: &mut Vec<u8>,
         compression: Compression,
     ) -> Option<u8> {
-        if !compress_sync(compressor, payload, out) {
+        if !compress_message(compressor, payload, out) {
             // Cannot happen with a valid state; start a fresh stream and send it plain.
             compressor.reset();
             return None;
-        }
-        // §7.2.1: drop the sync flush's trailing empty stored block.
-        if out.ends_with(&SYNC_TAIL) {
-            out.truncate(out.len() - SYNC_TAIL.len());
         }
         let keep = !(compression == Compression::Auto
             && self.only_if_smaller
@@ -224,6 +248,22 @@ impl DeflateEncoder {
         }
         keep.then_some(RSV1)
     }
+}
+
+/// Compresses one message payload as RFC 7692 §7.2.1 sends it: a sync flush with its
+/// trailing `00 00 ff ff` removed, appended to `out`. False on a backend error.
+pub(crate) fn compress_message(
+    compressor: &mut Compress,
+    payload: &[u8],
+    out: &mut Vec<u8>,
+) -> bool {
+    if !compress_sync(compressor, payload, out) {
+        return false;
+    }
+    if out.ends_with(&SYNC_TAIL) {
+        out.truncate(out.len() - SYNC_TAIL.len());
+    }
+    true
 }
 
 /// Compresses all of `payload` with a sync flush, appending to `out`. False on a backend

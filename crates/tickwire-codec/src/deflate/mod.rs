@@ -9,6 +9,7 @@
 //!   frame reader and writer through the [`Extension`](crate::ws::Extension) seam, with
 //!   context takeover or not on either side, window bits honoured, state allocated on first
 //!   use, and the inflated size checked while inflating;
+//! - [`PreparedMessage`]: a message compressed once and sent to many connections (fan-out);
 //! - standalone helpers ([`PayloadInflater`] and [`inflate_gzip`], [`inflate_raw`],
 //!   [`inflate_zlib`]) for exchanges
 //!   that send compressed payloads inside ordinary binary messages, under the same kind of
@@ -26,6 +27,7 @@
 mod codec;
 mod inflate;
 mod negotiate;
+mod prepared;
 
 #[cfg(test)]
 mod tests;
@@ -33,6 +35,7 @@ mod tests;
 pub use codec::{DeflateDecoder, DeflateEncoder, PerMessageDeflate};
 pub use inflate::{InflateError, PayloadInflater, inflate_gzip, inflate_raw, inflate_zlib};
 pub use negotiate::{DeflateConfig, DeflateParams, NegotiationError};
+pub use prepared::PreparedMessage;
 
 /// The extension token (RFC 7692 §6).
 pub const EXTENSION_NAME: &str = "permessage-deflate";

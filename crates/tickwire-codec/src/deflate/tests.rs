@@ -749,3 +749,58 @@ fn encoders_without_context_takeover_share_a_compressor_safely() {
     assert_eq!(read_all(&mut a.reader, &wire_a, 64), sent_a);
     assert_eq!(read_all(&mut b.reader, &wire_b, 64), sent_b);
 }
+
+#[test]
+fn prepared_message_goes_compressed_where_it_fits_and_plain_elsewhere() {
+    let config = DeflateConfig::default();
+    let update = json(600);
+    let prepared = PreparedMessage::text(&update, &config);
+    let compressed_len = prepared.compressed().expect("compressible").len();
+    assert!(compressed_len < update.len() / 2);
+    let small = PreparedMessage::text("tiny", &config);
+    assert_eq!(small.compressed(), None, "below min_size");
+
+    // With context takeover: prepared messages interleaved with ordinary ones, which keep
+    // compressing against history, must never desynchronise the peer.
+    for p in [params(false, false, 15, 15), params(true, true, 15, 15)] {
+        let mut pair = pair(Role::Server, &p, &config, Limits::client());
+        let mut expected = Vec::new();
+        for i in 0..20 {
+            let own = json(300 + i);
+            pair.writer.text(&mut pair.out, &own);
+            expected.push(Ok(own.into_bytes()));
+            let before = pair.out.len();
+            pair.writer.prepared(&mut pair.out, &prepared);
+            let frame = &pair.out.as_slice()[before..];
+            assert_eq!(frame[0], 0xc1, "sent compressed");
+            assert!(frame.len() < compressed_len + 10);
+            expected.push(Ok(update.clone().into_bytes()));
+            pair.writer.prepared(&mut pair.out, &small);
+            expected.push(Ok(b"tiny".to_vec()));
+        }
+        let wire = pair.out.as_slice().to_vec();
+        assert_eq!(read_all(&mut pair.reader, &wire, 100), expected, "{p:?}");
+    }
+
+    // A smaller negotiated window than the prepared one: sent plain.
+    let mut narrow = pair(
+        Role::Server,
+        &params(false, false, 10, 15),
+        &config,
+        Limits::client(),
+    );
+    narrow.writer.prepared(&mut narrow.out, &prepared);
+    assert_eq!(narrow.out.as_slice()[0], 0x81);
+    let wire = narrow.out.as_slice().to_vec();
+    assert_eq!(
+        read_all(&mut narrow.reader, &wire, 64),
+        vec![Ok(update.clone().into_bytes())]
+    );
+
+    // No extension at all: plain.
+    let mut writer = FrameWriter::new(Role::Server, MaskSource::seeded(1));
+    let mut out = WriteBuf::new(64, MAX_HEADER_LEN);
+    writer.prepared(&mut out, &prepared);
+    assert_eq!(out.as_slice()[0], 0x81);
+    assert_eq!(&out.as_slice()[4..], update.as_bytes());
+}

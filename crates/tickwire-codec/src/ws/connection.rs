@@ -21,6 +21,7 @@ use super::{
     Message, OpCode, Role,
 };
 use crate::buf::WriteBuf;
+use crate::deflate::PreparedMessage;
 
 /// Queued control bytes beyond which further automatic pongs are dropped (RFC 6455 §5.5.3
 /// allows answering only the most recent ping); bounds memory against a ping flood from a
@@ -522,6 +523,16 @@ impl Sender {
         }
         self.writer
             .message_with(&mut self.out, opcode, payload, compression);
+        Ok(())
+    }
+
+    /// Queues a message prepared once for many connections (fan-out): compressed when this
+    /// connection negotiated permessage-deflate with a window that fits, plain otherwise.
+    pub fn prepared(&mut self, message: &PreparedMessage) -> Result<(), Error> {
+        if self.close_queued {
+            return Err(Error::SendAfterClose);
+        }
+        self.writer.prepared(&mut self.out, message);
         Ok(())
     }
 

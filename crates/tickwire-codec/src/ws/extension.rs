@@ -33,6 +33,17 @@ pub trait Extension: Send {
     /// the extension's policy.
     fn encode(&mut self, payload: &[u8], out: &mut Vec<u8>, compression: Compression)
     -> Option<u8>;
+
+    /// Whether a payload this extension's format produced once, for many connections, from a
+    /// fresh state with a `window_bits` window (a
+    /// [`PreparedMessage`](crate::deflate::PreparedMessage)), may be sent on this connection
+    /// as it is. Returns the RSV bits for its first frame, after making sure the extension's
+    /// later output does not depend on state the peer's copy of the stream now differs from;
+    /// `None` sends the plain payload instead. The default accepts nothing.
+    fn accept_prepared(&mut self, window_bits: u8) -> Option<u8> {
+        let _ = window_bits;
+        None
+    }
 }
 
 /// A per-message override of the extension's policy for one outgoing data message.

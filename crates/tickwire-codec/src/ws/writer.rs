@@ -9,6 +9,7 @@ use super::{
     OpCode, Role, mask,
 };
 use crate::buf::WriteBuf;
+use crate::deflate::PreparedMessage;
 
 /// Sans-IO WebSocket frame writer for one connection.
 pub struct FrameWriter {
@@ -118,6 +119,20 @@ impl FrameWriter {
     ) {
         debug_assert!(matches!(opcode, OpCode::Text | OpCode::Binary));
         self.message_general(out, opcode, payload, compression);
+    }
+
+    /// Appends a [`PreparedMessage`]: its compressed form when the installed extension can
+    /// send it on this connection (RSV1 on the first frame), else its plain payload through
+    /// [`message`](Self::message)'s usual path.
+    pub fn prepared(&mut self, out: &mut WriteBuf, message: &PreparedMessage) {
+        if let (Some(compressed), Some(extension)) = (message.compressed(), self.extension.as_mut())
+        {
+            if let Some(rsv) = extension.accept_prepared(message.window_bits()) {
+                self.fragments(out, message.opcode(), rsv, compressed);
+                return;
+            }
+        }
+        self.message_general(out, message.opcode(), message.payload(), Compression::Never);
     }
 
     /// Every other data message: masked, long, fragmented or transformed. Out of line so the
