@@ -39,7 +39,7 @@ trap cleanup EXIT
 case "$role" in
   server)
     port=$(pick_port 9102)
-    "$bin" serve --bind 127.0.0.1 --port "$port" > "$root/target/autobahn-serve.log" 2>&1 &
+    "$bin" serve --deflate --bind 127.0.0.1 --port "$port" > "$root/target/autobahn-serve.log" 2>&1 &
     pids+=($!)
     out="$reports/server"
     rm -rf "$out"; mkdir -p "$out"

@@ -9,6 +9,6 @@ url=${AUTOBAHN_URL:-ws://127.0.0.1:9001}
 agent=${AUTOBAHN_AGENT:-tickwire}
 count=${AUTOBAHN_CASE_COUNT:-$("$bin" connect "$url/getCaseCount" < /dev/null | head -n1)}
 for ((i = 1; i <= count; i++)); do
-  "$bin" connect "$url/runCase?case=$i&agent=$agent" --echo > /dev/null 2>&1 || true
+  "$bin" connect "$url/runCase?case=$i&agent=$agent" --echo --deflate > /dev/null 2>&1 || true
 done
 echo "client-agent: ran $count cases"

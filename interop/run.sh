@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Interop tests: tickwire against the Python `websockets` library, both directions.
+# Interop tests: tickwire against the Python `websockets` library, both directions, with and
+# without permessage-deflate, then against headless Chromium.
 #
 #   bash interop/run.sh
 #
 # Builds target/release/tickwire when it is missing, prepares target/interop-venv
-# (interop/setup.sh), then runs interop/test_websockets_interop.py. Exits with the test
-# script's status; its last line is `interop: N passed, M failed`.
-# TICKWIRE_BIN overrides the binary under test.
+# (interop/setup.sh), runs interop/test_websockets_interop.py (which also runs
+# interop/test_deflate_interop.py; its last line is `interop: N passed, M failed`), then
+# interop/browser.sh (which installs Chromium when it is missing; its last line is
+# `browser: N passed, M failed`). Both always run; the exit status is non-zero when either
+# failed. TICKWIRE_BIN overrides the binary under test.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,5 +22,6 @@ fi
 bash "$root/interop/setup.sh"
 
 status=0
-"$root/target/interop-venv/bin/python" "$root/interop/test_websockets_interop.py" || status=$?
+"$root/target/interop-venv/bin/python" "$root/interop/test_websockets_interop.py" || status=1
+bash "$root/interop/browser.sh" || status=1
 exit "$status"

@@ -2,114 +2,26 @@
 
 Part A drives `tickwire serve` with a `websockets` client (and with raw sockets where the test
 must send bytes a well-behaved client never would). Part B drives `tickwire connect` against a
-`websockets` server. Plain python3, no pytest: run it with the venv that interop/setup.sh makes,
-or through interop/run.sh. The last line printed is `interop: N passed, M failed`; the exit
-status is 1 when any test failed.
+`websockets` server. The permessage-deflate tests live in test_deflate_interop.py and run here
+too, after these; the plumbing they share is interop/harness.py. Plain python3, no pytest: run
+it with the venv that interop/setup.sh makes, or through interop/run.sh. The last line printed
+is `interop: N passed, M failed`; the exit status is 1 when any test failed.
 
 Rules every test keeps: traffic stays on 127.0.0.1, every wait is bounded by
 `asyncio.wait_for`, and every subprocess started here is killed before the script exits.
 """
 
 import asyncio
-import os
 import random
 import sys
-import tempfile
-import traceback
-from pathlib import Path
 
 from websockets.asyncio.client import connect as ws_connect
-from websockets.asyncio.server import serve as ws_serve
 
-HOST = "127.0.0.1"
-ROOT = Path(__file__).resolve().parent.parent
-TICKWIRE = Path(os.environ.get("TICKWIRE_BIN", ROOT / "target" / "release" / "tickwire"))
-
-# Bounds on every wait, in seconds.
-STEP = 5.0  # one read, one reply, one process exit
-TEST = 30.0  # one whole test
-
-MIB = 1 << 20
-# RFC 6455 §1.3: the sample key and the accept value it must produce.
-SAMPLE_KEY = "dGhlIHNhbXBsZSBub25jZQ=="
-SAMPLE_ACCEPT = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
-
-# Every subprocess this script starts, so the runner can kill whatever a failing test left.
-PROCESSES = []
-
-
-class TestFailure(Exception):
-    """A check that did not hold: the message says what was expected and what came."""
-
-
-def check(condition, message):
-    if not condition:
-        raise TestFailure(message)
-
-
-def short(value, limit=80):
-    """A repr short enough for a one-line failure message."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(value)} long)"
-
-
-# ---------------------------------------------------------------------------------------------
-# Processes
-
-
-async def spawn(*args, stdin=None, stdout=None, stderr=None):
-    process = await asyncio.create_subprocess_exec(
-        str(TICKWIRE), *args, stdin=stdin, stdout=stdout, stderr=stderr
-    )
-    PROCESSES.append(process)
-    return process
-
-
-async def kill_all(keep=None):
-    """Kills every process this script started and that still runs, except `keep`."""
-    for process in PROCESSES:
-        if process is not keep and process.returncode is None:
-            process.kill()
-            try:
-                await asyncio.wait_for(process.wait(), STEP)
-            except asyncio.TimeoutError:
-                pass
-
-
-class EchoServer:
-    """`tickwire serve --port 0`, with its stderr kept in a file for failure messages."""
-
-    def __init__(self):
-        self.process = None
-        self.port = None
-        self.stderr_file = tempfile.TemporaryFile()
-
-    async def start(self):
-        self.process = await spawn(
-            "serve", "--bind", HOST, "--port", "0",
-            stdout=asyncio.subprocess.PIPE, stderr=self.stderr_file,
-        )
-        line = await asyncio.wait_for(self.process.stdout.readline(), STEP)
-        prefix = "tickwire: echo server listening on ws://"
-        text = line.decode(errors="replace").strip()
-        check(text.startswith(prefix), f"unexpected first line from tickwire serve: {text!r}")
-        host, _, port = text[len(prefix):].rpartition(":")
-        check(host == HOST, f"server bound to {host!r}, expected {HOST}")
-        self.port = int(port)
-
-    @property
-    def url(self):
-        self.ensure_alive()
-        return f"ws://{HOST}:{self.port}/"
-
-    def ensure_alive(self):
-        if self.process.returncode is not None:
-            raise TestFailure(f"tickwire serve exited with {self.process.returncode}: {self.stderr()}")
-
-    def stderr(self):
-        self.stderr_file.seek(0)
-        return self.stderr_file.read().decode(errors="replace").strip()
-
+import test_deflate_interop
+from harness import (
+    MIB, SAMPLE_ACCEPT, STEP, PeerServer, check, expect_eof, finish, raw_exchange, roundtrip,
+    run_groups, short, spawn, upgrade_request,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Part A: a `websockets` client (and raw sockets) against `tickwire serve`
@@ -120,9 +32,14 @@ def client(server):
     return ws_connect(server.url, open_timeout=STEP, close_timeout=STEP, ping_interval=None, max_size=4 * MIB)
 
 
-async def roundtrip(ws, message):
-    await asyncio.wait_for(ws.send(message), STEP)
-    return await asyncio.wait_for(ws.recv(), STEP)
+async def test_deflate_declined_without_flag(server):
+    # This server runs without --deflate: the `websockets` client's default offer must be
+    # declined, and the connection then carries plain frames.
+    async with client(server) as ws:
+        answer = ws.response.headers.get("Sec-WebSocket-Extensions")
+        check(answer is None, f"server without --deflate answered Sec-WebSocket-Extensions: {answer}")
+        check(ws.protocol.extensions == [], f"extensions in force: {ws.protocol.extensions}")
+        check(await roundtrip(ws, "x" * 1000) == "x" * 1000, "echo without the extension failed")
 
 
 async def test_text_roundtrip(server):
@@ -198,47 +115,6 @@ async def test_client_close_4001_with_reason(server):
         check(ws.close_reason in ("", reason), f"close reply reason {ws.close_reason!r}")
 
 
-def upgrade_request(port, key=SAMPLE_KEY, version="13"):
-    lines = [
-        "GET / HTTP/1.1",
-        f"Host: {HOST}:{port}",
-        "Upgrade: websocket",
-        "Connection: Upgrade",
-    ]
-    if key is not None:
-        lines.append(f"Sec-WebSocket-Key: {key}")
-    lines.append(f"Sec-WebSocket-Version: {version}")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode()
-
-
-async def raw_exchange(server, request):
-    """Sends `request` on a raw TCP connection; returns (status code, headers dict, reader, writer)."""
-    server.ensure_alive()
-    reader, writer = await asyncio.wait_for(asyncio.open_connection(HOST, server.port), STEP)
-    writer.write(request)
-    await asyncio.wait_for(writer.drain(), STEP)
-    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), STEP)
-    status_line, *header_lines = head.decode("latin-1").split("\r\n")
-    parts = status_line.split(" ", 2)
-    check(len(parts) >= 2 and parts[0] == "HTTP/1.1" and parts[1].isdigit(), f"bad status line {status_line!r}")
-    headers = {}
-    for line in header_lines:
-        if line:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-    return int(parts[1]), headers, reader, writer
-
-
-async def expect_eof(reader, what):
-    try:
-        rest = await asyncio.wait_for(reader.read(65536), STEP)
-    except ConnectionResetError:
-        return
-    except asyncio.TimeoutError:
-        raise TestFailure(f"server kept the connection open after {what}")
-    check(rest == b"", f"after {what}, expected the connection to close, got {short(rest)}")
-
-
 async def test_unmasked_frame_gets_1002(server):
     status, headers, reader, writer = await raw_exchange(server, upgrade_request(server.port))
     try:
@@ -281,75 +157,6 @@ async def test_version_8_gets_426(server):
 
 # ---------------------------------------------------------------------------------------------
 # Part B: `tickwire connect` against a `websockets` server
-
-
-class PeerServer:
-    """A `websockets` server on a free port running `handler` for the one connection expected.
-
-    `result` resolves to what the handler returned, or to the exception it raised, so a failed
-    check on the server side fails the test with its own message.
-    """
-
-    def __init__(self, handler, **options):
-        self.handler = handler
-        self.options = dict(ping_interval=None, close_timeout=STEP, max_size=4 * MIB, **options)
-        self.result = None
-        self.server = None
-
-    async def __aenter__(self):
-        self.result = asyncio.get_running_loop().create_future()
-
-        async def run(ws):
-            try:
-                value = await self.handler(ws)
-                if not self.result.done():
-                    self.result.set_result(value)
-            except Exception as error:  # noqa: BLE001 - handed to the test, which reports it
-                if not self.result.done():
-                    self.result.set_exception(error)
-
-        self.server = await ws_serve(run, HOST, 0, **self.options).__aenter__()
-        return self
-
-    async def __aexit__(self, *exc):
-        self.server.close()
-        await asyncio.wait_for(self.server.wait_closed(), STEP)
-
-    @property
-    def url(self):
-        port = self.server.sockets[0].getsockname()[1]
-        return f"ws://{HOST}:{port}/"
-
-    async def outcome(self, process):
-        """The handler's result; fails early, with tickwire's stderr, if `process` exits first."""
-        exited = asyncio.ensure_future(process.wait())
-        try:
-            await asyncio.wait_for(
-                asyncio.wait({self.result, exited}, return_when=asyncio.FIRST_COMPLETED), TEST / 2
-            )
-            if not self.result.done():
-                # tickwire exited first; the handler may still be finishing its last step.
-                try:
-                    await asyncio.wait_for(asyncio.shield(self.result), 1.0)
-                except asyncio.TimeoutError:
-                    stderr = await asyncio.wait_for(process.stderr.read(), STEP)
-                    raise TestFailure(
-                        f"tickwire exited {process.returncode} before the server side finished: "
-                        f"{stderr.decode(errors='replace').strip()!r}"
-                    ) from None
-            return self.result.result()
-        finally:
-            exited.cancel()
-
-
-async def finish(process):
-    """Reads `process`'s output to the end and waits for it to exit; stdin is left as it is.
-
-    Returns (exit code, stdout text, stderr text). Bounded by the caller's `wait_for`.
-    """
-    stdout, stderr = await asyncio.gather(process.stdout.read(), process.stderr.read())
-    await process.wait()
-    return process.returncode, stdout.decode(errors="replace"), stderr.decode(errors="replace")
 
 
 async def test_connect_echo_mode():
@@ -463,8 +270,25 @@ async def test_connect_header_and_subprotocol():
     check(code == 0, f"tickwire connect exited {code}: {stderr.strip()!r}")
 
 
+async def test_connect_offers_no_deflate_without_flag():
+    async def handler(ws):
+        offered = ws.request.headers.get("Sec-WebSocket-Extensions")
+        in_force = list(ws.protocol.extensions)
+        await asyncio.wait_for(ws.close(1000), STEP)
+        return offered, in_force
+
+    async with PeerServer(handler) as peer:  # compression on by default: it would accept
+        process = await spawn("connect", peer.url, "--echo", stdin=asyncio.subprocess.DEVNULL,
+                              stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        offered, in_force = await peer.outcome(process)
+        code, _, stderr = await asyncio.wait_for(finish(process), STEP * 2)
+    check(offered is None, f"tickwire connect without --deflate offered Sec-WebSocket-Extensions: {offered}")
+    check(in_force == [], f"extensions in force: {in_force}")
+    check(code == 0, f"tickwire connect exited {code}: {stderr.strip()!r}")
+
+
 # ---------------------------------------------------------------------------------------------
-# Runner
+# The lists the runner takes (test_deflate_interop.GROUPS follows them)
 
 SERVER_TESTS = [
     test_text_roundtrip,
@@ -478,6 +302,7 @@ SERVER_TESTS = [
     test_unmasked_frame_gets_1002,
     test_missing_key_gets_400,
     test_version_8_gets_426,
+    test_deflate_declined_without_flag,
 ]
 
 CLIENT_TESTS = [
@@ -486,65 +311,16 @@ CLIENT_TESTS = [
     test_connect_echo_server_close_1011,
     test_connect_stdin_server_close_1011,
     test_connect_header_and_subprotocol,
+    test_connect_offers_no_deflate_without_flag,
 ]
 
 
-def describe(error):
-    if isinstance(error, TestFailure):
-        return str(error)
-    if isinstance(error, asyncio.TimeoutError):
-        # Name the wait that ran out: the innermost frame of this script in the traceback.
-        frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == __file__]
-        where = f" at line {frames[-1].lineno}: {frames[-1].line}" if frames else ""
-        return f"timed out{where}"
-    return f"{type(error).__name__}: {error}".strip()
-
-
-async def run_one(name, coroutine, keep=None):
-    """Runs one test; whatever processes it left running (other than `keep`) are killed."""
-    try:
-        await asyncio.wait_for(coroutine, TEST)
-    except Exception as error:  # noqa: BLE001 - every failure is reported, none stops the run
-        print(f"FAIL {name}: {describe(error)}", flush=True)
-        return False
-    finally:
-        await kill_all(keep=keep)
-    print(f"ok   {name}", flush=True)
-    return True
-
-
 async def main():
-    if not TICKWIRE.is_file():
-        print(f"interop: tickwire binary not found at {TICKWIRE}", file=sys.stderr)
-        print("interop: 0 passed, 1 failed")
-        return 1
-    results = []
-    server = EchoServer()
-    try:
-        try:
-            await server.start()
-        except Exception as error:  # noqa: BLE001
-            print(f"FAIL start tickwire serve: {describe(error)}", flush=True)
-            results += [False] * len(SERVER_TESTS)
-        else:
-            for test in SERVER_TESTS:
-                name = "server: " + test.__name__.removeprefix("test_")
-                results.append(await run_one(name, test(server), keep=server.process))
-        for test in CLIENT_TESTS:
-            name = "client: " + test.__name__.removeprefix("test_connect_")
-            results.append(await run_one(name, test(), keep=server.process))
-        if server.process is not None and server.process.returncode is not None:
-            print(f"note: tickwire serve exited early with {server.process.returncode}", flush=True)
-        if not all(results) and server.stderr():
-            # The echo server logs why each failed connection ended: the other half of a failure.
-            for line in server.stderr().splitlines():
-                print(f"note: tickwire serve stderr: {line}", flush=True)
-    finally:
-        await kill_all()
-    passed = results.count(True)
-    failed = results.count(False)
-    print(f"interop: {passed} passed, {failed} failed", flush=True)
-    return 1 if failed else 0
+    return await run_groups([
+        ("server", [], SERVER_TESTS),
+        ("client", None, CLIENT_TESTS),
+        *test_deflate_interop.GROUPS,
+    ])
 
 
 if __name__ == "__main__":

@@ -106,8 +106,9 @@ impl ServerBuilder {
     }
 
     /// Accepts permessage-deflate (RFC 7692) with `config`: the first valid offer is
-    /// answered, an invalid one (duplicate, unknown or out-of-range parameters) gets 400. The
-    /// message size limit applies to inflated bytes.
+    /// answered; invalid offers (duplicate, unknown or out-of-range parameters) are declined,
+    /// and a request whose every permessage-deflate offer is invalid gets 400. The message
+    /// size limit applies to inflated bytes.
     pub fn deflate(mut self, config: DeflateConfig) -> Self {
         self.deflate = Some(config);
         self

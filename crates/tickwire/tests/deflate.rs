@@ -193,6 +193,24 @@ fn server_answers_an_invalid_offer_with_400() {
 }
 
 #[test]
+fn server_declines_an_invalid_offer_for_a_later_valid_one() {
+    let (url, handle) = server(|stream| {
+        ServerBuilder::new()
+            .deflate(DeflateConfig::default())
+            .accept(stream)
+            .map(|ws| ws.deflate().copied())
+    });
+    let addr = url.trim_start_matches("ws://").to_owned();
+    let status = raw_upgrade_status(
+        &addr,
+        "permessage-deflate; foo=1, permessage-deflate; server_max_window_bits=11",
+    );
+    assert_eq!(status, "HTTP/1.1 101 Switching Protocols");
+    let params = handle.join().unwrap().unwrap().expect("deflate negotiated");
+    assert_eq!(params.server_max_window_bits, 11);
+}
+
+#[test]
 fn client_fails_when_the_server_selects_what_was_not_offered() {
     let answers = [
         // A larger server window than asked for.

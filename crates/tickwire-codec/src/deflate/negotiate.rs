@@ -79,8 +79,10 @@ pub enum NegotiationError {
     /// A parameter with a missing, unexpected or out-of-range value.
     InvalidValue(String),
     /// (Client) the server's answer selects something we did not offer, or a window larger
-    /// than we asked for, or more than one permessage-deflate.
+    /// than we asked for.
     NotOffered(String),
+    /// (Client) the server's answer selects permessage-deflate more than once.
+    DuplicateExtension(String),
 }
 
 impl fmt::Display for NegotiationError {
@@ -90,6 +92,9 @@ impl fmt::Display for NegotiationError {
             Self::UnknownParameter(p) => write!(f, "permessage-deflate: unknown parameter {p}"),
             Self::InvalidValue(p) => write!(f, "permessage-deflate: invalid value in {p}"),
             Self::NotOffered(p) => write!(f, "permessage-deflate: answer {p} was not offered"),
+            Self::DuplicateExtension(p) => {
+                write!(f, "permessage-deflate selected more than once ({p})")
+            }
         }
     }
 }
@@ -121,22 +126,29 @@ impl DeflateConfig {
     /// Server side: picks the first acceptable permessage-deflate offer among `items` (the
     /// request's `Sec-WebSocket-Extensions` items in order; other extensions are skipped) and
     /// returns the parameters and the item to answer with, or `None` when the client offered
-    /// no permessage-deflate. Any invalid permessage-deflate offer is an error (answer 400),
-    /// even if another one is valid.
+    /// no permessage-deflate. An invalid offer is declined (RFC 7692 §5) in favour of a later
+    /// valid one; when every permessage-deflate offer is invalid the request is malformed and
+    /// this returns the first offer's error (the transports answer 400).
     pub fn accept<S: AsRef<str>>(
         &self,
         items: &[S],
     ) -> Result<Option<(DeflateParams, String)>, NegotiationError> {
-        let mut offers = Vec::new();
+        let mut first_invalid = None;
         for item in items {
             let Some(params) = deflate_params(item.as_ref()) else {
                 continue;
             };
-            offers.push(Parsed::from_params(params, Side::Offer)?);
+            match Parsed::from_params(params, Side::Offer) {
+                // Every offer that parses is acceptable: a window limit we cannot compress
+                // with (8 bits) is honoured by not compressing.
+                Ok(offer) => return Ok(Some(self.answer(&offer))),
+                // §5: an invalid offer is declined; a later valid one may still be chosen.
+                Err(error) => {
+                    first_invalid.get_or_insert(error);
+                }
+            }
         }
-        // Every offer this side can parse is acceptable: a window limit we cannot compress
-        // with (8 bits) is honoured by not compressing.
-        Ok(offers.first().map(|offer| self.answer(offer)))
+        first_invalid.map_or(Ok(None), Err)
     }
 
     fn answer(&self, offer: &Parsed) -> (DeflateParams, String) {
@@ -191,7 +203,9 @@ impl DeflateConfig {
             return Ok(None);
         };
         if let Some((second, _)) = answers.next() {
-            return Err(NegotiationError::NotOffered(second.as_ref().to_owned()));
+            return Err(NegotiationError::DuplicateExtension(
+                second.as_ref().to_owned(),
+            ));
         }
         let answer = Parsed::from_params(params, Side::Answer)?;
         let not_offered = || NegotiationError::NotOffered(item.as_ref().to_owned());

@@ -160,9 +160,14 @@ fn server_rejects_invalid_offers() {
     ];
     for (offer, expected) in cases {
         assert_eq!(config.accept(&[offer]).unwrap_err(), *expected, "{offer}");
-        // Invalid even when a valid offer comes first: the request is malformed.
-        assert!(
-            config.accept(&["permessage-deflate", offer]).is_err(),
+        // §5: an invalid offer is declined and a later valid one chosen.
+        assert_eq!(
+            answer(
+                &config,
+                &[offer, "permessage-deflate; server_max_window_bits=12"]
+            )
+            .unwrap(),
+            Some("permessage-deflate; server_max_window_bits=12".to_owned()),
             "{offer}"
         );
     }
@@ -232,7 +237,7 @@ fn client_rejects_answers_it_did_not_offer() {
     ));
     assert!(matches!(
         config.confirm(&["permessage-deflate", "permessage-deflate"]),
-        Err(NegotiationError::NotOffered(_))
+        Err(NegotiationError::DuplicateExtension(_))
     ));
     assert!(matches!(
         config.confirm(&["permessage-deflate; x=1"]),

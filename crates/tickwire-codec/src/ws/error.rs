@@ -149,7 +149,10 @@ impl fmt::Display for Error {
             Self::UnmaskedFrame => f.write_str("client frame not masked"),
             Self::MaskedFrame => f.write_str("server frame masked"),
             Self::ReservedBits(bits) => {
-                write!(f, "reserved bits {bits:#05b} set without an extension")
+                write!(
+                    f,
+                    "reserved bits {bits:#05b} set where no negotiated extension allows them"
+                )
             }
             Self::ReservedOpcode(op) => write!(f, "reserved opcode {op:#x}"),
             Self::ControlFrameTooLong(len) => {
