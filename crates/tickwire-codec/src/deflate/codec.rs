@@ -106,21 +106,19 @@ impl Extension for DeflateDecoder {
         // The window is always 15 bits: a larger window inflates anything a smaller one
         // produced, and zlib keeps its state reusable across resets only at 15.
         let inflater = self.inflater.get_or_insert_with(|| Decompress::new(false));
-        if !payload.is_empty() {
-            if self.stream_ended {
-                return Err(corrupt("data after the final deflate block"));
-            }
-            let before = inflater.total_in();
+        // Once a final block ended the deflate stream, the rest of the message is not inflated:
+        // RFC 7692 §7.2.3.4's own example follows its final block with the first octet of an
+        // empty stored block (completed by the tail below), and zlib leaves such bytes unused.
+        if !payload.is_empty() && !self.stream_ended {
             self.stream_ended =
                 inflate_into(inflater, payload, out, max_len).map_err(inflate_error)?;
-            if self.stream_ended && inflater.total_in() - before < payload.len() as u64 {
-                return Err(corrupt("data after the final deflate block"));
-            }
         }
         if fin {
             if !self.stream_ended {
-                // §7.2.2: the sender removed the sync flush's empty stored block.
-                inflate_into(inflater, &SYNC_TAIL, out, max_len).map_err(inflate_error)?;
+                // §7.2.2: the sender removed the sync flush's empty stored block. A final
+                // block may also end inside it; the next message then starts a new stream.
+                self.stream_ended =
+                    inflate_into(inflater, &SYNC_TAIL, out, max_len).map_err(inflate_error)?;
             }
             if self.reset_after_message || self.stream_ended {
                 inflater.reset(false);
@@ -257,11 +255,18 @@ pub(crate) fn compress_message(
     payload: &[u8],
     out: &mut Vec<u8>,
 ) -> bool {
+    let start = out.len();
     if !compress_sync(compressor, payload, out) {
         return false;
     }
     if out.ends_with(&SYNC_TAIL) {
         out.truncate(out.len() - SYNC_TAIL.len());
+    }
+    if out.len() == start {
+        // A sync flush right after another one, with no input, emits nothing (zlib reports
+        // no progress). An empty payload would leave the peer's appended tail as a stored
+        // block header with no block: §7.2.3.6 sends an empty message as one 0x00 octet.
+        out.push(0x00);
     }
     true
 }

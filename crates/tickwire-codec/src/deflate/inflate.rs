@@ -164,23 +164,37 @@ pub(crate) fn inflate_into(
     out: &mut Vec<u8>,
     max_len: usize,
 ) -> Result<bool, InflateError> {
+    // One byte of room past the limit is how the excess is seen.
+    let bound = max_len.saturating_add(1);
     loop {
+        let room = bound.saturating_sub(out.len());
+        if room == 0 {
+            return Err(InflateError::TooLarge { limit: max_len });
+        }
         if out.len() == out.capacity() {
-            // One byte of room past the limit is how the excess is seen.
-            let room = (max_len + 1).saturating_sub(out.len());
-            if room == 0 {
-                return Err(InflateError::TooLarge { limit: max_len });
-            }
             // Doubling amortises the copies; the cap keeps a bomb at the limit.
             let step = out.capacity().max(input.len() * 2).max(256).min(room);
             out.reserve_exact(step);
         }
         let (in_before, out_before) = (inflater.total_in(), inflater.total_out());
-        let status = inflater
-            .decompress_vec(input, out, FlushDecompress::Sync)
-            .map_err(|_| InflateError::Corrupt)?;
+        let window = out.capacity() - out.len();
+        let (status, window) = if window <= room {
+            // The usual case: inflate straight into the spare capacity.
+            let status = inflater.decompress_vec(input, out, FlushDecompress::Sync);
+            (status, window)
+        } else {
+            // A reused buffer with more spare capacity than the limit leaves: inflate into an
+            // initialised window of exactly `room` bytes, so a bomb stops at the limit here too.
+            let len = out.len();
+            out.resize(len + room, 0);
+            let status = inflater.decompress(input, &mut out[len..], FlushDecompress::Sync);
+            let produced = (inflater.total_out() - out_before) as usize;
+            out.truncate(len + produced);
+            (status, room)
+        };
+        let status = status.map_err(|_| InflateError::Corrupt)?;
         let consumed = (inflater.total_in() - in_before) as usize;
-        let produced = inflater.total_out() - out_before;
+        let produced = (inflater.total_out() - out_before) as usize;
         input = &input[consumed..];
         if out.len() > max_len {
             return Err(InflateError::TooLarge { limit: max_len });
@@ -188,7 +202,7 @@ pub(crate) fn inflate_into(
         if status == Status::StreamEnd {
             return Ok(true);
         }
-        let had_room = out.len() < out.capacity();
+        let had_room = produced < window;
         if input.is_empty() && had_room {
             // Everything was consumed and the inflater stopped with space left: nothing is
             // pending inside it.
