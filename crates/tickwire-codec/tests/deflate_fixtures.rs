@@ -1,6 +1,6 @@
 //! permessage-deflate bugs found by the `deflate_inflate` fuzz target and while writing it,
 //! each kept as a fixture under `tests/data/`. Every test here states what RFC 7692 (or the
-//! crate's own documentation) requires; they fail until the library is fixed.
+//! crate's own documentation) requires; each failed before the fix in the commit that added it.
 
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::deflate::{
