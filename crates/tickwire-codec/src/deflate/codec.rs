@@ -53,6 +53,7 @@ impl PerMessageDeflate {
                 inflater: None,
                 reset_after_message: theirs_reset,
                 stream_ended: false,
+                staged: Vec::new(),
             },
             encoder: DeflateEncoder {
                 compressor: None,
@@ -79,7 +80,12 @@ pub struct DeflateDecoder {
     /// The sender ended its deflate stream with a final block inside this message; the next
     /// message starts a new stream.
     stream_ended: bool,
+    /// A short final payload with the sync tail appended, inflated in one call.
+    staged: Vec<u8>,
 }
+
+/// Final payloads up to this size are inflated together with the tail (see `decode`).
+const STAGED_MAX: usize = 1 << 10;
 
 /// Compresses outgoing messages per the configured policy.
 pub struct DeflateEncoder {
@@ -109,6 +115,22 @@ impl Extension for DeflateDecoder {
         // Once a final block ended the deflate stream, the rest of the message is not inflated:
         // RFC 7692 §7.2.3.4's own example follows its final block with the first octet of an
         // empty stored block (completed by the tail below), and zlib leaves such bytes unused.
+        if fin && !self.stream_ended && payload.len() <= STAGED_MAX {
+            // One inflate call for payload and tail: copying a short payload costs less than
+            // a second call's setup (measured: 128 B messages, bench `ws --only deflate`).
+            let mut staged = core::mem::take(&mut self.staged);
+            staged.clear();
+            staged.extend_from_slice(payload);
+            staged.extend_from_slice(&SYNC_TAIL);
+            let ended = inflate_into(inflater, &staged, out, max_len);
+            self.staged = staged;
+            self.stream_ended = ended.map_err(inflate_error)?;
+            if self.reset_after_message || self.stream_ended {
+                inflater.reset(false);
+            }
+            self.stream_ended = false;
+            return Ok(());
+        }
         if !payload.is_empty() && !self.stream_ended {
             self.stream_ended =
                 inflate_into(inflater, payload, out, max_len).map_err(inflate_error)?;
