@@ -2,43 +2,122 @@
 //! machine noise or with the other core's load.
 //!
 //! Each (workload, library) pair runs this binary twice under callgrind through the hidden
-//! `callgrind-target` subcommand: once with zero iterations and once with [`ITERATIONS`]. Setup
-//! is identical in both, so the difference divided by the iterations is the cost of one
-//! operation, reads and parse included, exactly as in the timed workloads.
+//! `callgrind-target` subcommand: once with zero iterations and once with [`ITERATIONS`] (or
+//! [`DEFLATE_ITERATIONS`]). Setup is identical in both, so the difference divided by the
+//! iterations is the cost of one operation, reads and parse included, exactly as in the timed
+//! workloads.
 
 use std::hint::black_box;
 use std::path::Path;
 use std::process::Command;
 
 use crate::Ctx;
+use crate::harness::Plan;
 use crate::report::{Figures, Row, Table};
+use crate::ws_deflate::{self, Compressor, Decompressor, Variant};
 use crate::{wire, ws_encode, ws_parse};
 
 /// Operations counted per run (enough that one-off costs vanish in the division).
 const ITERATIONS: u64 = 20_000;
 
-/// The workloads counted: (id, title, libraries).
-const WORKLOADS: [(&str, &str, &[&str]); 4] = [
-    (
-        "parse_text_128",
-        "Instructions: parse 128 B text, 64 frames per read (client role)",
-        &ws_parse::LIBRARIES,
-    ),
-    (
-        "parse_text_128_one_per_read",
-        "Instructions: parse 128 B text, one frame per read (client role)",
-        &ws_parse::LIBRARIES,
-    ),
-    (
-        "encode_text_128_server",
-        "Instructions: encode 128 B text, server role",
-        &ws_encode::LIBRARIES,
-    ),
-    (
-        "apply_mask_128",
-        "Instructions: apply_mask 128 B",
-        &ws_encode::MASKERS,
-    ),
+/// Operations per run for the deflate workloads: each costs 10 to 100 times a parse, and
+/// their one-off costs (state allocation, the priming pass) are done before the loop, in
+/// both runs alike, so fewer operations divide just as exactly.
+const DEFLATE_ITERATIONS: u64 = 1_000;
+
+/// Deflate variants a quick run counts: the context-takeover rows, tickwire and its floor
+/// (the no_context_takeover rows are counted in full runs).
+const DEFLATE_QUICK: usize = 2;
+
+/// glibc copies and fills large blocks with `rep movsb` / `rep stosb`, which callgrind counts
+/// once per byte: an 8 KiB read would count as 8 000 instructions, and a deflate reset's 128 KiB
+/// hash-table clear as 131 000. Raising both thresholds makes glibc use its vector loops,
+/// counted as the instructions they really execute. Every workload runs with it: before
+/// 2026-11-23 only copies were set, and the per-read buffer zeroing of tungstenite and
+/// fastwebsockets was counted per byte (one frame per read: 66 837 and 4 446 instructions,
+/// 4 478 and 810 with the vector loop).
+const TUNABLES: &str = "glibc.cpu.x86_rep_movsb_threshold=4294967295:\
+                        glibc.cpu.x86_rep_stosb_threshold=4294967295";
+
+/// One counted workload.
+struct Counted {
+    id: &'static str,
+    title: &'static str,
+    libraries: &'static [&'static str],
+    /// How many of `libraries`, from the first, a quick run counts: each one costs two
+    /// valgrind runs of about a second, and the CI smoke run has a budget.
+    quick: usize,
+    /// The row every ratio divides.
+    baseline: &'static str,
+    iterations: u64,
+}
+
+/// The workloads counted.
+const WORKLOADS: [Counted; 8] = [
+    Counted {
+        id: "parse_text_128",
+        title: "Instructions: parse 128 B text, 64 frames per read (client role)",
+        libraries: &ws_parse::LIBRARIES,
+        quick: usize::MAX,
+        baseline: "tickwire",
+        iterations: ITERATIONS,
+    },
+    Counted {
+        id: "parse_text_128_one_per_read",
+        title: "Instructions: parse 128 B text, one frame per read (client role)",
+        libraries: &ws_parse::LIBRARIES,
+        quick: usize::MAX,
+        baseline: "tickwire",
+        iterations: ITERATIONS,
+    },
+    Counted {
+        id: "encode_text_128_server",
+        title: "Instructions: encode 128 B text, server role",
+        libraries: &ws_encode::LIBRARIES,
+        quick: usize::MAX,
+        baseline: "tickwire",
+        iterations: ITERATIONS,
+    },
+    Counted {
+        id: "apply_mask_128",
+        title: "Instructions: apply_mask 128 B",
+        libraries: &ws_encode::MASKERS,
+        quick: usize::MAX,
+        baseline: "tickwire",
+        iterations: ITERATIONS,
+    },
+    Counted {
+        id: "deflate_compress_128",
+        title: "Instructions: permessage-deflate compress 128 B JSON",
+        libraries: &Variant::NAMES,
+        quick: DEFLATE_QUICK,
+        baseline: Variant::NAMES[1],
+        iterations: DEFLATE_ITERATIONS,
+    },
+    Counted {
+        id: "deflate_decompress_128",
+        title: "Instructions: permessage-deflate decompress 128 B JSON",
+        libraries: &Variant::NAMES,
+        quick: DEFLATE_QUICK,
+        baseline: Variant::NAMES[1],
+        iterations: DEFLATE_ITERATIONS,
+    },
+    Counted {
+        id: "deflate_compress_4k",
+        title: "Instructions: permessage-deflate compress 4096 B JSON",
+        libraries: &Variant::NAMES,
+        quick: DEFLATE_QUICK,
+        baseline: Variant::NAMES[1],
+        iterations: DEFLATE_ITERATIONS,
+    },
+    Counted {
+        id: "deflate_decompress_4k",
+        title: "Instructions: permessage-deflate decompress 4096 B JSON",
+        libraries: &Variant::NAMES,
+        quick: DEFLATE_QUICK,
+        baseline: Variant::NAMES[1],
+        iterations: DEFLATE_ITERATIONS,
+    },
 ];
 
 /// Counts instructions per operation for every workload and library; tables say why when
@@ -56,23 +135,42 @@ pub fn run(ctx: &Ctx) -> Vec<Table> {
     }
     let exe = std::env::current_exe().expect("path of this benchmark binary");
     let mut tables = Vec::new();
-    for (id, title, libraries) in WORKLOADS {
+    for workload in &WORKLOADS {
+        let id = workload.id;
         if !ctx.selected(id) && !ctx.selected("callgrind") {
             continue;
         }
+        let iterations = workload.iterations;
         let mut table = Table::new(
             &format!("callgrind_{id}"),
-            title,
-            "tickwire",
+            workload.title,
+            workload.baseline,
             &format!(
-                "valgrind --tool=callgrind, (Ir at {ITERATIONS} operations - Ir at 0) / \
-                 {ITERATIONS}; same bytes and code path as the timed workload."
+                "valgrind --tool=callgrind, (Ir at {iterations} operations - Ir at 0) / \
+                 {iterations}; same bytes and code path as the timed workload."
             ),
         );
-        for library in libraries {
+        table.note.push_str(
+            " glibc's memcpy and memset run their vector loops (rep movsb / rep stosb \
+             thresholds raised), so large copies and fills count the instructions they execute.",
+        );
+        let quick = ctx.plan.samples < Plan::FULL.samples;
+        let counted = if quick {
+            &workload.libraries[..workload.quick.min(workload.libraries.len())]
+        } else {
+            workload.libraries
+        };
+        if counted.len() < workload.libraries.len() {
+            table.note.push_str(&format!(
+                " A quick run counts the first {} rows; a full run counts all {}.",
+                counted.len(),
+                workload.libraries.len()
+            ));
+        }
+        for library in counted {
             ctx.progress
                 .set_message(format!("callgrind {id} / {library}"));
-            match per_operation(&exe, id, library) {
+            match per_operation(&exe, workload, library) {
                 Ok(count) => table.rows.push(Row {
                     library: (*library).to_owned(),
                     figures: Figures::Instructions(count),
@@ -85,35 +183,31 @@ pub fn run(ctx: &Ctx) -> Vec<Table> {
     tables
 }
 
-fn per_operation(exe: &Path, workload: &str, library: &str) -> Result<f64, String> {
+fn per_operation(exe: &Path, workload: &Counted, library: &str) -> Result<f64, String> {
     let base = instructions(exe, workload, library, 0)?;
-    let loaded = instructions(exe, workload, library, ITERATIONS)?;
-    Ok(loaded.saturating_sub(base) as f64 / ITERATIONS as f64)
+    let loaded = instructions(exe, workload, library, workload.iterations)?;
+    Ok(loaded.saturating_sub(base) as f64 / workload.iterations as f64)
 }
 
 /// Total instructions (Ir) of one `callgrind-target` run.
-fn instructions(exe: &Path, workload: &str, library: &str, iterations: u64) -> Result<u64, String> {
+fn instructions(
+    exe: &Path,
+    workload: &Counted,
+    library: &str,
+    iterations: u64,
+) -> Result<u64, String> {
+    let id = workload.id;
     let dir = std::env::temp_dir().join(format!("tickwire-callgrind-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let out = dir.join(format!("{workload}-{library}-{iterations}.out"));
+    // Library names may hold spaces (the deflate variants); the file name does not.
+    let file = format!("{id}-{library}-{iterations}.out").replace(' ', "_");
+    let out = dir.join(file);
     let status = Command::new("valgrind")
-        // glibc copies large blocks with `rep movsb`, which callgrind counts once per byte:
-        // an 8 KiB read would count as 8 000 instructions. Raising the threshold makes glibc
-        // use its vector loop, counted as the instructions it really executes. Every library
-        // makes the same copies, so this changes no ratio's direction, only its noise.
-        .env(
-            "GLIBC_TUNABLES",
-            "glibc.cpu.x86_rep_movsb_threshold=4294967295",
-        )
+        .env("GLIBC_TUNABLES", TUNABLES)
         .arg("--tool=callgrind")
         .arg(format!("--callgrind-out-file={}", out.display()))
         .arg(exe)
-        .args([
-            "callgrind-target",
-            workload,
-            library,
-            &iterations.to_string(),
-        ])
+        .args(["callgrind-target", id, library, &iterations.to_string()])
         .output()
         .map_err(|e| format!("valgrind: {e}"))?;
     if !status.status.success() {
@@ -175,7 +269,40 @@ pub fn run_target(workload: &str, library: &str, iterations: u64) -> Result<(), 
                 apply(black_box(&mut data), wire::MASK_KEY);
             }
         }
-        other => return Err(format!("unknown workload {other}")),
+        deflate => return deflate_target(deflate, library, iterations),
+    }
+    Ok(())
+}
+
+/// The deflate workloads of [`run_target`]: the compressor primed, or the decompressor primed
+/// on the recorded first pass, exactly as `ws_deflate` sets them up before timing.
+fn deflate_target(workload: &str, library: &str, iterations: u64) -> Result<(), String> {
+    let variant =
+        Variant::from_name(library).ok_or_else(|| format!("unknown deflate variant {library}"))?;
+    let (direction, tag) = workload
+        .strip_prefix("deflate_")
+        .and_then(|rest| rest.split_once('_'))
+        .ok_or_else(|| format!("unknown workload {workload}"))?;
+    let len = ws_deflate::SIZES
+        .iter()
+        .find_map(|&(len, t)| (t == tag).then_some(len))
+        .ok_or_else(|| format!("unknown workload {workload}"))?;
+    let messages = ws_deflate::messages(len);
+    match direction {
+        "compress" => {
+            let mut compressor = Compressor::primed(variant, &messages);
+            for _ in 0..iterations {
+                black_box(compressor.compress());
+            }
+        }
+        "decompress" => {
+            let (prime, steady) = ws_deflate::record(variant, &messages);
+            let (mut decompressor, _) = Decompressor::new(variant, &prime, steady);
+            for _ in 0..iterations {
+                black_box(decompressor.decompress());
+            }
+        }
+        _ => return Err(format!("unknown workload {workload}")),
     }
     Ok(())
 }

@@ -21,6 +21,7 @@ mod harness;
 mod report;
 mod spsc;
 mod wire;
+mod ws_deflate;
 mod ws_encode;
 mod ws_loopback;
 mod ws_parse;
@@ -46,7 +47,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Suite {
-    /// WebSocket: in-memory parse and encode, masking, loopback TCP.
+    /// WebSocket: in-memory parse and encode, masking, permessage-deflate, loopback TCP.
     Ws(Options),
     /// SPSC queue and channel: ping-pong round trip and one-way throughput.
     Spsc(Options),
@@ -150,7 +151,7 @@ fn run_suite(suite: &str, options: &Options) {
         (Plan::FULL, options.rounds.max(1))
     };
     let steps = match suite {
-        "ws" => ws_parse::STEPS + ws_encode::STEPS + ws_loopback::STEPS,
+        "ws" => ws_parse::STEPS + ws_encode::STEPS + ws_deflate::STEPS + ws_loopback::STEPS,
         _ => spsc::STEPS,
     } * rounds as u64;
     let progress = ProgressBar::new(steps);
@@ -172,6 +173,7 @@ fn run_suite(suite: &str, options: &Options) {
         "ws" => {
             tables.extend(ws_parse::run(&ctx));
             tables.extend(ws_encode::run(&ctx));
+            tables.extend(ws_deflate::run(&ctx));
             if !options.no_loopback {
                 tables.extend(ws_loopback::run(&ctx));
             }

@@ -7,6 +7,7 @@
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
+use tickwire_codec::deflate::DeflateConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Bounds every blocking read on a client socket, so a dead server fails the run instead of
@@ -43,6 +44,22 @@ pub(super) fn tickwire(addr: SocketAddr) -> tickwire::WebSocket<TcpStream> {
     tickwire::ClientBuilder::new()
         .nodelay(true)
         .read_timeout(Some(READ_TIMEOUT))
+        .connect(&url(addr))
+        .unwrap_or_else(|e| panic!("tickwire: connect to {addr}: {e}"))
+}
+
+/// A tickwire client offering permessage-deflate with `config`, or offering nothing.
+pub(super) fn tickwire_deflate(
+    addr: SocketAddr,
+    deflate: Option<DeflateConfig>,
+) -> tickwire::WebSocket<TcpStream> {
+    let mut builder = tickwire::ClientBuilder::new()
+        .nodelay(true)
+        .read_timeout(Some(READ_TIMEOUT));
+    if let Some(config) = deflate {
+        builder = builder.deflate(config);
+    }
+    builder
         .connect(&url(addr))
         .unwrap_or_else(|e| panic!("tickwire: connect to {addr}: {e}"))
 }

@@ -1,15 +1,17 @@
 //! Loopback TCP workloads: one WebSocket connection over 127.0.0.1 per client library, 128 B
 //! text messages, against a plain TCP stream carrying the same bytes (the kernel floor).
 //!
-//! This module owns the two loopback tables: `loopback_rtt` (one message out, its echo back,
-//! one sample per round trip) and `loopback_stream` (one-way throughput of pre-encoded frames
-//! into each client). It owns the servers those workloads talk to and the client side of each
+//! This module owns the loopback tables: `loopback_rtt` (one message out, its echo back, one
+//! sample per round trip), `loopback_stream` (one-way throughput of pre-encoded frames into
+//! each client) and `loopback_deflate_*` (a tickwire feed with permessage-deflate on and off,
+//! `deflate.rs`). It owns the servers those workloads talk to and the client side of each
 //! library. It does not own the timing primitives ([`crate::harness`]), the frame bytes
 //! ([`crate::wire`]) nor how results are shown ([`crate::report`]).
 //!
 //! Fairness rules every workload here keeps:
 //! - only the client library differs: every WebSocket client talks to the same tickwire
-//!   server, and the raw TCP floor moves the same bytes with no WebSocket code at all;
+//!   server, and the raw TCP floor moves the same bytes with no WebSocket code at all (in the
+//!   deflate workloads only whether permessage-deflate is negotiated differs);
 //! - TCP_NODELAY on every socket, one connection per library per round, libraries interleaved
 //!   within each round so slow drift of the machine spreads over all of them;
 //! - each client uses its fastest public API that a real user would write (the per-library
@@ -18,6 +20,7 @@
 //!   one `block_on`, so the runtime's entry cost is not charged per operation.
 
 mod connect;
+mod deflate;
 mod round_trip;
 mod servers;
 mod stream;
@@ -27,8 +30,9 @@ use crate::harness::{self, Plan};
 use crate::report::{Row, Table};
 use crate::wire;
 
-/// Progress steps per round: one per library in each of the two workloads.
-pub const STEPS: u64 = 2 * Library::ALL.len() as u64;
+/// Progress steps per round: one per library in each of the two peer workloads, and both
+/// rows of each deflate workload.
+pub const STEPS: u64 = 2 * Library::ALL.len() as u64 + 2 * deflate::WORKLOADS.len() as u64;
 
 /// Payload size of every message, in bytes.
 const PAYLOAD_LEN: usize = 128;
@@ -52,6 +56,11 @@ pub fn run(ctx: &Ctx) -> Vec<Table> {
     }
     if ctx.selected("loopback_stream") {
         tables.push(stream_table(ctx, &payload));
+    }
+    for (id, len) in deflate::WORKLOADS {
+        if ctx.selected(id) {
+            tables.push(deflate::table(ctx, id, len));
+        }
     }
     tables
 }

@@ -12,6 +12,7 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use tickwire::Message;
+use tickwire_codec::deflate::DeflateConfig;
 
 use crate::harness;
 
@@ -19,13 +20,13 @@ use crate::harness;
 /// client that failed cannot leave a server thread behind forever.
 const IDLE_LIMIT: Duration = Duration::from_secs(30);
 
-/// A server thread serving one connection.
-pub(super) struct Server {
+/// A server thread serving one connection; `T` is what it reports when it ends.
+pub(super) struct Server<T = ()> {
     addr: SocketAddr,
-    thread: JoinHandle<()>,
+    thread: JoinHandle<T>,
 }
 
-impl Server {
+impl<T> Server<T> {
     /// Where the client connects.
     pub(super) fn addr(&self) -> SocketAddr {
         self.addr
@@ -33,10 +34,10 @@ impl Server {
 
     /// Waits for the server thread to end: call after the client connection is dropped (the
     /// server ends on the client's EOF). Panics if the server thread panicked.
-    pub(super) fn join(self) {
+    pub(super) fn join(self) -> T {
         self.thread
             .join()
-            .expect("a loopback server thread panicked");
+            .expect("a loopback server thread panicked")
     }
 }
 
@@ -124,9 +125,70 @@ pub(super) fn stream_sender(
     })
 }
 
+/// Bytes a feed server queues before it writes them: large writes, as a publisher that keeps
+/// up with its socket makes, the same for plain and compressed messages.
+const FEED_FLUSH_AT: usize = 64 << 10;
+
+/// A tickwire server that, once `go` fires, sends `count` text messages, cycling through
+/// `messages`, through its own send path (`send_text`, compressing when `deflate` is given and
+/// the client accepted it), writing whenever [`FEED_FLUSH_AT`] bytes are queued; then waits
+/// for the client to hang up. Reports the bytes it wrote after the handshake.
+pub(super) fn tickwire_feed(
+    peer_core: usize,
+    messages: Arc<[String]>,
+    count: usize,
+    deflate: Option<DeflateConfig>,
+    go: Receiver<()>,
+) -> Server<u64> {
+    spawn("tickwire-feed", peer_core, move |stream| {
+        let mut builder = tickwire::ServerBuilder::new().nodelay(true);
+        if let Some(config) = deflate.clone() {
+            builder = builder.deflate(config);
+        }
+        let mut ws = builder.accept(stream).expect("feed server: handshake");
+        assert_eq!(
+            ws.deflate().is_some(),
+            deflate.is_some(),
+            "feed server: permessage-deflate negotiated other than asked"
+        );
+        if go.recv_timeout(IDLE_LIMIT).is_err() {
+            return 0;
+        }
+        let mut written = 0u64;
+        for text in messages.iter().cycle().take(count) {
+            // A failure means the client gave up, which its own side reports.
+            if ws.send_text(text).is_err() {
+                return written;
+            }
+            let queued = ws.sender().queued();
+            if queued >= FEED_FLUSH_AT {
+                if ws.flush().is_err() {
+                    return written;
+                }
+                written += queued as u64;
+            }
+        }
+        let queued = ws.sender().queued();
+        if ws.flush().is_err() {
+            return written;
+        }
+        written += queued as u64;
+        // Stay connected until the client is done, so closing here never races its reads.
+        let socket = ws.stream_mut();
+        let _ = socket.set_read_timeout(Some(IDLE_LIMIT));
+        let mut sink = [0u8; 1024];
+        while matches!(socket.read(&mut sink), Ok(n) if n > 0) {}
+        written
+    })
+}
+
 /// Binds 127.0.0.1:0 and runs `serve` on the one accepted connection (TCP_NODELAY on), on a
 /// thread pinned to `peer_core`.
-fn spawn(name: &str, peer_core: usize, serve: impl FnOnce(TcpStream) + Send + 'static) -> Server {
+fn spawn<T: Send + 'static>(
+    name: &str,
+    peer_core: usize,
+    serve: impl FnOnce(TcpStream) -> T + Send + 'static,
+) -> Server<T> {
     let listener =
         TcpListener::bind("127.0.0.1:0").expect("bind a loopback listener on 127.0.0.1:0");
     let addr = listener
@@ -142,7 +204,7 @@ fn spawn(name: &str, peer_core: usize, serve: impl FnOnce(TcpStream) + Send + 's
             stream
                 .set_nodelay(true)
                 .expect("set TCP_NODELAY on the server socket");
-            serve(stream);
+            serve(stream)
         })
         .expect("spawn a loopback server thread");
     Server { addr, thread }
