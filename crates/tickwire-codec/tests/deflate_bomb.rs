@@ -5,9 +5,7 @@
 //! A tracking global allocator measures the peak of live heap bytes for this test binary
 //! only; the binary has its own `main` so libtest's threads do not allocate meanwhile.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use tickwire_codec::buf::WriteBuf;
@@ -16,44 +14,11 @@ use tickwire_codec::ws::{
     CloseCode, Config, Connection, Error, Event, FrameWriter, Limits, MaskSource, OpCode, Role,
 };
 
-struct Tracking;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded unchanged to the system allocator; the counters only
-// observe sizes.
-unsafe impl GlobalAlloc for Tracking {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let ptr = unsafe { System.alloc(layout) };
-        if !ptr.is_null() {
-            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        ptr
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let new = unsafe { System.realloc(ptr, layout, new_size) };
-        if !new.is_null() {
-            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-            let live = LIVE.fetch_add(new_size, Ordering::Relaxed) + new_size;
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        new
-    }
-}
+#[path = "support/tracking.rs"]
+mod tracking;
 
 #[global_allocator]
-static GLOBAL: Tracking = Tracking;
+static GLOBAL: tracking::Tracking = tracking::Tracking;
 
 const BOMB: usize = 10_000_000;
 const LIMIT: usize = 1 << 20;
@@ -96,10 +61,10 @@ fn main() {
     conn.set_extension(Box::new(decoder), Box::new(encoder));
     conn.feed(&frame, now);
 
-    let before = LIVE.load(Ordering::Relaxed);
-    PEAK.store(before, Ordering::Relaxed);
+    let before = tracking::live();
+    tracking::reset_peak();
     let result = conn.poll().map(|event| matches!(event, Event::NeedMore));
-    let peak = PEAK.load(Ordering::Relaxed) - before;
+    let peak = tracking::peak() - before;
 
     assert_eq!(result, Err(Error::MessageTooLarge { limit: LIMIT }));
     // The inflated bytes are capped at limit + 1; the inflater's own state is ~40 KiB.

@@ -6,52 +6,18 @@
 //! A tracking global allocator counts live bytes for this binary only; it has its own `main`
 //! so libtest's threads do not allocate meanwhile.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PerMessageDeflate};
 use tickwire_codec::ws::{FrameReader, FrameWriter, Limits, MaskSource, ReadEvent, Role};
 
-struct Tracking;
+#[path = "support/tracking.rs"]
+#[expect(dead_code, reason = "the peak counters serve deflate_bomb")]
+mod tracking;
 
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded unchanged to the system allocator; the counter only
-// observes sizes.
-unsafe impl GlobalAlloc for Tracking {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let ptr = unsafe { System.alloc(layout) };
-        if !ptr.is_null() {
-            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
-        }
-        ptr
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let new = unsafe { System.realloc(ptr, layout, new_size) };
-        if !new.is_null() {
-            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-            LIVE.fetch_add(new_size, Ordering::Relaxed);
-        }
-        new
-    }
-}
+use tracking::live;
 
 #[global_allocator]
-static GLOBAL: Tracking = Tracking;
-
-fn live() -> usize {
-    LIVE.load(Ordering::Relaxed)
-}
+static GLOBAL: tracking::Tracking = tracking::Tracking;
 
 fn message(i: usize) -> String {
     format!(

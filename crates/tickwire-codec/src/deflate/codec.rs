@@ -10,7 +10,7 @@
 //! between messages, and each message is compressed in one call, so such encoders share one
 //! compressor per thread and configuration (about 370 KiB at 15 window bits, which a
 //! fan-out server would otherwise hold per connection). Decoders keep their own inflater
-//! (about 47 KiB): a fragmented message spans several calls, interleaved with other
+//! (about 51 KiB): a fragmented message spans several calls, interleaved with other
 //! connections' on the same thread.
 
 use std::cell::RefCell;
@@ -165,7 +165,18 @@ impl Extension for DeflateEncoder {
     }
 
     fn accept_prepared(&mut self, window_bits: u8) -> Option<u8> {
-        self.prepared(window_bits)
+        // A prepared message is a fresh deflate stream, which
+        // the peer's inflater accepts at any point; it fits if its window is no larger than the
+        // one negotiated for our side. Our own compressor never saw its bytes, so with context
+        // takeover it starts a fresh stream too (its back-references would otherwise point at
+        // the wrong distances in the peer's window).
+        if window_bits > self.window_bits {
+            return None;
+        }
+        if let Some(compressor) = self.compressor.as_mut() {
+            compressor.reset();
+        }
+        Some(RSV1)
     }
 
     fn encode(
@@ -197,23 +208,6 @@ impl Extension for DeflateEncoder {
         let result = self.compress_with(&mut compressor, payload, out, compression);
         self.compressor = Some(compressor);
         result
-    }
-}
-
-impl DeflateEncoder {
-    /// See [`Extension::accept_prepared`]: a prepared message is a fresh deflate stream, which
-    /// the peer's inflater accepts at any point; it fits if its window is no larger than the
-    /// one negotiated for our side. Our own compressor never saw its bytes, so with context
-    /// takeover it starts a fresh stream too (its back-references would otherwise point at
-    /// the wrong distances in the peer's window).
-    fn prepared(&mut self, window_bits: u8) -> Option<u8> {
-        if window_bits > self.window_bits {
-            return None;
-        }
-        if let Some(compressor) = self.compressor.as_mut() {
-            compressor.reset();
-        }
-        Some(RSV1)
     }
 }
 

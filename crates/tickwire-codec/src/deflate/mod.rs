@@ -30,6 +30,8 @@ mod negotiate;
 mod prepared;
 
 #[cfg(test)]
+mod negotiate_tests;
+#[cfg(test)]
 mod tests;
 
 pub use codec::{DeflateDecoder, DeflateEncoder, PerMessageDeflate};
