@@ -1,0 +1,315 @@
+//! [`TlsCodec`]: a sans-IO TLS connection (client or server) over rustls.
+//!
+//! Ciphertext goes in through [`TlsCodec::read_tls`] (from a slice) or
+//! [`TlsCodec::read_tls_from`] (from any reader, straight into rustls's record buffer, where the
+//! record is decrypted in place). Plaintext comes out through [`TlsCodec::read_plaintext`] into
+//! the caller's buffer (the protocol reader's spare space), the one copy the buffered rustls
+//! API makes. Outgoing plaintext is encrypted into records by
+//! [`TlsCodec::write_plaintext`] and leaves through [`TlsCodec::write_tls`] /
+//! [`TlsCodec::write_tls_to`].
+
+use std::io::{self, Read, Write};
+
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::{Connection, HandshakeKind, ProtocolVersion};
+
+use crate::{ClientTlsConfig, ServerTlsConfig, TlsError};
+
+/// What [`TlsCodec::read_plaintext`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plaintext {
+    /// This many plaintext bytes were copied out.
+    Data(usize),
+    /// No plaintext is buffered: feed more ciphertext.
+    NeedMore,
+    /// The peer sent close_notify: no more data will come (a clean end of stream).
+    CloseNotify,
+    /// The transport ended at a record boundary without close_notify. A protocol with its
+    /// own end marker (a WebSocket close, a Content-Length) can accept this; a body read until
+    /// close cannot tell it from truncation.
+    Eof,
+}
+
+/// The negotiated protocol version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TlsVersion {
+    /// TLS 1.2 (RFC 5246).
+    Tls12,
+    /// TLS 1.3 (RFC 8446).
+    Tls13,
+}
+
+/// A TLS connection as a state machine: bytes in, bytes out, no I/O of its own.
+#[derive(Debug)]
+pub struct TlsCodec {
+    conn: Connection,
+    records: RecordTracker,
+    /// The first fatal error, returned again by every later call.
+    failed: Option<TlsError>,
+    eof: bool,
+}
+
+impl TlsCodec {
+    /// A client connection to `host`: a DNS name (sent as SNI and checked against the
+    /// certificate) or an IP address (checked against the certificate's IP SANs; no SNI is
+    /// sent, RFC 6066 §3). Brackets around an IPv6 address are accepted.
+    pub fn client(config: &ClientTlsConfig, host: &str) -> Result<Self, TlsError> {
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let name = ServerName::try_from(host.to_owned())
+            .map_err(|_| TlsError::InvalidServerName(host.to_owned()))?;
+        let conn = rustls::ClientConnection::new(config.rustls().clone(), name)
+            .map_err(TlsError::from_rustls)?;
+        Ok(Self::new(Connection::Client(conn)))
+    }
+
+    /// A server connection.
+    pub fn server(config: &ServerTlsConfig) -> Result<Self, TlsError> {
+        let conn = rustls::ServerConnection::new(config.rustls().clone())
+            .map_err(TlsError::from_rustls)?;
+        Ok(Self::new(Connection::Server(conn)))
+    }
+
+    fn new(conn: Connection) -> Self {
+        Self {
+            conn,
+            records: RecordTracker::default(),
+            failed: None,
+            eof: false,
+        }
+    }
+
+    /// True until the handshake completes.
+    pub fn is_handshaking(&self) -> bool {
+        self.conn.is_handshaking()
+    }
+
+    /// True when ciphertext (handshake messages, records, alerts) waits to be written.
+    pub fn wants_write(&self) -> bool {
+        self.conn.wants_write()
+    }
+
+    /// Feeds ciphertext and processes the complete records in it; returns how many bytes were
+    /// taken (all of them unless rustls's buffer is full: call again after reading
+    /// plaintext). A handshake or protocol failure is returned here, and the alert rustls
+    /// queued for the peer is ready in [`write_tls`](Self::write_tls).
+    pub fn read_tls(&mut self, mut ciphertext: &[u8]) -> Result<usize, TlsError> {
+        let before = ciphertext.len();
+        match self.read_tls_from(&mut ciphertext) {
+            Ok(_) => Ok(before - ciphertext.len()),
+            Err(e) => Err(TlsError::from_io(&e)
+                .cloned()
+                .unwrap_or_else(|| TlsError::Protocol(e.to_string()))),
+        }
+    }
+
+    /// Reads ciphertext from `reader` (one `read` call) straight into rustls's buffer and
+    /// processes it. `Ok(0)` is end of stream: an error when it falls inside a record or the
+    /// handshake. TLS failures come back as `io::Error`s that [`TlsError::from_io`] unwraps.
+    pub fn read_tls_from<R: Read>(&mut self, reader: &mut R) -> io::Result<usize> {
+        if let Some(error) = &self.failed {
+            return Err(error.clone().into_io());
+        }
+        let mut tap = Tap {
+            inner: reader,
+            records: &mut self.records,
+            not_tls: false,
+        };
+        let n = self.conn.read_tls(&mut tap)?;
+        if tap.not_tls {
+            return Err(self.fail(TlsError::NotTls));
+        }
+        if n == 0 {
+            self.eof = true;
+            if self.records.mid_record() {
+                return Err(self.fail(TlsError::TruncatedRecord));
+            }
+            if self.conn.is_handshaking() {
+                return Err(self.fail(TlsError::HandshakeEof));
+            }
+            return Ok(0);
+        }
+        if let Err(error) = self.conn.process_new_packets() {
+            return Err(self.fail(TlsError::from_rustls(error)));
+        }
+        Ok(n)
+    }
+
+    fn fail(&mut self, error: TlsError) -> io::Error {
+        self.failed = Some(error.clone());
+        error.into_io()
+    }
+
+    /// The first fatal error, if the connection failed.
+    pub fn error(&self) -> Option<&TlsError> {
+        self.failed.as_ref()
+    }
+
+    /// Copies decrypted application data into `out`.
+    pub fn read_plaintext(&mut self, out: &mut [u8]) -> Result<Plaintext, TlsError> {
+        if out.is_empty() {
+            return Ok(Plaintext::NeedMore);
+        }
+        match self.conn.reader().read(out) {
+            Ok(0) => Ok(Plaintext::CloseNotify),
+            Ok(n) => Ok(Plaintext::Data(n)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if self.eof {
+                    Ok(Plaintext::Eof)
+                } else {
+                    Ok(Plaintext::NeedMore)
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(Plaintext::Eof),
+            Err(e) => Err(TlsError::Protocol(e.to_string())),
+        }
+    }
+
+    /// Encrypts application data into records queued for [`write_tls`](Self::write_tls).
+    /// Before the handshake completes the plaintext is buffered. Returns how much was taken:
+    /// less than `data.len()` when the outgoing buffer limit is reached (write the queued
+    /// ciphertext, then call again).
+    pub fn write_plaintext(&mut self, data: &[u8]) -> Result<usize, TlsError> {
+        if let Some(error) = &self.failed {
+            return Err(error.clone());
+        }
+        self.conn
+            .writer()
+            .write(data)
+            .map_err(|e| TlsError::Protocol(e.to_string()))
+    }
+
+    /// Moves queued ciphertext into `out`; returns the bytes written.
+    pub fn write_tls(&mut self, mut out: &mut [u8]) -> usize {
+        let before = out.len();
+        while self.conn.wants_write() && !out.is_empty() {
+            if self.conn.write_tls(&mut out).is_err() {
+                break;
+            }
+        }
+        before - out.len()
+    }
+
+    /// Writes queued ciphertext to `writer` (one vectored write); returns the bytes written.
+    pub fn write_tls_to<W: Write>(&mut self, writer: &mut W) -> io::Result<usize> {
+        self.conn.write_tls(writer)
+    }
+
+    /// Queues close_notify: the peer learns that no more data follows.
+    pub fn send_close_notify(&mut self) {
+        self.conn.send_close_notify();
+    }
+
+    /// Limits the ciphertext queued by [`write_plaintext`](Self::write_plaintext) (default
+    /// 64 KiB; `None` lifts the limit).
+    pub fn set_buffer_limit(&mut self, limit: Option<usize>) {
+        self.conn.set_buffer_limit(limit);
+    }
+
+    /// The ALPN protocol both sides agreed on.
+    pub fn alpn_protocol(&self) -> Option<&[u8]> {
+        self.conn.alpn_protocol()
+    }
+
+    /// The negotiated protocol version, once known.
+    pub fn protocol_version(&self) -> Option<TlsVersion> {
+        match self.conn.protocol_version()? {
+            ProtocolVersion::TLSv1_2 => Some(TlsVersion::Tls12),
+            ProtocolVersion::TLSv1_3 => Some(TlsVersion::Tls13),
+            _ => None,
+        }
+    }
+
+    /// The negotiated cipher suite's IANA name (`TLS13_AES_128_GCM_SHA256`).
+    pub fn cipher_suite(&self) -> Option<String> {
+        self.conn
+            .negotiated_cipher_suite()
+            .map(|suite| format!("{:?}", suite.suite()))
+    }
+
+    /// True when the handshake resumed an earlier session.
+    pub fn is_resumed(&self) -> bool {
+        self.conn.handshake_kind() == Some(HandshakeKind::Resumed)
+    }
+
+    /// The peer's certificate chain (leaf first), once received. On a server, the client's
+    /// certificate under mutual TLS.
+    pub fn peer_certificates(&self) -> Option<&[CertificateDer<'static>]> {
+        self.conn.peer_certificates()
+    }
+
+    /// True for the server side of a connection.
+    pub fn is_server(&self) -> bool {
+        matches!(self.conn, Connection::Server(_))
+    }
+
+    /// The SNI the client sent (server side).
+    pub fn server_name(&self) -> Option<&str> {
+        match &self.conn {
+            Connection::Server(conn) => conn.server_name(),
+            Connection::Client(_) => None,
+        }
+    }
+}
+
+/// Follows TLS record boundaries in the incoming bytes (5-byte headers, RFC 8446 §5.1), so an
+/// end of stream inside a record is told apart from one between records, and a peer that
+/// speaks plaintext is recognised by its first byte.
+#[derive(Debug, Default)]
+struct RecordTracker {
+    /// Header bytes of the record being read, and how many of them arrived.
+    header: [u8; 5],
+    header_len: u8,
+    /// Body bytes still to come of the current record.
+    body_left: usize,
+}
+
+impl RecordTracker {
+    /// Follows `bytes`; false when a record header is not TLS.
+    fn observe(&mut self, mut bytes: &[u8]) -> bool {
+        while !bytes.is_empty() {
+            if self.body_left > 0 {
+                let take = self.body_left.min(bytes.len());
+                self.body_left -= take;
+                bytes = &bytes[take..];
+                continue;
+            }
+            let want = 5 - self.header_len as usize;
+            let take = want.min(bytes.len());
+            self.header[self.header_len as usize..][..take].copy_from_slice(&bytes[..take]);
+            self.header_len += take as u8;
+            bytes = &bytes[take..];
+            // Content types 20..=24 (change_cipher_spec .. heartbeat) and major version 3.
+            if !(20..=24).contains(&self.header[0]) || (self.header_len >= 2 && self.header[1] != 3)
+            {
+                return false;
+            }
+            if self.header_len == 5 {
+                self.body_left = u16::from_be_bytes([self.header[3], self.header[4]]) as usize;
+                self.header_len = 0;
+            }
+        }
+        true
+    }
+
+    fn mid_record(&self) -> bool {
+        self.header_len > 0 || self.body_left > 0
+    }
+}
+
+/// A reader that shows the record tracker every byte read through it (no copy).
+struct Tap<'a, R> {
+    inner: &'a mut R,
+    records: &'a mut RecordTracker,
+    not_tls: bool,
+}
+
+impl<R: Read> Read for Tap<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if !self.records.observe(&buf[..n]) {
+            self.not_tls = true;
+        }
+        Ok(n)
+    }
+}
