@@ -40,7 +40,7 @@ pub(super) fn raw(addr: SocketAddr) -> TcpStream {
 }
 
 /// A tickwire client (its builder turns TCP_NODELAY on by default).
-pub(super) fn tickwire(addr: SocketAddr) -> tickwire::WebSocket<TcpStream> {
+pub(super) fn tickwire(addr: SocketAddr) -> tickwire::WebSocket<tickwire::MaybeTlsStream> {
     tickwire::ClientBuilder::new()
         .nodelay(true)
         .read_timeout(Some(READ_TIMEOUT))
@@ -52,7 +52,7 @@ pub(super) fn tickwire(addr: SocketAddr) -> tickwire::WebSocket<TcpStream> {
 pub(super) fn tickwire_deflate(
     addr: SocketAddr,
     deflate: Option<DeflateConfig>,
-) -> tickwire::WebSocket<TcpStream> {
+) -> tickwire::WebSocket<tickwire::MaybeTlsStream> {
     let mut builder = tickwire::ClientBuilder::new()
         .nodelay(true)
         .read_timeout(Some(READ_TIMEOUT));

@@ -121,6 +121,7 @@ fn measure(
     go.send(())
         .expect("tickwire: the feed server ended before the start");
     ws.stream()
+        .tcp()
         .peek(&mut [0u8; 1])
         .expect("tickwire: wait for the first byte");
     let started = Instant::now();

@@ -84,6 +84,7 @@ fn tickwire(addr: SocketAddr, go: SyncSender<()>, messages: usize) -> Duration {
     let mut ws = connect::tickwire(addr);
     start(&go, "tickwire");
     ws.stream()
+        .tcp()
         .peek(&mut [0u8; 1])
         .expect("tickwire: wait for the first byte");
     receive_all("tickwire", messages, || {

@@ -1,6 +1,6 @@
 //! The blocking client: URL to an open [`WebSocket`] over TCP.
 
-use std::io::{ErrorKind, Write};
+use std::io::ErrorKind;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
@@ -8,10 +8,16 @@ use tickwire_codec::deflate::DeflateConfig;
 use tickwire_codec::handshake::{ClientHandshake, ClientRequest, HandshakeError};
 use tickwire_codec::ws::{Config, Connection, Limits, MaskSource, Role};
 
-use crate::{Error, WebSocket};
+#[cfg(feature = "tls")]
+use tickwire_tls::{ClientTlsConfig, TlsCodec};
 
-/// Connects to `url` (`ws://host[:port]/path?query`) with the default [`ClientBuilder`].
-pub fn connect(url: &str) -> Result<WebSocket<TcpStream>, Error> {
+#[cfg(feature = "tls")]
+use crate::TlsStream;
+use crate::{Error, MaybeTlsStream, Stream, WebSocket};
+
+/// Connects to `url` (`ws://` or `wss://host[:port]/path?query`) with the default
+/// [`ClientBuilder`].
+pub fn connect(url: &str) -> Result<WebSocket<MaybeTlsStream>, Error> {
     ClientBuilder::new().connect(url)
 }
 
@@ -29,6 +35,8 @@ pub struct ClientBuilder {
     write_timeout: Option<Duration>,
     mask: Option<MaskSource>,
     deflate: Option<DeflateConfig>,
+    #[cfg(feature = "tls")]
+    tls: Option<ClientTlsConfig>,
 }
 
 impl Default for ClientBuilder {
@@ -50,6 +58,8 @@ impl ClientBuilder {
             write_timeout: None,
             mask: None,
             deflate: None,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 
@@ -145,44 +155,97 @@ impl ClientBuilder {
         self
     }
 
-    /// Connects over TCP and performs the opening handshake.
-    pub fn connect(self, url: &str) -> Result<WebSocket<TcpStream>, Error> {
+    /// Uses this TLS configuration for `wss://` (default:
+    /// [`ClientTlsConfig::shared_default`], Mozilla's roots with session resumption).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, config: ClientTlsConfig) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// Connects over TCP (and TLS for `wss://`) and performs the opening handshake. The
+    /// handshake timeout bounds the TLS and WebSocket handshakes together.
+    pub fn connect(self, url: &str) -> Result<WebSocket<MaybeTlsStream>, Error> {
         let parsed = url::Url::parse(url).map_err(|e| Error::InvalidUrl(e.to_string()))?;
-        match parsed.scheme() {
-            "ws" => {}
-            "wss" => return Err(Error::UnsupportedScheme("wss".into())),
+        let secure = match parsed.scheme() {
+            "ws" => false,
+            "wss" => true,
             other => {
                 return Err(Error::InvalidUrl(format!(
                     "scheme {other}:// is not ws:// or wss://"
                 )));
             }
-        }
+        };
         let host = parsed
             .host_str()
             .ok_or_else(|| Error::InvalidUrl("no host".into()))?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
-        let port = parsed.port_or_known_default().unwrap_or(80);
-        let stream = self.tcp_connect(host, port)?;
-        self.handshake(stream, &parsed)
+        let port = parsed
+            .port_or_known_default()
+            .unwrap_or(if secure { 443 } else { 80 });
+        let tcp = self.tcp_connect(host, port)?;
+        tcp.set_nodelay(self.nodelay)?;
+        let deadline = Instant::now() + self.handshake_timeout;
+        let stream = if secure {
+            self.tls_connect(tcp, host, deadline)?
+        } else {
+            MaybeTlsStream::Plain(tcp)
+        };
+        self.upgrade(stream, &parsed, deadline)
     }
 
-    /// Performs the opening handshake over an already connected stream (for a stream this
-    /// crate did not open). Socket options are the caller's.
-    pub fn handshake(
+    #[cfg(feature = "tls")]
+    fn tls_connect(
+        &self,
+        tcp: TcpStream,
+        host: &str,
+        deadline: Instant,
+    ) -> Result<MaybeTlsStream, Error> {
+        let config = self
+            .tls
+            .clone()
+            .unwrap_or_else(ClientTlsConfig::shared_default);
+        let codec = TlsCodec::client(&config, host)?;
+        let mut stream = TlsStream::new(tcp, codec);
+        stream.handshake(deadline)?;
+        Ok(MaybeTlsStream::Tls(Box::new(stream)))
+    }
+
+    #[cfg(not(feature = "tls"))]
+    fn tls_connect(
+        &self,
+        _tcp: TcpStream,
+        _host: &str,
+        _deadline: Instant,
+    ) -> Result<MaybeTlsStream, Error> {
+        Err(Error::UnsupportedScheme("wss".into()))
+    }
+
+    /// Performs the opening handshake over an already connected stream (TCP, TLS, or a
+    /// stream this crate did not open), within the handshake timeout. Socket options are the
+    /// caller's.
+    pub fn handshake<S: Stream>(self, stream: S, url: &url::Url) -> Result<WebSocket<S>, Error> {
+        let deadline = Instant::now() + self.handshake_timeout;
+        self.upgrade(stream, url, deadline)
+    }
+
+    fn upgrade<S: Stream>(
         mut self,
-        mut stream: TcpStream,
+        mut stream: S,
         url: &url::Url,
-    ) -> Result<WebSocket<TcpStream>, Error> {
-        stream.set_nodelay(self.nodelay)?;
-        stream.set_write_timeout(self.write_timeout)?;
+        deadline: Instant,
+    ) -> Result<WebSocket<S>, Error> {
         let mut mask = self.mask.take().unwrap_or_default();
         let key = random_key(&mut mask);
         if let Some(deflate) = &self.deflate {
             self.request.extensions.push(deflate.offer());
         }
         let handshake = ClientHandshake::new(url, &self.request, key)?;
-        let deadline = Instant::now() + self.handshake_timeout;
-        stream.set_write_timeout(Some(self.handshake_timeout))?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::HandshakeTimeout);
+        }
+        stream.set_write_timeout(Some(left))?;
         stream.write_all(handshake.request_bytes())?;
         let (accepted, consumed, received) =
             crate::head::read_head(&mut stream, deadline, |bytes| {

@@ -23,8 +23,12 @@ pub enum Error {
     Rejected(u16),
     /// The URL could not be parsed or names no host.
     InvalidUrl(String),
-    /// The URL scheme is not supported by this build (`wss://` needs the TLS transport).
+    /// The URL scheme is not supported by this build (`wss://` needs the `tls` feature).
     UnsupportedScheme(String),
+    /// TLS failed: an untrusted or expired certificate, a host name mismatch, an alert from
+    /// the peer, a truncated record, plaintext from the peer. The connection is finished.
+    #[cfg(feature = "tls")]
+    Tls(tickwire_tls::TlsError),
     /// The opening handshake did not complete within the handshake timeout.
     HandshakeTimeout,
     /// The close handshake completed: no more messages will arrive (end of stream).
@@ -55,6 +59,8 @@ impl fmt::Display for Error {
             Self::UnsupportedScheme(scheme) => {
                 write!(f, "unsupported URL scheme {scheme}:// in this build")
             }
+            #[cfg(feature = "tls")]
+            Self::Tls(e) => write!(f, "TLS: {e}"),
             Self::HandshakeTimeout => f.write_str("handshake timed out"),
             Self::ConnectionClosed => f.write_str("connection closed"),
             Self::UnexpectedEof => f.write_str("peer closed the connection without a close frame"),
@@ -68,14 +74,29 @@ impl std::error::Error for Error {
             Self::Io(e) => Some(e),
             Self::Protocol(e) => Some(e),
             Self::Handshake(e) => Some(e),
+            #[cfg(feature = "tls")]
+            Self::Tls(e) => Some(e),
             _ => None,
         }
     }
 }
 
 impl From<io::Error> for Error {
+    /// A TLS failure travels through `Read` / `Write` inside an `io::Error`; it comes back
+    /// out here as [`Error::Tls`].
     fn from(e: io::Error) -> Self {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = tickwire_tls::TlsError::from_io(&e) {
+            return Self::Tls(tls.clone());
+        }
         Self::Io(e)
+    }
+}
+
+#[cfg(feature = "tls")]
+impl From<tickwire_tls::TlsError> for Error {
+    fn from(e: tickwire_tls::TlsError) -> Self {
+        Self::Tls(e)
     }
 }
 

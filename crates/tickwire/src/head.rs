@@ -1,19 +1,18 @@
 //! Reading an HTTP head (the upgrade request or its response) off a blocking socket, within
 //! the handshake deadline.
 
-use std::io::{ErrorKind, Read};
-use std::net::TcpStream;
+use std::io::ErrorKind;
 use std::time::Instant;
 
 use tickwire_codec::handshake::HandshakeError;
 
-use crate::Error;
+use crate::{Error, Stream};
 
 /// Reads until `parse` finds a complete head at the start of the bytes read; returns what it
 /// parsed, the head's length and every byte read (the rest belongs to the frame reader).
 /// `parse` enforces the head size limit on partial input.
-pub(crate) fn read_head<T>(
-    stream: &mut TcpStream,
+pub(crate) fn read_head<T, S: Stream>(
+    stream: &mut S,
     deadline: Instant,
     mut parse: impl FnMut(&[u8]) -> Result<Option<(T, usize)>, HandshakeError>,
 ) -> Result<(T, usize, Vec<u8>), Error> {
@@ -35,7 +34,7 @@ pub(crate) fn read_head<T>(
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 return Err(Error::HandshakeTimeout);
             }
-            Err(e) => return Err(Error::Io(e)),
+            Err(e) => return Err(Error::from(e)),
         }
     }
 }

@@ -31,14 +31,24 @@ mod error;
 mod head;
 mod server;
 mod stream;
+#[cfg(feature = "tls")]
+mod tls;
 mod websocket;
 
 pub use client::{ClientBuilder, connect};
 pub use error::Error;
 pub use server::{ServerBuilder, accept};
-pub use stream::Stream;
+pub use stream::{MaybeTlsStream, Stream};
 pub use tickwire_codec as codec;
 pub use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PreparedMessage};
 pub use tickwire_codec::handshake::{Request, Response};
 pub use tickwire_codec::ws::{CloseCode, CloseFrame, Compression, Config, Limits, Message, Sender};
 pub use websocket::{Recv, WebSocket};
+
+/// TLS configuration and the sans-IO TLS codec ([`tickwire_tls`]).
+#[cfg(feature = "tls")]
+pub use tickwire_tls as tls_codec;
+#[cfg(feature = "tls")]
+pub use tickwire_tls::{ClientTlsConfig, ServerTlsConfig, TlsError};
+#[cfg(feature = "tls")]
+pub use tls::TlsStream;

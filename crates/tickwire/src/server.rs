@@ -1,6 +1,5 @@
 //! The blocking server side: an accepted `TcpStream` to an open [`WebSocket`].
 
-use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -8,7 +7,12 @@ use tickwire_codec::deflate::DeflateConfig;
 use tickwire_codec::handshake::{HandshakeError, Request, Response, ServerLimits};
 use tickwire_codec::ws::{Config, Connection, Limits, MaskSource, Role};
 
-use crate::{Error, WebSocket};
+#[cfg(feature = "tls")]
+use tickwire_tls::{ServerTlsConfig, TlsCodec};
+
+#[cfg(feature = "tls")]
+use crate::TlsStream;
+use crate::{Error, Stream, WebSocket};
 
 /// Performs the server handshake on an accepted stream with the default [`ServerBuilder`],
 /// accepting any valid upgrade request.
@@ -128,12 +132,54 @@ impl ServerBuilder {
     /// the 101 has been written.
     pub fn accept_with(
         &self,
-        mut stream: TcpStream,
+        stream: TcpStream,
         decide: impl FnOnce(&Request) -> Response,
     ) -> Result<WebSocket<TcpStream>, Error> {
         stream.set_nodelay(self.nodelay)?;
         let deadline = Instant::now() + self.handshake_timeout;
-        stream.set_write_timeout(Some(self.handshake_timeout))?;
+        self.upgrade(stream, deadline, decide)
+    }
+
+    /// Performs the TLS handshake with `tls`, then accepts any valid upgrade request. The
+    /// handshake timeout bounds both handshakes. A client that fails the TLS handshake gets
+    /// the alert rustls chose; a client that sent plaintext gets an HTTP 400.
+    #[cfg(feature = "tls")]
+    pub fn accept_tls(
+        &self,
+        stream: TcpStream,
+        tls: &ServerTlsConfig,
+    ) -> Result<WebSocket<TlsStream<TcpStream>>, Error> {
+        self.accept_tls_with(stream, tls, Response::accept)
+    }
+
+    /// [`accept_tls`](Self::accept_tls) with an accept hook, as in
+    /// [`accept_with`](Self::accept_with).
+    #[cfg(feature = "tls")]
+    pub fn accept_tls_with(
+        &self,
+        stream: TcpStream,
+        tls: &ServerTlsConfig,
+        decide: impl FnOnce(&Request) -> Response,
+    ) -> Result<WebSocket<TlsStream<TcpStream>>, Error> {
+        stream.set_nodelay(self.nodelay)?;
+        let deadline = Instant::now() + self.handshake_timeout;
+        let mut stream = TlsStream::new(stream, TlsCodec::server(tls)?);
+        stream.handshake(deadline)?;
+        self.upgrade(stream, deadline, decide)
+    }
+
+    /// The upgrade over any stream whose transport handshake (if any) is done.
+    fn upgrade<S: Stream>(
+        &self,
+        mut stream: S,
+        deadline: Instant,
+        decide: impl FnOnce(&Request) -> Response,
+    ) -> Result<WebSocket<S>, Error> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::HandshakeTimeout);
+        }
+        stream.set_write_timeout(Some(left))?;
         let (request, consumed, received) =
             match crate::head::read_head(&mut stream, deadline, |bytes| {
                 Request::parse(bytes, &self.head_limits)

@@ -193,7 +193,7 @@ impl<S: Stream> WebSocket<S> {
                 Ok(0) => return Err(Error::Io(ErrorKind::WriteZero.into())),
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::Io(e)),
+                Err(e) => return Err(Error::from(e)),
             };
             self.conn.advance_output(n);
         }
@@ -275,7 +275,7 @@ impl<S: Stream> WebSocket<S> {
                         };
                     }
                 }
-                Err(e) => return Err(Error::Io(e)),
+                Err(e) => return Err(Error::from(e)),
             }
         }
     }

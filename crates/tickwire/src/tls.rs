@@ -1,0 +1,173 @@
+//! The TLS transport: [`TlsStream`] drives a sans-IO [`TlsCodec`] over a blocking stream.
+//!
+//! Plaintext is decrypted in rustls's record buffer and copied once, straight into the
+//! caller's buffer: for a WebSocket, the spare space of the frame reader's buffer.
+
+use std::io::{self, ErrorKind, Read, Write};
+use std::time::{Duration, Instant};
+
+use tickwire_tls::{Plaintext, TlsCodec, TlsError};
+
+use crate::{Error, Stream};
+
+/// What a server writes, unencrypted, to a client that sent plaintext to its TLS port.
+const PLAINTEXT_ON_TLS_PORT: &[u8] = b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\
+Content-Type: text/plain\r\nContent-Length: 44\r\n\r\nThis port speaks TLS: use https:// or wss://";
+
+/// A TLS connection over a blocking stream. Reads return plaintext; writes encrypt and write
+/// through at once (one record batch per `write` call, no implicit buffering).
+#[derive(Debug)]
+pub struct TlsStream<S> {
+    sock: S,
+    codec: TlsCodec,
+}
+
+impl<S: Stream> TlsStream<S> {
+    /// Wraps a connected stream; call [`handshake`](Self::handshake) before use (reads and
+    /// writes would otherwise drive the handshake with no deadline).
+    pub fn new(sock: S, codec: TlsCodec) -> Self {
+        Self { sock, codec }
+    }
+
+    /// Runs the TLS handshake to completion or until `deadline` (then
+    /// [`Error::HandshakeTimeout`]). A TLS failure is [`Error::Tls`]; the fatal alert owed to
+    /// the peer is written first (best effort), and a server answers a plaintext client with
+    /// an HTTP 400 instead.
+    pub fn handshake(&mut self, deadline: Instant) -> Result<(), Error> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::HandshakeTimeout);
+            }
+            if self.codec.wants_write() {
+                self.sock.set_write_timeout(Some(left))?;
+                match self.write_queued() {
+                    Ok(()) => {}
+                    Err(e) if is_timeout(&e) => return Err(Error::HandshakeTimeout),
+                    Err(e) => return Err(Error::from(e)),
+                }
+            }
+            if !self.codec.is_handshaking() {
+                self.sock.set_write_timeout(None)?;
+                return Ok(());
+            }
+            self.sock.set_read_timeout(Some(left))?;
+            match self.codec.read_tls_from(&mut self.sock) {
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if is_timeout(&e) => return Err(Error::HandshakeTimeout),
+                Err(e) => return Err(self.failed(e)),
+            }
+        }
+    }
+
+    /// A read failed: write what the peer is owed and return the typed error.
+    fn failed(&mut self, error: io::Error) -> Error {
+        self.owe_peer();
+        Error::from(error)
+    }
+
+    /// After a TLS failure, writes what the peer is owed, best effort and bounded: the fatal
+    /// alert rustls queued, or an HTTP 400 to a plaintext client of a server.
+    fn owe_peer(&mut self) {
+        let _ = self.sock.set_write_timeout(Some(Duration::from_secs(1)));
+        if self.codec.error() == Some(&TlsError::NotTls) {
+            if self.codec.is_server() {
+                let _ = self.sock.write_all(PLAINTEXT_ON_TLS_PORT);
+            }
+        } else {
+            let _ = self.write_queued();
+        }
+    }
+
+    /// Writes every queued ciphertext byte.
+    fn write_queued(&mut self) -> io::Result<()> {
+        while self.codec.wants_write() {
+            match self.codec.write_tls_to(&mut self.sock) {
+                Ok(0) => return Err(ErrorKind::WriteZero.into()),
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// The TLS state (negotiated version, cipher suite, ALPN, peer certificates).
+    pub fn codec(&self) -> &TlsCodec {
+        &self.codec
+    }
+
+    /// The underlying stream.
+    pub fn get_ref(&self) -> &S {
+        &self.sock
+    }
+
+    /// The underlying stream, mutably (socket options).
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.sock
+    }
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
+}
+
+impl<S: Stream> Read for TlsStream<S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            match self.codec.read_plaintext(buf).map_err(TlsError::into_io)? {
+                Plaintext::Data(n) => return Ok(n),
+                Plaintext::CloseNotify | Plaintext::Eof => return Ok(0),
+                Plaintext::NeedMore => {}
+            }
+            // A key update or a ticket may owe the peer a reply.
+            self.write_queued()?;
+            match self.codec.read_tls_from(&mut self.sock) {
+                Ok(_) => {}
+                Err(e) if TlsError::from_io(&e).is_some() => {
+                    self.owe_peer();
+                    return Err(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl<S: Stream> Write for TlsStream<S> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut n = self.codec.write_plaintext(buf).map_err(TlsError::into_io)?;
+        self.write_queued()?;
+        if n == 0 && !buf.is_empty() {
+            n = self.codec.write_plaintext(buf).map_err(TlsError::into_io)?;
+            self.write_queued()?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.write_queued()?;
+        self.sock.flush()
+    }
+}
+
+impl<S: Stream> Stream for TlsStream<S> {
+    fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.sock.set_read_timeout(timeout)
+    }
+
+    fn set_write_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        self.sock.set_write_timeout(timeout)
+    }
+
+    /// Sends close_notify, then closes the write direction.
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        self.codec.send_close_notify();
+        self.write_queued()?;
+        self.sock.shutdown_write()
+    }
+}
