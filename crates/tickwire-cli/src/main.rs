@@ -3,13 +3,16 @@
 #![forbid(unsafe_code)]
 
 use std::io::{BufRead, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use tickwire::{ClientBuilder, CloseCode, DeflateConfig, Error, Limits, Message, ServerBuilder};
+use tickwire::{
+    ClientBuilder, ClientTlsConfig, CloseCode, DeflateConfig, Error, Limits, Message,
+    ServerBuilder, ServerTlsConfig, Stream, WebSocket,
+};
 
 #[derive(Parser)]
 #[command(name = "tickwire", version, about = "Low-latency WebSocket toolkit")]
@@ -63,11 +66,20 @@ struct ServeArgs {
     /// Accept permessage-deflate (RFC 7692) when a client offers it.
     #[arg(long)]
     deflate: bool,
+    /// Serve wss://: the certificate chain (PEM, leaf first). Needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<String>,
+    /// The certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<String>,
+    /// Require a client certificate issued by a CA in this PEM file (mutual TLS).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_client_ca: Option<String>,
 }
 
 #[derive(Args)]
 struct ConnectArgs {
-    /// ws:// URL to connect to.
+    /// ws:// or wss:// URL to connect to.
     url: String,
     /// Send every received data message back unchanged until the peer closes.
     #[arg(long)]
@@ -83,6 +95,18 @@ struct ConnectArgs {
     /// Offer permessage-deflate (RFC 7692).
     #[arg(long)]
     deflate: bool,
+    /// wss://: also trust the CA certificates in this PEM file.
+    #[arg(long, value_name = "FILE")]
+    ca: Option<String>,
+    /// wss://: present this client certificate chain (PEM; mutual TLS). Needs --key.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    cert: Option<String>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    key: Option<String>,
+    /// wss://: accept any server certificate (no chain, name or expiry check). Test servers only.
+    #[arg(long)]
+    insecure: bool,
 }
 
 fn main() -> ExitCode {
@@ -103,7 +127,9 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
     let listener =
         TcpListener::bind((args.bind.as_str(), args.port)).map_err(|e| format!("bind: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
-    println!("tickwire: echo server listening on ws://{local}");
+    let tls = server_tls(args)?;
+    let scheme = if tls.is_some() { "wss" } else { "ws" };
+    println!("tickwire: echo server listening on {scheme}://{local}");
     let _ = std::io::stdout().flush();
     let mut builder = ServerBuilder::new().limits(args.limits.limits());
     if args.deflate {
@@ -112,8 +138,17 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         let builder = builder.clone();
+        let tls = tls.clone();
         std::thread::spawn(move || {
-            if let Err(e) = echo_connection(&builder, stream) {
+            let result = match &tls {
+                Some(tls) => builder
+                    .accept_tls(stream, tls)
+                    .and_then(|mut ws| echo_connection(&mut ws)),
+                None => builder
+                    .accept(stream)
+                    .and_then(|mut ws| echo_connection(&mut ws)),
+            };
+            if let Err(e) = result {
                 if !matches!(e, Error::ConnectionClosed) {
                     eprintln!("tickwire: connection ended: {e}");
                 }
@@ -123,8 +158,40 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn echo_connection(builder: &ServerBuilder, stream: TcpStream) -> Result<(), Error> {
-    let mut ws = builder.accept(stream)?;
+fn server_tls(args: &ServeArgs) -> Result<Option<ServerTlsConfig>, String> {
+    let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else {
+        return Ok(None);
+    };
+    let mut builder = ServerTlsConfig::builder_from_files(cert, key).map_err(|e| e.to_string())?;
+    if let Some(ca) = &args.tls_client_ca {
+        let pem = std::fs::read(ca).map_err(|e| format!("{ca}: {e}"))?;
+        builder = builder
+            .client_auth_required(&pem)
+            .map_err(|e| e.to_string())?;
+    }
+    builder.build().map(Some).map_err(|e| e.to_string())
+}
+
+fn client_tls(args: &ConnectArgs) -> Result<Option<ClientTlsConfig>, String> {
+    if args.ca.is_none() && args.cert.is_none() && !args.insecure {
+        return Ok(None);
+    }
+    let mut builder = ClientTlsConfig::builder();
+    if let Some(ca) = &args.ca {
+        builder = builder.add_root_pem_file(ca).map_err(|e| e.to_string())?;
+    }
+    if let (Some(cert), Some(key)) = (&args.cert, &args.key) {
+        builder = builder
+            .client_identity_pem_files(cert, key)
+            .map_err(|e| e.to_string())?;
+    }
+    if args.insecure {
+        builder = builder.dangerous().disable_certificate_verification();
+    }
+    builder.build().map(Some).map_err(|e| e.to_string())
+}
+
+fn echo_connection<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), Error> {
     loop {
         let (message, sender) = ws.recv_with_sender()?;
         match message {
@@ -151,6 +218,9 @@ fn connect(args: &ConnectArgs) -> Result<(), String> {
     }
     for protocol in &args.subprotocols {
         builder = builder.subprotocol(protocol.clone());
+    }
+    if let Some(tls) = client_tls(args)? {
+        builder = builder.tls(tls);
     }
     if args.echo {
         let mut ws = builder.connect(&args.url).map_err(|e| e.to_string())?;
@@ -197,7 +267,7 @@ fn connect(args: &ConnectArgs) -> Result<(), String> {
     }
 }
 
-fn echo_until_close(ws: &mut tickwire::WebSocket<TcpStream>) -> Result<(), String> {
+fn echo_until_close<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), String> {
     loop {
         let (message, sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
         match message {
