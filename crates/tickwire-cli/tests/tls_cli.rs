@@ -1,0 +1,273 @@
+//! The `tickwire` binary over TLS on loopback: `serve --tls-cert/--tls-key[/--tls-client-ca]`
+//! and `connect wss://… [--ca] [--cert --key] [--insecure]`, as a user at a terminal sees them
+//! (exit status, stdout, one line on stderr). Certificates are generated at test time.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
+    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose,
+};
+
+/// The bound on every wait: a hung child fails the test instead of hanging it.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+/// PEM files in a directory of their own: a CA, a server certificate signed by it, and a
+/// client certificate signed by it.
+struct Pki {
+    dir: PathBuf,
+}
+
+impl Pki {
+    /// A server certificate for 127.0.0.1 and localhost.
+    fn new(test: &str) -> Self {
+        Self::with_server_names(test, &["127.0.0.1", "localhost"])
+    }
+
+    fn with_server_names(test: &str, server_names: &[&str]) -> Self {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("tls_cli-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca = CertifiedIssuer::self_signed(ca_params(), KeyPair::generate().unwrap()).unwrap();
+        let issue = |name: &str, names: &[&str], purpose| {
+            let key = KeyPair::generate().unwrap();
+            let cert = leaf_params(names, purpose).signed_by(&key, &ca).unwrap();
+            std::fs::write(dir.join(format!("{name}.pem")), cert.pem()).unwrap();
+            std::fs::write(dir.join(format!("{name}.key")), key.serialize_pem()).unwrap();
+        };
+        issue("server", server_names, ExtendedKeyUsagePurpose::ServerAuth);
+        issue(
+            "client",
+            &["trading-client"],
+            ExtendedKeyUsagePurpose::ClientAuth,
+        );
+        std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
+        Self { dir }
+    }
+
+    fn file(&self, name: &str) -> String {
+        self.dir.join(name).to_str().unwrap().to_owned()
+    }
+}
+
+impl Drop for Pki {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn ca_params() -> CertificateParams {
+    let mut params = CertificateParams::default();
+    params.distinguished_name = common_name("tickwire CLI test CA");
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    params
+}
+
+fn leaf_params(names: &[&str], purpose: ExtendedKeyUsagePurpose) -> CertificateParams {
+    let names: Vec<String> = names.iter().map(|name| name.to_string()).collect();
+    let mut params = CertificateParams::new(names.clone()).unwrap();
+    params.distinguished_name = common_name(&names[0]);
+    params.is_ca = IsCa::ExplicitNoCa;
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![purpose];
+    params
+}
+
+fn common_name(name: &str) -> DistinguishedName {
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, name);
+    dn
+}
+
+fn tickwire() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tickwire"))
+}
+
+/// A running `tickwire serve`, killed when dropped (also when a test fails).
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    /// Starts `tickwire serve --port 0` with the server certificate (and `extra` arguments)
+    /// and reads the chosen port from its first line of output.
+    fn start(pki: &Pki, extra: &[String]) -> Self {
+        let mut child = tickwire()
+            .args(["serve", "--port", "0", "--tls-cert"])
+            .arg(pki.file("server.pem"))
+            .arg("--tls-key")
+            .arg(pki.file("server.key"))
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        // The guard exists before anything can fail, so the child is always killed.
+        let mut server = Self { child, port: 0 };
+        let line = rx
+            .recv_timeout(PATIENCE)
+            .expect("serve printed its address");
+        let address = line
+            .trim_end()
+            .strip_prefix("tickwire: echo server listening on wss://127.0.0.1:")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        server.port = address.parse().unwrap();
+        server
+    }
+
+    fn url(&self) -> String {
+        format!("wss://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What a finished `tickwire connect` left behind.
+struct Outcome {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `tickwire connect` with `args`, feeds it `stdin` and waits (bounded) for it to exit.
+fn connect(args: &[String], stdin: &str) -> Outcome {
+    let mut child = tickwire()
+        .arg("connect")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A client that fails at once may exit before reading its input: ignore EPIPE.
+    let mut input = child.stdin.take().unwrap();
+    let _ = input.write_all(stdin.as_bytes());
+    drop(input);
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        let _ = tx.send(text);
+    });
+    let stderr = thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    // stdout closes when the client exits.
+    let stdout = rx.recv_timeout(PATIENCE);
+    if stdout.is_err() {
+        let _ = child.kill();
+    }
+    let status = child.wait().unwrap();
+    let stderr = stderr.join().unwrap();
+    let stdout = stdout.unwrap_or_else(|_| panic!("connect did not exit; stderr: {stderr}"));
+    Outcome {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+fn args(items: &[&str]) -> Vec<String> {
+    items.iter().map(|item| item.to_string()).collect()
+}
+
+/// Asserts a failed run: non-zero exit, nothing on stdout, exactly one line on stderr that
+/// contains `cause`.
+fn assert_fails_naming(outcome: &Outcome, cause: &str) {
+    assert!(!outcome.status.success(), "exit status {}", outcome.status);
+    assert_eq!(outcome.stdout, "");
+    let lines: Vec<&str> = outcome.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "stderr: {:?}", outcome.stderr);
+    assert!(lines[0].starts_with("tickwire: "), "{:?}", lines[0]);
+    assert!(
+        lines[0].contains(cause),
+        "{:?} does not name {cause:?}",
+        lines[0]
+    );
+}
+
+#[test]
+fn connect_to_an_untrusted_server_fails_with_one_line_naming_the_cause() {
+    let pki = Pki::new("untrusted");
+    let server = Server::start(&pki, &[]);
+    // Without --ca the client trusts Mozilla's roots only.
+    let outcome = connect(&[server.url()], "never sent\n");
+    assert_fails_naming(&outcome, "untrusted certificate");
+}
+
+#[test]
+fn connect_to_the_wrong_host_name_fails_with_one_line_naming_the_cause() {
+    // A certificate for the name only: connecting to the address does not match it.
+    let pki = Pki::with_server_names("hostname", &["localhost"]);
+    let server = Server::start(&pki, &[]);
+    let outcome = connect(&[server.url(), "--ca".into(), pki.file("ca.pem")], "");
+    assert_fails_naming(&outcome, "not valid for the host name");
+}
+
+#[test]
+fn connect_with_the_ca_echoes_stdin_lines() {
+    let pki = Pki::new("echo");
+    let server = Server::start(&pki, &[]);
+    let outcome = connect(
+        &[server.url(), "--ca".into(), pki.file("ca.pem")],
+        "first line\nsecond line, ünïcode\n",
+    );
+    assert!(outcome.status.success(), "stderr: {}", outcome.stderr);
+    assert_eq!(outcome.stdout, "first line\nsecond line, ünïcode\n");
+    assert_eq!(outcome.stderr, "");
+}
+
+#[test]
+fn insecure_connects_to_an_untrusted_server() {
+    let pki = Pki::new("insecure");
+    let server = Server::start(&pki, &[]);
+    let outcome = connect(&[server.url(), "--insecure".into()], "anyway\n");
+    assert!(outcome.status.success(), "stderr: {}", outcome.stderr);
+    assert_eq!(outcome.stdout, "anyway\n");
+}
+
+#[test]
+fn mutual_tls_needs_the_client_certificate() {
+    let pki = Pki::new("mtls");
+    let server = Server::start(&pki, &args(&["--tls-client-ca", &pki.file("ca.pem")]));
+    let ca = args(&["--ca", &pki.file("ca.pem")]);
+    let with_identity = args(&[
+        "--cert",
+        &pki.file("client.pem"),
+        "--key",
+        &pki.file("client.key"),
+    ]);
+    let outcome = connect(
+        &[vec![server.url()], ca.clone(), with_identity].concat(),
+        "it is me\n",
+    );
+    assert!(outcome.status.success(), "stderr: {}", outcome.stderr);
+    assert_eq!(outcome.stdout, "it is me\n");
+    // Without a certificate the server refuses with certificate_required.
+    let outcome = connect(&[vec![server.url()], ca].concat(), "anonymous\n");
+    assert_fails_naming(&outcome, "CertificateRequired");
+}
