@@ -3,6 +3,7 @@
 # expected results committed in conformance/expected/.
 #
 #   conformance/autobahn.sh server [CASES] [EXCLUDE]   # wstest as client against `tickwire serve`
+#   conformance/autobahn.sh server-tls [CASES] [EXCLUDE] # the same over wss:// (`serve --tls-cert`)
 #   conformance/autobahn.sh client [CASES] [EXCLUDE]   # `tickwire connect --echo` against wstest
 #   conformance/autobahn.sh update-expected ROLE        # after a run: take its verdicts as expected
 #
@@ -12,7 +13,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-role=${1:?usage: conformance/autobahn.sh server|client|update-expected [CASES] [EXCLUDE]}
+role=${1:?usage: conformance/autobahn.sh server|server-tls|client|update-expected [CASES] [EXCLUDE]}
 cases=${2:-*}
 exclude=${3:-}
 shared="$root/../shared/autobahn"
@@ -21,7 +22,7 @@ expected="$root/conformance/expected"
 bin="$root/target/release/tickwire"
 
 if [ "$role" = update-expected ]; then
-  which=${2:?usage: conformance/autobahn.sh update-expected server|client}
+  which=${2:?usage: conformance/autobahn.sh update-expected server|server-tls|client}
   python3 "$root/conformance/verdicts.py" extract "$reports/$which" > "$expected/$which.json"
   echo "autobahn: wrote $expected/$which.json"
   exit 0
@@ -36,19 +37,42 @@ pids=()
 cleanup() { for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
+# A test CA and a server certificate for 127.0.0.1 signed by it (wstest does not verify the
+# chain; the certificate is still a proper leaf, as webpki-based clients require).
+make_certs() {
+  local dir=$1
+  mkdir -p "$dir"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=tickwire-test-ca \
+    -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
+    -keyout "$dir/server.key" -out "$dir/server.csr" 2>/dev/null
+  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' > "$dir/ext.cnf"
+  openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
+    -days 2 -extfile "$dir/ext.cnf" -out "$dir/server.pem" 2>/dev/null
+}
+
 case "$role" in
-  server)
-    port=$(pick_port 9102)
-    "$bin" serve --deflate --bind 127.0.0.1 --port "$port" > "$root/target/autobahn-serve.log" 2>&1 &
+  server|server-tls)
+    if [ "$role" = server ]; then
+      port=$(pick_port 9102)
+      scheme=ws
+      tls_args=()
+    else
+      port=$(pick_port 9162)
+      scheme=wss
+      make_certs "$root/target/autobahn-tls"
+      tls_args=(--tls-cert "$root/target/autobahn-tls/server.pem" --tls-key "$root/target/autobahn-tls/server.key")
+    fi
+    "$bin" serve --deflate --bind 127.0.0.1 --port "$port" "${tls_args[@]}" > "$root/target/autobahn-$role.log" 2>&1 &
     pids+=($!)
-    out="$reports/server"
+    out="$reports/$role"
     rm -rf "$out"; mkdir -p "$out"
     if [ -d "$shared" ]; then
-      AUTOBAHN_REPORTS="$out" AUTOBAHN_AGENT=tickwire "$shared/run-server-suite.sh" "$port" "$cases" ${exclude:+"$exclude"} || true
+      AUTOBAHN_REPORTS="$out" AUTOBAHN_AGENT=tickwire "$shared/run-server-suite.sh" "$scheme://127.0.0.1:$port" "$cases" ${exclude:+"$exclude"} || true
     else
       echo "autobahn: ../shared/autobahn not found, using Docker image crossbario/autobahn-testsuite"
       cat > "$out/fuzzingclient.json" <<JSON
-{"outdir": "/reports", "servers": [{"agent": "tickwire", "url": "ws://127.0.0.1:$port"}],
+{"outdir": "/reports", "servers": [{"agent": "tickwire", "url": "$scheme://127.0.0.1:$port"}],
  "cases": ["${cases//,/\",\"}"], "exclude-cases": [$( [ -n "$exclude" ] && echo "\"${exclude//,/\",\"}\"" )],
  "exclude-agent-cases": {}, "options": {"failByDrop": false}}
 JSON
