@@ -1,8 +1,10 @@
-"""Shared plumbing for the interop tests (test_websockets_interop.py, test_deflate_interop.py).
+"""Shared plumbing for the interop tests (test_websockets_interop.py, test_deflate_interop.py,
+test_tls_interop.py).
 
 Owns what every test leans on: the bounds on every wait, the checks and their one-line failure
-messages, the tickwire processes (started through `spawn`, so all of them are killed at the
-end), the `tickwire serve` echo server, the `websockets` peer server for `tickwire connect`,
+messages, the subprocesses (tickwire through `spawn`, other programs such as openssl through
+`spawn_program`, so all of them are killed at the end), the `tickwire serve` echo server (ws://
+or wss://), the `websockets` peer server for `tickwire connect` (ws://, or wss:// given `ssl`),
 raw-socket handshakes, and the runner that prints `ok`/`FAIL` per test and the closing line
 `interop: N passed, M failed`. It holds no tests.
 
@@ -57,8 +59,14 @@ def short(value, limit=80):
 
 
 async def spawn(*args, stdin=None, stdout=None, stderr=None):
+    """Starts the tickwire binary under test with `args`."""
+    return await spawn_program(str(TICKWIRE), *args, stdin=stdin, stdout=stdout, stderr=stderr)
+
+
+async def spawn_program(program, *args, stdin=None, stdout=None, stderr=None, cwd=None):
+    """Starts any program (a peer such as openssl); it is killed with the rest at the end."""
     process = await asyncio.create_subprocess_exec(
-        str(TICKWIRE), *args, stdin=stdin, stdout=stdout, stderr=stderr
+        program, *args, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd
     )
     PROCESSES.append(process)
     return process
@@ -76,12 +84,16 @@ async def kill_all(keep=()):
 
 
 class EchoServer:
-    """`tickwire serve --port 0 [ARGS]`, with its stderr kept in a file for failure messages."""
+    """`tickwire serve --port 0 [ARGS]`, with its stderr kept in a file for failure messages.
+
+    `scheme` is what the server announced: "wss" when ARGS give it a certificate, else "ws".
+    """
 
     def __init__(self, *args):
         self.args = args
         self.process = None
         self.port = None
+        self.scheme = None
         self.stderr_file = tempfile.TemporaryFile()
 
     async def start(self):
@@ -90,17 +102,19 @@ class EchoServer:
             stdout=asyncio.subprocess.PIPE, stderr=self.stderr_file,
         )
         line = await asyncio.wait_for(self.process.stdout.readline(), STEP)
-        prefix = "tickwire: echo server listening on ws://"
+        prefix = "tickwire: echo server listening on "
         text = line.decode(errors="replace").strip()
-        check(text.startswith(prefix), f"unexpected first line from tickwire serve: {text!r}")
-        host, _, port = text[len(prefix):].rpartition(":")
+        self.scheme, _, address = text.removeprefix(prefix).partition("://")
+        check(text.startswith(prefix) and self.scheme in ("ws", "wss"),
+              f"unexpected first line from tickwire serve: {text!r}")
+        host, _, port = address.rpartition(":")
         check(host == HOST, f"server bound to {host!r}, expected {HOST}")
         self.port = int(port)
 
     @property
     def url(self):
         self.ensure_alive()
-        return f"ws://{HOST}:{self.port}/"
+        return f"{self.scheme}://{HOST}:{self.port}/"
 
     def ensure_alive(self):
         if self.process.returncode is not None:
@@ -223,9 +237,13 @@ class PeerServer:
         await asyncio.wait_for(self.server.wait_closed(), STEP)
 
     @property
+    def port(self):
+        return self.server.sockets[0].getsockname()[1]
+
+    @property
     def url(self):
-        port = self.server.sockets[0].getsockname()[1]
-        return f"ws://{HOST}:{port}/"
+        scheme = "wss" if self.options.get("ssl") else "ws"
+        return f"{scheme}://{HOST}:{self.port}/"
 
     async def outcome(self, process):
         """The handler's result; fails early, with tickwire's stderr, if `process` exits first."""

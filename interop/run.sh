@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Interop tests: tickwire against the Python `websockets` library, both directions, with and
-# without permessage-deflate, then against headless Chromium.
+# without permessage-deflate, over ws:// and wss:// (TLS against Python `ssl` and the openssl CLI),
+# then against headless Chromium.
 #
 #   bash interop/run.sh
 #
 # Builds target/release/tickwire when it is missing, prepares target/interop-venv
-# (interop/setup.sh), runs interop/test_websockets_interop.py (which also runs
-# interop/test_deflate_interop.py; its last line is `interop: N passed, M failed`), then
+# (interop/setup.sh, which also checks that `openssl` is on PATH), runs
+# interop/test_websockets_interop.py (which also runs interop/test_deflate_interop.py and
+# interop/test_tls_interop.py, whose certificates it makes with openssl in a temporary directory;
+# its last line is `interop: N passed, M failed`), then
 # interop/browser.sh (which installs Chromium when it is missing; its last line is
 # `browser: N passed, M failed`). Both always run; the exit status is non-zero when either
 # failed. TICKWIRE_BIN overrides the binary under test.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates the private Python venv the interop tests run in (target/interop-venv) with a pinned
-# `websockets`. Idempotent: a venv that already has the pinned version is left alone.
+# `websockets`, and installs the openssl CLI when it is missing. Idempotent: a venv that already
+# has the pinned version is left alone.
 set -euo pipefail
 
 # The peer library under test; bump deliberately and re-run interop/run.sh.
@@ -11,6 +12,14 @@ venv="$root/target/interop-venv"
 python="$venv/bin/python"
 
 fail() { echo "interop/setup.sh: FAILED: $*" >&2; exit 1; }
+
+# test_tls_interop.py makes its certificates with the openssl CLI and talks to s_client/s_server.
+if ! command -v openssl >/dev/null; then
+  [ "$(id -u)" -eq 0 ] || fail "openssl is not installed and only root can apt-get install it"
+  echo "interop/setup.sh: installing openssl (apt-get install openssl)"
+  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssl; } >/dev/null \
+    || fail "apt-get install openssl"
+fi
 
 if [ -x "$python" ] && "$python" - "$websockets_pin" <<'PY' 2>/dev/null
 import sys, websockets

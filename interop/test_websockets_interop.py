@@ -2,9 +2,10 @@
 
 Part A drives `tickwire serve` with a `websockets` client (and with raw sockets where the test
 must send bytes a well-behaved client never would). Part B drives `tickwire connect` against a
-`websockets` server. The permessage-deflate tests live in test_deflate_interop.py and run here
-too, after these; the plumbing they share is interop/harness.py. Plain python3, no pytest: run
-it with the venv that interop/setup.sh makes, or through interop/run.sh. The last line printed
+`websockets` server. The permessage-deflate tests live in test_deflate_interop.py and the wss://
+tests (against Python `ssl` and the openssl CLI) in test_tls_interop.py; both run here too, after
+these, and count in the same summary; the plumbing they share is interop/harness.py. Plain
+python3, no pytest: run it with the venv that interop/setup.sh makes, or through interop/run.sh. The last line printed
 is `interop: N passed, M failed`; the exit status is 1 when any test failed.
 
 Rules every test keeps: traffic stays on 127.0.0.1, every wait is bounded by
@@ -18,6 +19,7 @@ import sys
 from websockets.asyncio.client import connect as ws_connect
 
 import test_deflate_interop
+import test_tls_interop
 from harness import (
     MIB, SAMPLE_ACCEPT, STEP, PeerServer, check, expect_eof, finish, raw_exchange, roundtrip,
     run_groups, short, spawn, upgrade_request,
@@ -288,7 +290,7 @@ async def test_connect_offers_no_deflate_without_flag():
 
 
 # ---------------------------------------------------------------------------------------------
-# The lists the runner takes (test_deflate_interop.GROUPS follows them)
+# The lists the runner takes (test_deflate_interop.GROUPS and test_tls_interop.GROUPS follow them)
 
 SERVER_TESTS = [
     test_text_roundtrip,
@@ -320,6 +322,7 @@ async def main():
         ("server", [], SERVER_TESTS),
         ("client", None, CLIENT_TESTS),
         *test_deflate_interop.GROUPS,
+        *test_tls_interop.GROUPS,
     ])
 
 
