@@ -55,7 +55,10 @@ impl TlsCodec {
     /// certificate) or an IP address (checked against the certificate's IP SANs; no SNI is
     /// sent, RFC 6066 §3). Brackets around an IPv6 address are accepted.
     pub fn client(config: &ClientTlsConfig, host: &str) -> Result<Self, TlsError> {
-        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let host = host
+            .strip_prefix('[')
+            .and_then(|inner| inner.strip_suffix(']'))
+            .unwrap_or(host);
         let name = ServerName::try_from(host.to_owned())
             .map_err(|_| TlsError::InvalidServerName(host.to_owned()))?;
         let conn = rustls::ClientConnection::new(config.rustls().clone(), name)
@@ -90,22 +93,42 @@ impl TlsCodec {
     }
 
     /// Feeds ciphertext and processes the complete records in it; returns how many bytes were
-    /// taken (all of them unless rustls's buffer is full: call again after reading
-    /// plaintext). A handshake or protocol failure is returned here, and the alert rustls
-    /// queued for the peer is ready in [`write_tls`](Self::write_tls).
-    pub fn read_tls(&mut self, mut ciphertext: &[u8]) -> Result<usize, TlsError> {
-        let before = ciphertext.len();
-        match self.read_tls_from(&mut ciphertext) {
-            Ok(_) => Ok(before - ciphertext.len()),
-            Err(e) => Err(TlsError::from_io(&e)
-                .cloned()
-                .unwrap_or_else(|| TlsError::Protocol(e.to_string()))),
+    /// taken: all of them, unless more than 16 KiB of plaintext waits unread (rustls's limit),
+    /// then less, possibly none: read plaintext, then call again with the rest. Bytes after a
+    /// close_notify are ignored (taken as 0). An empty slice is the end of the stream, as
+    /// `Ok(0)` from a reader is for [`read_tls_from`](Self::read_tls_from). A handshake or
+    /// protocol failure is returned here, and the alert rustls queued for the peer is ready
+    /// in [`write_tls`](Self::write_tls).
+    pub fn read_tls(&mut self, ciphertext: &[u8]) -> Result<usize, TlsError> {
+        let mut rest = ciphertext;
+        // rustls reads at most a few KiB per call: loop until all is taken.
+        loop {
+            match self.read_tls_from(&mut rest) {
+                // The end of the stream (an empty slice), or nothing is read after close_notify.
+                Ok(0) => break,
+                Ok(_) if rest.is_empty() => break,
+                Ok(_) => {}
+                // A slice never fails to read: an error not from TLS is rustls refusing
+                // ciphertext. With plaintext waiting (kind Other) that is backpressure.
+                Err(e) => match TlsError::from_io(&e) {
+                    Some(error) => return Err(error.clone()),
+                    None if e.kind() == io::ErrorKind::Other => break,
+                    None => {
+                        let error = TlsError::Protocol(e.to_string());
+                        self.failed = Some(error.clone());
+                        return Err(error);
+                    }
+                },
+            }
         }
+        Ok(ciphertext.len() - rest.len())
     }
 
     /// Reads ciphertext from `reader` (one `read` call) straight into rustls's buffer and
     /// processes it. `Ok(0)` is end of stream: an error when it falls inside a record or the
     /// handshake. TLS failures come back as `io::Error`s that [`TlsError::from_io`] unwraps.
+    /// While more than 16 KiB of plaintext waits unread, rustls reads nothing and this
+    /// returns an `io::Error` of kind `Other` that is no TLS failure: read plaintext first.
     pub fn read_tls_from<R: Read>(&mut self, reader: &mut R) -> io::Result<usize> {
         if let Some(error) = &self.failed {
             return Err(error.clone().into_io());
@@ -114,14 +137,15 @@ impl TlsCodec {
             inner: reader,
             records: &mut self.records,
             not_tls: false,
+            ended: false,
         };
         let n = self.conn.read_tls(&mut tap)?;
-        if tap.not_tls {
-            return Err(self.fail(TlsError::NotTls));
-        }
+        let (not_tls, ended) = (tap.not_tls, tap.ended);
         if n == 0 {
             self.eof = true;
-            if self.records.mid_record() {
+            // Unless the reader ended, rustls read nothing because the peer sent close_notify:
+            // what follows it is ignored (RFC 8446 §6.1), however the tracker saw it.
+            if ended && self.records.mid_record() {
                 return Err(self.fail(TlsError::TruncatedRecord));
             }
             if self.conn.is_handshaking() {
@@ -129,10 +153,13 @@ impl TlsCodec {
             }
             return Ok(0);
         }
-        if let Err(error) = self.conn.process_new_packets() {
-            return Err(self.fail(TlsError::from_rustls(error)));
+        match self.conn.process_new_packets() {
+            // Non-TLS bytes after a close_notify in the same read are ignored too.
+            Ok(state) if not_tls && !state.peer_has_closed() => Err(self.fail(TlsError::NotTls)),
+            Ok(_) => Ok(n),
+            Err(_) if not_tls => Err(self.fail(TlsError::NotTls)),
+            Err(error) => Err(self.fail(TlsError::from_rustls(error))),
         }
-        Ok(n)
     }
 
     fn fail(&mut self, error: TlsError) -> io::Error {
@@ -145,8 +172,12 @@ impl TlsCodec {
         self.failed.as_ref()
     }
 
-    /// Copies decrypted application data into `out`.
+    /// Copies decrypted application data into `out`. After a failure, returns the failure
+    /// (plaintext still buffered is dropped with the connection).
     pub fn read_plaintext(&mut self, out: &mut [u8]) -> Result<Plaintext, TlsError> {
+        if let Some(error) = &self.failed {
+            return Err(error.clone());
+        }
         if out.is_empty() {
             return Ok(Plaintext::NeedMore);
         }
@@ -297,16 +328,19 @@ impl RecordTracker {
     }
 }
 
-/// A reader that shows the record tracker every byte read through it (no copy).
+/// A reader that shows the record tracker every byte read through it (no copy), and notes
+/// whether the inner reader reached its end.
 struct Tap<'a, R> {
     inner: &'a mut R,
     records: &'a mut RecordTracker,
     not_tls: bool,
+    ended: bool,
 }
 
 impl<R: Read> Read for Tap<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
+        self.ended = n == 0 && !buf.is_empty();
         if !self.records.observe(&buf[..n]) {
             self.not_tls = true;
         }
