@@ -20,13 +20,19 @@ Content-Type: text/plain\r\nContent-Length: 44\r\n\r\nThis port speaks TLS: use 
 pub struct TlsStream<S> {
     sock: S,
     codec: TlsCodec,
+    /// close_notify was sent ([`Stream::shutdown_write`]): the connection is over for us.
+    closed_for_writing: bool,
 }
 
 impl<S: Stream> TlsStream<S> {
     /// Wraps a connected stream; call [`handshake`](Self::handshake) before use (reads and
     /// writes would otherwise drive the handshake with no deadline).
     pub fn new(sock: S, codec: TlsCodec) -> Self {
-        Self { sock, codec }
+        Self {
+            sock,
+            codec,
+            closed_for_writing: false,
+        }
     }
 
     /// Runs the TLS handshake to completion or until `deadline` (then
@@ -118,6 +124,9 @@ impl<S: Stream> Read for TlsStream<S> {
         if buf.is_empty() {
             return Ok(0);
         }
+        if self.closed_for_writing {
+            return self.discard_until_eof();
+        }
         loop {
             match self.codec.read_plaintext(buf).map_err(TlsError::into_io)? {
                 Plaintext::Data(n) => return Ok(n),
@@ -132,6 +141,24 @@ impl<S: Stream> Read for TlsStream<S> {
                     self.owe_peer();
                     return Err(e);
                 }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl<S: Stream> TlsStream<S> {
+    /// After our close_notify, what the peer still sends is read and dropped until it closes
+    /// (the transport's drain before close). It is not decrypted: rustls 0.23 debug builds
+    /// assert on a corrupt record after a sent alert (rustls issue #959), and nothing after a
+    /// completed close handshake is data anyone reads.
+    fn discard_until_eof(&mut self) -> io::Result<usize> {
+        let mut sink = [0u8; 4096];
+        loop {
+            match self.sock.read(&mut sink) {
+                Ok(0) => return Ok(0),
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
@@ -164,8 +191,10 @@ impl<S: Stream> Stream for TlsStream<S> {
         self.sock.set_write_timeout(timeout)
     }
 
-    /// Sends close_notify, then closes the write direction.
+    /// Sends close_notify, then closes the write direction. Later reads drop what arrives
+    /// until the peer closes, then return 0.
     fn shutdown_write(&mut self) -> io::Result<()> {
+        self.closed_for_writing = true;
         self.codec.send_close_notify();
         self.write_queued()?;
         self.sock.shutdown_write()
