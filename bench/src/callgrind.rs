@@ -15,7 +15,7 @@ use crate::Ctx;
 use crate::harness::Plan;
 use crate::report::{Figures, Row, Table};
 use crate::ws_deflate::{self, Compressor, Decompressor, Variant};
-use crate::{wire, ws_encode, ws_parse};
+use crate::{wire, ws_encode, ws_parse, ws_tls};
 
 /// Operations counted per run (enough that one-off costs vanish in the division).
 const ITERATIONS: u64 = 20_000;
@@ -53,7 +53,7 @@ struct Counted {
 }
 
 /// The workloads counted.
-const WORKLOADS: [Counted; 8] = [
+const WORKLOADS: [Counted; 9] = [
     Counted {
         id: "parse_text_128",
         title: "Instructions: parse 128 B text, 64 frames per read (client role)",
@@ -118,6 +118,14 @@ const WORKLOADS: [Counted; 8] = [
         baseline: Variant::NAMES[1],
         iterations: DEFLATE_ITERATIONS,
     },
+    Counted {
+        id: ws_tls::ID,
+        title: "Instructions: TLS 1.3 receive, decrypt and parse 128 B text, one record per frame",
+        libraries: &ws_tls::Variant::NAMES,
+        quick: usize::MAX,
+        baseline: ws_tls::Variant::NAMES[0],
+        iterations: ITERATIONS,
+    },
 ];
 
 /// Counts instructions per operation for every workload and library; tables say why when
@@ -154,6 +162,9 @@ pub fn run(ctx: &Ctx) -> Vec<Table> {
             " glibc's memcpy and memset run their vector loops (rep movsb / rep stosb \
              thresholds raised), so large copies and fills count the instructions they execute.",
         );
+        if id == ws_tls::ID {
+            table.note.push_str(ws_tls::CALLGRIND_NOTE);
+        }
         let quick = ctx.plan.samples < Plan::FULL.samples;
         let counted = if quick {
             &workload.libraries[..workload.quick.min(workload.libraries.len())]
@@ -269,6 +280,7 @@ pub fn run_target(workload: &str, library: &str, iterations: u64) -> Result<(), 
                 apply(black_box(&mut data), wire::MASK_KEY);
             }
         }
+        ws_tls::ID => return ws_tls::callgrind_target(library, iterations),
         deflate => return deflate_target(deflate, library, iterations),
     }
     Ok(())

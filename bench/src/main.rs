@@ -25,6 +25,7 @@ mod ws_deflate;
 mod ws_encode;
 mod ws_loopback;
 mod ws_parse;
+mod ws_tls;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -47,7 +48,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Suite {
-    /// WebSocket: in-memory parse and encode, masking, permessage-deflate, loopback TCP.
+    /// WebSocket: in-memory parse and encode, masking, permessage-deflate, TLS, loopback TCP.
     Ws(Options),
     /// SPSC queue and channel: ping-pong round trip and one-way throughput.
     Spsc(Options),
@@ -151,7 +152,13 @@ fn run_suite(suite: &str, options: &Options) {
         (Plan::FULL, options.rounds.max(1))
     };
     let steps = match suite {
-        "ws" => ws_parse::STEPS + ws_encode::STEPS + ws_deflate::STEPS + ws_loopback::STEPS,
+        "ws" => {
+            ws_parse::STEPS
+                + ws_encode::STEPS
+                + ws_deflate::STEPS
+                + ws_tls::STEPS
+                + ws_loopback::STEPS
+        }
         _ => spsc::STEPS,
     } * rounds as u64;
     let progress = ProgressBar::new(steps);
@@ -174,6 +181,7 @@ fn run_suite(suite: &str, options: &Options) {
             tables.extend(ws_parse::run(&ctx));
             tables.extend(ws_encode::run(&ctx));
             tables.extend(ws_deflate::run(&ctx));
+            tables.extend(ws_tls::run(&ctx));
             if !options.no_loopback {
                 tables.extend(ws_loopback::run(&ctx));
             }

@@ -10,6 +10,8 @@ use std::time::Duration;
 use tickwire_codec::deflate::DeflateConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::ws_tls::pki;
+
 /// Bounds every blocking read on a client socket, so a dead server fails the run instead of
 /// hanging it (SO_RCVTIMEO costs nothing per read).
 const READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -72,13 +74,61 @@ pub(super) fn tungstenite(addr: SocketAddr) -> tungstenite::WebSocket<TcpStream>
     ws
 }
 
-/// A nexus-web blocking client, default buffers, Nagle disabled.
+/// A nexus-web blocking client, default buffers, Nagle disabled: [`raw`]'s socket (TCP_NODELAY
+/// and the read timeout set, as its builder's `disable_nagle` and `read_timeout` set them)
+/// upgraded with `connect_with`. Its builder's `connect` would return a
+/// `Client<MaybeTls<TcpStream>>` once the `tls` feature is on (the wss workloads need it);
+/// this keeps the `ws://` client a plain `Client<TcpStream>`, as without that feature.
 pub(super) fn nexus_web(addr: SocketAddr) -> nexus_web::ws::Client<TcpStream> {
+    nexus_web::ws::Client::builder()
+        .connect_with(raw(addr), &url(addr))
+        .unwrap_or_else(|e| panic!("nexus-web: connect to {addr}: {e}"))
+}
+
+/// The `wss://` URL of a loopback server: an IP address, which the test leaf names.
+pub(super) fn wss_url(addr: SocketAddr) -> String {
+    format!("wss://{addr}/")
+}
+
+/// A tickwire `wss://` client trusting the bench CA (see [`pki`]).
+pub(super) fn tickwire_tls(addr: SocketAddr) -> tickwire::WebSocket<tickwire::MaybeTlsStream> {
+    tickwire::ClientBuilder::new()
+        .nodelay(true)
+        .read_timeout(Some(READ_TIMEOUT))
+        .tls(pki::tickwire_client_config())
+        .connect(&wss_url(addr))
+        .unwrap_or_else(|e| panic!("tickwire wss: connect to {addr}: {e}"))
+}
+
+/// A nexus-web `wss://` client through its builder's `tls`, trusting the bench CA, default
+/// buffers, Nagle disabled.
+pub(super) fn nexus_web_tls(
+    addr: SocketAddr,
+) -> nexus_web::ws::Client<nexus_web::MaybeTls<TcpStream>> {
     nexus_web::ws::Client::builder()
         .disable_nagle()
         .read_timeout(READ_TIMEOUT)
-        .connect(&url(addr))
-        .unwrap_or_else(|e| panic!("nexus-web: connect to {addr}: {e}"))
+        .tls(&pki::nexus_client_config())
+        .connect(&wss_url(addr))
+        .unwrap_or_else(|e| panic!("nexus-web wss: connect to {addr}: {e}"))
+}
+
+/// A tokio-tungstenite `wss://` client on the current runtime: `Connector::Rustls` with the
+/// bench's rustls configuration (ring, the bench CA), default WebSocket configuration.
+pub(super) async fn tokio_tungstenite_tls(
+    addr: SocketAddr,
+) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+    let stream = tokio_tcp(addr, "tokio-tungstenite wss").await;
+    let connector = tokio_tungstenite::Connector::Rustls(pki::rustls_client_config());
+    let (ws, _response) = tokio_tungstenite::client_async_tls_with_config(
+        wss_url(addr),
+        stream,
+        None,
+        Some(connector),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("tokio-tungstenite wss: handshake with {addr}: {e}"));
+    ws
 }
 
 /// A tokio-tungstenite client on the current runtime, default configuration.

@@ -3,15 +3,16 @@
 //!
 //! This module owns the loopback tables: `loopback_rtt` (one message out, its echo back, one
 //! sample per round trip), `loopback_stream` (one-way throughput of pre-encoded frames into
-//! each client) and `loopback_deflate_*` (a tickwire feed with permessage-deflate on and off,
-//! `deflate.rs`). It owns the servers those workloads talk to and the client side of each
+//! each client), `loopback_deflate_*` (a tickwire feed with permessage-deflate on and off,
+//! `deflate.rs`) and `loopback_tls_*` (the round trip and the stream over `wss://`, `tls.rs`). It owns the servers those workloads talk to and the client side of each
 //! library. It does not own the timing primitives ([`crate::harness`]), the frame bytes
 //! ([`crate::wire`]) nor how results are shown ([`crate::report`]).
 //!
 //! Fairness rules every workload here keeps:
 //! - only the client library differs: every WebSocket client talks to the same tickwire
 //!   server, and the raw TCP floor moves the same bytes with no WebSocket code at all (in the
-//!   deflate workloads only whether permessage-deflate is negotiated differs);
+//!   deflate workloads only whether permessage-deflate is negotiated differs; in the TLS
+//!   workloads the same server runs behind TLS);
 //! - TCP_NODELAY on every socket, one connection per library per round, libraries interleaved
 //!   within each round so slow drift of the machine spreads over all of them;
 //! - each client uses its fastest public API that a real user would write (the per-library
@@ -24,15 +25,18 @@ mod deflate;
 mod round_trip;
 mod servers;
 mod stream;
+mod tls;
 
 use crate::Ctx;
 use crate::harness::{self, Plan};
 use crate::report::{Row, Table};
 use crate::wire;
 
-/// Progress steps per round: one per library in each of the two peer workloads, and both
-/// rows of each deflate workload.
-pub const STEPS: u64 = 2 * Library::ALL.len() as u64 + 2 * deflate::WORKLOADS.len() as u64;
+/// Progress steps per round: one per library in each of the two peer workloads, both rows of
+/// each deflate workload, and one per client in each of the two TLS workloads.
+pub const STEPS: u64 = 2 * Library::ALL.len() as u64
+    + 2 * deflate::WORKLOADS.len() as u64
+    + 2 * tls::Client::ALL.len() as u64;
 
 /// Payload size of every message, in bytes.
 const PAYLOAD_LEN: usize = 128;
@@ -61,6 +65,12 @@ pub fn run(ctx: &Ctx) -> Vec<Table> {
         if ctx.selected(id) {
             tables.push(deflate::table(ctx, id, len));
         }
+    }
+    if ctx.selected(tls::RTT_ID) {
+        tables.push(tls::round_trip_table(ctx, &payload));
+    }
+    if ctx.selected(tls::STREAM_ID) {
+        tables.push(tls::stream_table(ctx, &payload));
     }
     tables
 }

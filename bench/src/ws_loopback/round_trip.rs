@@ -67,18 +67,31 @@ fn raw_tcp(server: &servers::Server, plan: Plan, payload: &[u8]) -> Histogram<u6
 /// The blocking API a trading client uses; nothing is deferred outside the timed region.
 fn tickwire(server: &servers::Server, plan: Plan, text: &str) -> Histogram<u64> {
     let mut ws = connect::tickwire(server.addr());
-    ws.send_text_now(text).expect("tickwire: send");
-    match ws.recv().expect("tickwire: receive the echo") {
-        tickwire::Message::Text(echo) if echo == text => {}
-        other => panic!("tickwire: wrong echo: {other:?}"),
+    tickwire_round_trips(&mut ws, plan, text, "tickwire")
+}
+
+/// The timed loop of [`tickwire`] on a connected client, over `ws://` or `wss://`;
+/// `library` names it in failures.
+pub(super) fn tickwire_round_trips<S: tickwire::Stream>(
+    ws: &mut tickwire::WebSocket<S>,
+    plan: Plan,
+    text: &str,
+    library: &str,
+) -> Histogram<u64> {
+    ws.send_text_now(text)
+        .unwrap_or_else(|e| panic!("{library}: send: {e}"));
+    match ws.recv() {
+        Ok(tickwire::Message::Text(echo)) if echo == text => {}
+        other => panic!("{library}: wrong echo: {other:?}"),
     }
     harness::sample_each(plan, || {
-        ws.send_text_now(text).expect("tickwire: send");
-        match ws.recv().expect("tickwire: receive the echo") {
-            tickwire::Message::Text(echo) if echo.len() == text.len() => {
+        ws.send_text_now(text)
+            .unwrap_or_else(|e| panic!("{library}: send: {e}"));
+        match ws.recv() {
+            Ok(tickwire::Message::Text(echo)) if echo.len() == text.len() => {
                 black_box(echo);
             }
-            other => panic!("tickwire: unexpected echo {other:?}"),
+            other => panic!("{library}: unexpected echo {other:?}"),
         }
     })
 }
@@ -111,31 +124,45 @@ fn tungstenite(server: &servers::Server, plan: Plan, text: &str) -> Histogram<u6
 /// tokio-tungstenite: `SinkExt::send` (ready, start_send, flush) then `StreamExt::next`, the
 /// API its documentation shows. The message is a refcounted `Utf8Bytes` made once.
 fn tokio_tungstenite(server: &servers::Server, plan: Plan, text: &str) -> Histogram<u64> {
-    use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
     let runtime = connect::current_thread_runtime();
     runtime.block_on(async {
         let mut ws = connect::tokio_tungstenite(server.addr()).await;
-        let message = Utf8Bytes::from(text);
+        tokio_tungstenite_round_trips(&mut ws, plan, text, "tokio-tungstenite").await
+    })
+}
+
+/// The timed loop of [`tokio_tungstenite`] on a connected client (plain or TLS stream), run
+/// inside the caller's `block_on`; `library` names it in failures.
+pub(super) async fn tokio_tungstenite_round_trips<S>(
+    ws: &mut tokio_tungstenite::WebSocketStream<S>,
+    plan: Plan,
+    text: &str,
+    library: &str,
+) -> Histogram<u64>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
+    let message = Utf8Bytes::from(text);
+    ws.send(Message::Text(message.clone()))
+        .await
+        .unwrap_or_else(|e| panic!("{library}: send: {e}"));
+    match ws.next().await {
+        Some(Ok(Message::Text(echo))) if echo.as_str() == text => {}
+        other => panic!("{library}: wrong echo: {other:?}"),
+    }
+    sample_each_async(plan, async || {
         ws.send(Message::Text(message.clone()))
             .await
-            .expect("tokio-tungstenite: send");
+            .unwrap_or_else(|e| panic!("{library}: send: {e}"));
         match ws.next().await {
-            Some(Ok(Message::Text(echo))) if echo.as_str() == text => {}
-            other => panic!("tokio-tungstenite: wrong echo: {other:?}"),
-        }
-        sample_each_async(plan, async || {
-            ws.send(Message::Text(message.clone()))
-                .await
-                .expect("tokio-tungstenite: send");
-            match ws.next().await {
-                Some(Ok(Message::Text(echo))) if echo.len() == text.len() => {
-                    black_box(echo);
-                }
-                other => panic!("tokio-tungstenite: unexpected echo {other:?}"),
+            Some(Ok(Message::Text(echo))) if echo.len() == text.len() => {
+                black_box(echo);
             }
-        })
-        .await
+            other => panic!("{library}: unexpected echo {other:?}"),
+        }
     })
+    .await
 }
 
 /// fastwebsockets: `write_frame` then `read_frame` on a `FragmentCollector`, so it returns
@@ -189,20 +216,33 @@ fn fastwebsockets(server: &servers::Server, plan: Plan, payload: &[u8]) -> Histo
 /// nexus-web: `send_text` (encode, mask, write) then `recv` (borrowed, validated text), its
 /// blocking client API.
 fn nexus_web(server: &servers::Server, plan: Plan, text: &str) -> Histogram<u64> {
-    use nexus_web::ws::Message;
     let mut ws = connect::nexus_web(server.addr());
-    ws.send_text(text).expect("nexus-web: send");
-    match ws.recv().expect("nexus-web: receive the echo") {
-        Some(Message::Text(echo)) if echo == text => {}
-        other => panic!("nexus-web: wrong echo: {other:?}"),
+    nexus_web_round_trips(&mut ws, plan, text, "nexus-web")
+}
+
+/// The timed loop of [`nexus_web`] on a connected client, over `ws://` or `wss://`;
+/// `library` names it in failures.
+pub(super) fn nexus_web_round_trips<S: Read + Write>(
+    ws: &mut nexus_web::ws::Client<S>,
+    plan: Plan,
+    text: &str,
+    library: &str,
+) -> Histogram<u64> {
+    use nexus_web::ws::Message;
+    ws.send_text(text)
+        .unwrap_or_else(|e| panic!("{library}: send: {e}"));
+    match ws.recv() {
+        Ok(Some(Message::Text(echo))) if echo == text => {}
+        other => panic!("{library}: wrong echo: {other:?}"),
     }
     harness::sample_each(plan, || {
-        ws.send_text(text).expect("nexus-web: send");
-        match ws.recv().expect("nexus-web: receive the echo") {
-            Some(Message::Text(echo)) if echo.len() == text.len() => {
+        ws.send_text(text)
+            .unwrap_or_else(|e| panic!("{library}: send: {e}"));
+        match ws.recv() {
+            Ok(Some(Message::Text(echo))) if echo.len() == text.len() => {
                 black_box(echo);
             }
-            other => panic!("nexus-web: unexpected echo {other:?}"),
+            other => panic!("{library}: unexpected echo {other:?}"),
         }
     })
 }

@@ -11,10 +11,11 @@ use std::sync::mpsc::Receiver;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use tickwire::Message;
+use tickwire::{Message, ServerTlsConfig, TlsStream};
 use tickwire_codec::deflate::DeflateConfig;
 
 use crate::harness;
+use crate::ws_tls::pki;
 
 /// How long a server waits for its client to speak (or to signal) before giving up, so a
 /// client that failed cannot leave a server thread behind forever.
@@ -45,26 +46,56 @@ impl<T> Server<T> {
 /// until the client closes, disconnects or stays silent for [`IDLE_LIMIT`].
 pub(super) fn tickwire_echo(peer_core: usize) -> Server {
     spawn("tickwire-echo", peer_core, |stream| {
-        let mut ws = tickwire::ServerBuilder::new()
+        let ws = tickwire::ServerBuilder::new()
             .nodelay(true)
             .read_timeout(Some(IDLE_LIMIT))
             .accept(stream)
             .expect("tickwire echo server: handshake");
-        // Bounded by the client: it ends with the client's EOF (an error here), its close or
-        // the idle limit.
-        while let Ok((message, sender)) = ws.recv_with_sender() {
-            // Reply from the borrowed message: no copy, the library's own echo path.
-            let queued = match message {
-                Message::Text(text) => sender.text(text),
-                Message::Binary(bytes) => sender.binary(bytes),
-                Message::Close(_) => break,
-                Message::Ping(_) | Message::Pong(_) => Ok(()),
-            };
-            if queued.is_err() || ws.flush().is_err() {
-                break;
-            }
-        }
+        echo(ws);
     })
+}
+
+/// [`tickwire_echo`] behind TLS: the same server and echo loop over `accept_tls` with `tls`
+/// (the wss workloads' fairness rule: every client talks to it, so only the client differs).
+/// Panics unless the handshake settled on [`pki::CIPHER_SUITE`].
+pub(super) fn tickwire_echo_tls(peer_core: usize, tls: ServerTlsConfig) -> Server {
+    spawn("tickwire-echo-tls", peer_core, move |stream| {
+        let ws = tickwire::ServerBuilder::new()
+            .nodelay(true)
+            .read_timeout(Some(IDLE_LIMIT))
+            .accept_tls(stream, &tls)
+            .expect("tickwire wss echo server: handshake");
+        check_suite(ws.stream());
+        echo(ws);
+    })
+}
+
+/// The echo loop of [`tickwire_echo`] and [`tickwire_echo_tls`].
+fn echo<S: tickwire::Stream>(mut ws: tickwire::WebSocket<S>) {
+    // Bounded by the client: it ends with the client's EOF (an error here), its close or
+    // the idle limit.
+    while let Ok((message, sender)) = ws.recv_with_sender() {
+        // Reply from the borrowed message: no copy, the library's own echo path.
+        let queued = match message {
+            Message::Text(text) => sender.text(text),
+            Message::Binary(bytes) => sender.binary(bytes),
+            Message::Close(_) => break,
+            Message::Ping(_) | Message::Pong(_) => Ok(()),
+        };
+        if queued.is_err() || ws.flush().is_err() {
+            break;
+        }
+    }
+}
+
+/// Panics unless the TLS handshake settled on [`pki::CIPHER_SUITE`] (the server offers no
+/// other, so this guards the configuration).
+fn check_suite(tls: &TlsStream<TcpStream>) {
+    assert_eq!(
+        tls.codec().cipher_suite().as_deref(),
+        Some(pki::CIPHER_SUITE),
+        "wss server: negotiated another cipher suite"
+    );
 }
 
 /// A raw TCP server writing back every byte it reads, until EOF or [`IDLE_LIMIT`] of silence.
@@ -120,6 +151,37 @@ pub(super) fn stream_sender(
         }
         // Stay connected until the client is done, so closing here never races its reads.
         let _ = socket.set_read_timeout(Some(IDLE_LIMIT));
+        let mut sink = [0u8; 1024];
+        while matches!(socket.read(&mut sink), Ok(n) if n > 0) {}
+    })
+}
+
+/// [`stream_sender`] with the opening handshake behind TLS: once `go` fires, `bytes` (the
+/// same pre-encoded frames) go through the server's TLS stream, which encrypts them in
+/// 16 KiB records (rustls's largest) as it takes them, 64 KiB per write; then it waits for
+/// the client to hang up. Panics unless the handshake settled on [`pki::CIPHER_SUITE`].
+pub(super) fn stream_sender_tls(
+    peer_core: usize,
+    bytes: Arc<[u8]>,
+    tls: ServerTlsConfig,
+    go: Receiver<()>,
+) -> Server {
+    spawn("stream-sender-tls", peer_core, move |stream| {
+        let mut ws = tickwire::ServerBuilder::new()
+            .nodelay(true)
+            .accept_tls(stream, &tls)
+            .expect("wss stream server: handshake");
+        check_suite(ws.stream());
+        if go.recv_timeout(IDLE_LIMIT).is_err() {
+            return;
+        }
+        let socket = ws.stream_mut();
+        // A failure means the client gave up, which its own side reports.
+        if socket.write_all(&bytes).is_err() || socket.flush().is_err() {
+            return;
+        }
+        // Stay connected until the client is done (EOF or close_notify ends the read).
+        let _ = socket.get_mut().set_read_timeout(Some(IDLE_LIMIT));
         let mut sink = [0u8; 1024];
         while matches!(socket.read(&mut sink), Ok(n) if n > 0) {}
     })

@@ -6,8 +6,8 @@
 //! parsed, on the client. Every client uses its library's default buffers.
 
 use std::hint::black_box;
-use std::io::Read;
-use std::net::SocketAddr;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::time::{Duration, Instant};
@@ -82,16 +82,26 @@ fn raw_tcp(addr: SocketAddr, go: SyncSender<()>, total: usize) -> Duration {
 /// tickwire: blocking `recv`, borrowed validated text.
 fn tickwire(addr: SocketAddr, go: SyncSender<()>, messages: usize) -> Duration {
     let mut ws = connect::tickwire(addr);
-    start(&go, "tickwire");
+    tickwire_receive(&mut ws, &go, messages, "tickwire")
+}
+
+/// The timed part of [`tickwire`] on a connected client, over `ws://` or `wss://`: signals
+/// `go`, waits for the first byte on the TCP socket, then receives `messages` messages;
+/// `library` names it in failures.
+pub(super) fn tickwire_receive(
+    ws: &mut tickwire::WebSocket<tickwire::MaybeTlsStream>,
+    go: &SyncSender<()>,
+    messages: usize,
+    library: &str,
+) -> Duration {
+    start(go, library);
     ws.stream()
         .tcp()
         .peek(&mut [0u8; 1])
-        .expect("tickwire: wait for the first byte");
-    receive_all("tickwire", messages, || {
-        match ws.recv().expect("tickwire: receive") {
-            tickwire::Message::Text(text) => text.len(),
-            other => panic!("tickwire: expected text, got {other:?}"),
-        }
+        .unwrap_or_else(|e| panic!("{library}: wait for the first byte: {e}"));
+    receive_all(library, messages, || match ws.recv() {
+        Ok(tickwire::Message::Text(text)) => text.len(),
+        other => panic!("{library}: expected text, got {other:?}"),
     })
 }
 
@@ -113,27 +123,43 @@ fn tungstenite(addr: SocketAddr, go: SyncSender<()>, messages: usize) -> Duratio
 /// tokio-tungstenite: `StreamExt::next` on the current-thread runtime, timed inside one
 /// `block_on`.
 fn tokio_tungstenite(addr: SocketAddr, go: SyncSender<()>, messages: usize) -> Duration {
-    use tokio_tungstenite::tungstenite::Message;
     let runtime = connect::current_thread_runtime();
     runtime.block_on(async {
         let mut ws = connect::tokio_tungstenite(addr).await;
-        start(&go, "tokio-tungstenite");
-        ws.get_ref()
-            .readable()
-            .await
-            .expect("tokio-tungstenite: wait for the first byte");
-        let started = Instant::now();
-        let mut last_len = 0;
-        for received in 0..messages {
-            last_len = match ws.next().await {
-                Some(Ok(Message::Text(text))) => text.len(),
-                other => panic!("tokio-tungstenite: message {received}: got {other:?}"),
-            };
-        }
-        let elapsed = started.elapsed();
-        check_last("tokio-tungstenite", last_len);
-        elapsed
+        tokio_tungstenite_receive(&mut ws, &go, messages, "tokio-tungstenite").await
     })
+}
+
+/// The timed part of [`tokio_tungstenite`] on a connected client (plain or TLS stream), run
+/// inside the caller's `block_on`: signals `go`, waits until the TCP socket is readable, then
+/// receives `messages` messages; `library` names it in failures.
+pub(super) async fn tokio_tungstenite_receive<S>(
+    ws: &mut tokio_tungstenite::WebSocketStream<S>,
+    go: &SyncSender<()>,
+    messages: usize,
+    library: &str,
+) -> Duration
+where
+    S: TokioSocket + tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use tokio_tungstenite::tungstenite::Message;
+    start(go, library);
+    ws.get_ref()
+        .tcp()
+        .readable()
+        .await
+        .unwrap_or_else(|e| panic!("{library}: wait for the first byte: {e}"));
+    let started = Instant::now();
+    let mut last_len = 0;
+    for received in 0..messages {
+        last_len = match ws.next().await {
+            Some(Ok(Message::Text(text))) => text.len(),
+            other => panic!("{library}: message {received}: got {other:?}"),
+        };
+    }
+    let elapsed = started.elapsed();
+    check_last(library, last_len);
+    elapsed
 }
 
 /// fastwebsockets: `read_frame` on a `FragmentCollector` (whole messages, UTF-8 checked), on the
@@ -174,16 +200,67 @@ fn fastwebsockets(addr: SocketAddr, go: SyncSender<()>, messages: usize) -> Dura
 /// nexus-web: blocking `recv`, borrowed validated text.
 fn nexus_web(addr: SocketAddr, go: SyncSender<()>, messages: usize) -> Duration {
     let mut ws = connect::nexus_web(addr);
-    start(&go, "nexus-web");
+    nexus_web_receive(&mut ws, &go, messages, "nexus-web")
+}
+
+/// The timed part of [`nexus_web`] on a connected client, over `ws://` or `wss://`: signals
+/// `go`, waits for the first byte on the TCP socket, then receives `messages` messages;
+/// `library` names it in failures.
+pub(super) fn nexus_web_receive<S: BlockingSocket + Read + Write>(
+    ws: &mut nexus_web::ws::Client<S>,
+    go: &SyncSender<()>,
+    messages: usize,
+    library: &str,
+) -> Duration {
+    start(go, library);
     ws.stream()
+        .tcp()
         .peek(&mut [0u8; 1])
-        .expect("nexus-web: wait for the first byte");
-    receive_all("nexus-web", messages, || {
-        match ws.recv().expect("nexus-web: receive") {
-            Some(nexus_web::ws::Message::Text(text)) => text.len(),
-            other => panic!("nexus-web: expected text, got {other:?}"),
-        }
+        .unwrap_or_else(|e| panic!("{library}: wait for the first byte: {e}"));
+    receive_all(library, messages, || match ws.recv() {
+        Ok(Some(nexus_web::ws::Message::Text(text))) => text.len(),
+        other => panic!("{library}: expected text, got {other:?}"),
     })
+}
+
+/// The TCP socket under a blocking client's stream, to wait for the first byte below the
+/// library (and below TLS).
+pub(super) trait BlockingSocket {
+    /// The socket.
+    fn tcp(&self) -> &TcpStream;
+}
+
+impl BlockingSocket for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+}
+
+impl BlockingSocket for nexus_web::MaybeTls<TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Self::Plain(socket) => socket,
+            Self::Tls(tls) => tls.stream(),
+        }
+    }
+}
+
+/// The TCP socket under an async client's stream, as [`BlockingSocket`].
+pub(super) trait TokioSocket {
+    /// The socket.
+    fn tcp(&self) -> &tokio::net::TcpStream;
+}
+
+impl TokioSocket for tokio::net::TcpStream {
+    fn tcp(&self) -> &tokio::net::TcpStream {
+        self
+    }
+}
+
+impl TokioSocket for tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream> {
+    fn tcp(&self) -> &tokio::net::TcpStream {
+        self.get_ref()
+    }
 }
 
 /// Tells the server the client is set up and waiting.
