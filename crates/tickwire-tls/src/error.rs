@@ -53,13 +53,14 @@ impl TlsError {
                 C::UnknownIssuer | C::BadSignature | C::InvalidPurpose => {
                     Self::UntrustedCertificate(format!("{cert:?}"))
                 }
-                C::NotValidForNameContext { expected, presented } => {
-                    Self::HostnameMismatch(format!(
-                        "connected to {}, the certificate names {}",
-                        expected.to_str(),
-                        presented.join(", ")
-                    ))
-                }
+                C::NotValidForNameContext {
+                    expected,
+                    presented,
+                } => Self::HostnameMismatch(format!(
+                    "connected to {}, the certificate names {}",
+                    expected.to_str(),
+                    presented.join(", ")
+                )),
                 C::NotValidForName => Self::HostnameMismatch("no name matches".into()),
                 C::Expired | C::ExpiredContext { .. } => Self::CertificateExpired,
                 C::NotValidYet | C::NotValidYetContext { .. } => Self::CertificateNotYetValid,
