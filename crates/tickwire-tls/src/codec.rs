@@ -226,7 +226,10 @@ impl TlsCodec {
         self.conn.write_tls(writer)
     }
 
-    /// Queues close_notify: the peer learns that no more data follows.
+    /// Queues close_notify: the peer learns that no more data follows. Feed nothing more
+    /// after it when the connection is done: a debug build of rustls 0.23 asserts on a corrupt
+    /// record arriving after a sent alert (rustls issue #959; `TlsStream` drains raw bytes
+    /// instead).
     pub fn send_close_notify(&mut self) {
         self.conn.send_close_notify();
     }
