@@ -36,6 +36,8 @@ mod common;
 mod frames;
 #[path = "deflate_inflate/inflaters.rs"]
 mod inflaters;
+#[path = "input.rs"]
+mod input;
 #[path = "deflate_inflate/negotiation.rs"]
 mod negotiation;
 #[path = "deflate_inflate/round_trip.rs"]

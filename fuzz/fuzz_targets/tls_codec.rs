@@ -23,6 +23,8 @@
 
 #[path = "tls_codec/common.rs"]
 mod common;
+#[path = "input.rs"]
+mod input;
 #[path = "tls_codec/pair.rs"]
 mod pair;
 #[path = "tls_codec/raw.rs"]

@@ -8,34 +8,7 @@ use tickwire_codec::ws::{CloseCode, Error, FrameReader, Message, ReadEvent};
 /// The bytes a sync flush ends with (RFC 7692 §7.2.1).
 pub(crate) const TAIL: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
 
-/// Reads the input front to back; past its end every byte is 0.
-pub(crate) struct Bytes<'a>(pub(crate) &'a [u8]);
-
-impl<'a> Bytes<'a> {
-    pub(crate) fn byte(&mut self) -> u8 {
-        match self.0.split_first() {
-            Some((&b, rest)) => {
-                self.0 = rest;
-                b
-            }
-            None => 0,
-        }
-    }
-
-    pub(crate) fn u16(&mut self) -> u16 {
-        u16::from_le_bytes([self.byte(), self.byte()])
-    }
-
-    pub(crate) fn take(&mut self, n: usize) -> &'a [u8] {
-        let (head, rest) = self.0.split_at(n.min(self.0.len()));
-        self.0 = rest;
-        head
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
+pub(crate) use crate::input::Bytes;
 
 // --- what a reader returns ---
 

@@ -16,37 +16,7 @@ pub(crate) const HOST: &str = "localhost";
 /// Most ciphertext one codec may queue in one go before the oracle calls it unbounded.
 const MAX_QUEUED: usize = 1 << 20;
 
-/// Reads the input front to back; past its end every byte is 0.
-pub(crate) struct Bytes<'a>(pub(crate) &'a [u8]);
-
-impl<'a> Bytes<'a> {
-    pub(crate) fn byte(&mut self) -> u8 {
-        match self.0.split_first() {
-            Some((&b, rest)) => {
-                self.0 = rest;
-                b
-            }
-            None => 0,
-        }
-    }
-
-    pub(crate) fn u16(&mut self) -> u16 {
-        u16::from_le_bytes([self.byte(), self.byte()])
-    }
-
-    pub(crate) fn take(&mut self, n: usize) -> &'a [u8] {
-        let (head, rest) = self.0.split_at(n.min(self.0.len()));
-        self.0 = rest;
-        head
-    }
-
-    /// Up to 15 piece sizes (1..=256 bytes each), their count in the low nibble of the next
-    /// byte; empty means whole.
-    pub(crate) fn pieces(&mut self) -> Vec<usize> {
-        let count = usize::from(self.byte() & 0x0f);
-        (0..count).map(|_| usize::from(self.byte()) + 1).collect()
-    }
-}
+pub(crate) use crate::input::Bytes;
 
 /// The configurations, built once: a root, a leaf for [`HOST`] it signs, and servers and
 /// clients around them. Clients do not resume: every run makes a full handshake.
