@@ -243,6 +243,22 @@ impl WriteBuf {
         self.storage[tail_start..tail_start + header.len()].copy_from_slice(header);
     }
 
+    /// Keeps the first `len` queued bytes and drops the rest: a writer that fails halfway
+    /// through a message calls it with the [`len`](Self::len) it saw before it began, so the
+    /// buffer is left exactly as it was. Resets to the headroom mark when nothing is left.
+    ///
+    /// # Panics
+    /// If `len` exceeds [`len`](Self::len).
+    #[inline]
+    pub fn truncate(&mut self, len: usize) {
+        assert!(len <= self.len(), "WriteBuf::truncate past the data");
+        self.end = self.start + len;
+        if len == 0 {
+            self.start = self.headroom;
+            self.end = self.headroom;
+        }
+    }
+
     /// Queued bytes, mutably (used to mask a payload in place).
     #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
@@ -353,6 +369,19 @@ mod tests {
         buf.extend_from_slice(b"second");
         buf.insert_before_tail(&[1, 2, 3], 6);
         assert_eq!(buf.as_slice(), b"first\x01\x02\x03second");
+    }
+
+    #[test]
+    fn write_buf_truncate_drops_the_tail() {
+        let mut buf = WriteBuf::new(16, 4);
+        buf.extend_from_slice(b"keep");
+        buf.extend_from_slice(b"drop");
+        buf.truncate(4);
+        assert_eq!(buf.as_slice(), b"keep");
+        buf.consume(2);
+        buf.truncate(0);
+        assert!(buf.is_empty());
+        assert_eq!(buf.start, 4, "headroom restored when emptied");
     }
 
     #[test]
