@@ -1,7 +1,5 @@
 //! The blocking client: URL to an open [`WebSocket`] over TCP.
 
-use std::io::ErrorKind;
-use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use tickwire_codec::deflate::DeflateConfig;
@@ -9,10 +7,8 @@ use tickwire_codec::handshake::{ClientHandshake, ClientRequest, HandshakeError};
 use tickwire_codec::ws::{Config, Connection, Limits, MaskSource, Role};
 
 #[cfg(feature = "tls")]
-use tickwire_tls::{ClientTlsConfig, TlsCodec};
+use tickwire_tls::ClientTlsConfig;
 
-#[cfg(feature = "tls")]
-use crate::TlsStream;
 use crate::{Error, MaybeTlsStream, Stream, WebSocket};
 
 /// Connects to `url` (`ws://` or `wss://host[:port]/path?query`) with the default
@@ -183,42 +179,19 @@ impl ClientBuilder {
         let port = parsed
             .port_or_known_default()
             .unwrap_or(if secure { 443 } else { 80 });
-        let tcp = self.tcp_connect(host, port)?;
+        let tcp = crate::net::tcp_connect(host, port, self.connect_timeout)?;
         tcp.set_nodelay(self.nodelay)?;
         let deadline = Instant::now() + self.handshake_timeout;
         let stream = if secure {
-            self.tls_connect(tcp, host, deadline)?
+            #[cfg(feature = "tls")]
+            let tls = self.tls.as_ref();
+            #[cfg(not(feature = "tls"))]
+            let tls = None;
+            crate::net::tls_connect(tcp, host, tls, deadline)?
         } else {
             MaybeTlsStream::Plain(tcp)
         };
         self.upgrade(stream, &parsed, deadline)
-    }
-
-    #[cfg(feature = "tls")]
-    fn tls_connect(
-        &self,
-        tcp: TcpStream,
-        host: &str,
-        deadline: Instant,
-    ) -> Result<MaybeTlsStream, Error> {
-        let config = self
-            .tls
-            .clone()
-            .unwrap_or_else(ClientTlsConfig::shared_default);
-        let codec = TlsCodec::client(&config, host)?;
-        let mut stream = TlsStream::new(tcp, codec);
-        stream.handshake(deadline)?;
-        Ok(MaybeTlsStream::Tls(Box::new(stream)))
-    }
-
-    #[cfg(not(feature = "tls"))]
-    fn tls_connect(
-        &self,
-        _tcp: TcpStream,
-        _host: &str,
-        _deadline: Instant,
-    ) -> Result<MaybeTlsStream, Error> {
-        Err(Error::UnsupportedScheme("wss".into()))
     }
 
     /// Performs the opening handshake over an already connected stream (TCP, TLS, or a
@@ -267,24 +240,6 @@ impl ClientBuilder {
                 .with_subprotocol(accepted.subprotocol)
                 .with_deflate(negotiated),
         )
-    }
-
-    fn tcp_connect(&self, host: &str, port: u16) -> Result<TcpStream, Error> {
-        let addrs = (host, port).to_socket_addrs()?;
-        let mut last = None;
-        for addr in addrs {
-            let attempt = match self.connect_timeout {
-                Some(timeout) => TcpStream::connect_timeout(&addr, timeout),
-                None => TcpStream::connect(addr),
-            };
-            match attempt {
-                Ok(stream) => return Ok(stream),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(Error::Io(
-            last.unwrap_or_else(|| ErrorKind::NotFound.into()),
-        ))
     }
 }
 
