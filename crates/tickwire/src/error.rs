@@ -3,6 +3,7 @@
 use std::{fmt, io};
 
 use tickwire_codec::handshake::HandshakeError;
+use tickwire_codec::http::{HttpError, WriteError};
 use tickwire_codec::ws;
 
 /// Everything a blocking WebSocket call can fail with.
@@ -35,6 +36,20 @@ pub enum Error {
     ConnectionClosed,
     /// The peer closed the TCP connection without a close frame (close code 1006).
     UnexpectedEof,
+    /// An HTTP response broke RFC 9112 framing or a configured limit; the connection was
+    /// dropped.
+    Http(HttpError),
+    /// An HTTP request could not be written: a header name that is not a token, CR, LF or
+    /// NUL in a value or the path. Nothing was sent.
+    HttpWrite(WriteError),
+    /// The server closed the connection before any byte of the response (after one
+    /// automatic retry for an idempotent request on a reused connection).
+    NoResponse,
+    /// A gzip response body is corrupt, ends early or inflates past the body limit.
+    Decompress(String),
+    /// The closure writing a request body failed (its error is the source); nothing was
+    /// sent.
+    Body(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl Error {
@@ -64,6 +79,11 @@ impl fmt::Display for Error {
             Self::HandshakeTimeout => f.write_str("handshake timed out"),
             Self::ConnectionClosed => f.write_str("connection closed"),
             Self::UnexpectedEof => f.write_str("peer closed the connection without a close frame"),
+            Self::Http(e) => write!(f, "HTTP: {e}"),
+            Self::HttpWrite(e) => write!(f, "HTTP request not written: {e}"),
+            Self::NoResponse => f.write_str("the server closed the connection without a response"),
+            Self::Decompress(reason) => write!(f, "{reason}"),
+            Self::Body(e) => write!(f, "request body: {e}"),
         }
     }
 }
@@ -76,6 +96,9 @@ impl std::error::Error for Error {
             Self::Handshake(e) => Some(e),
             #[cfg(feature = "tls")]
             Self::Tls(e) => Some(e),
+            Self::Http(e) => Some(e),
+            Self::HttpWrite(e) => Some(e),
+            Self::Body(e) => Some(&**e),
             _ => None,
         }
     }
@@ -109,5 +132,11 @@ impl From<ws::Error> for Error {
 impl From<HandshakeError> for Error {
     fn from(e: HandshakeError) -> Self {
         Self::Handshake(e)
+    }
+}
+
+impl From<HttpError> for Error {
+    fn from(e: HttpError) -> Self {
+        Self::Http(e)
     }
 }

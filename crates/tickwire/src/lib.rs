@@ -2,7 +2,8 @@
 //!
 //! This crate owns the blocking transports over `std::net`: [`connect`] / [`ClientBuilder`]
 //! for clients, [`accept`] / [`ServerBuilder`] for the server side of an accepted
-//! `TcpStream`, and [`WebSocket`], the connection both return. Protocol logic lives in
+//! `TcpStream`, and [`WebSocket`], the connection both return; and [`HttpClient`], a
+//! keep-alive HTTP/1.1 client for REST APIs. Protocol logic lives in
 //! [`tickwire_codec`], re-exported here as [`codec`]; this crate adds sockets, timeouts and
 //! the opening handshake's I/O.
 //!
@@ -29,6 +30,8 @@
 mod client;
 mod error;
 mod head;
+mod http;
+mod net;
 mod server;
 mod stream;
 #[cfg(feature = "tls")]
@@ -37,6 +40,7 @@ mod websocket;
 
 pub use client::{ClientBuilder, connect};
 pub use error::Error;
+pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder};
 pub use server::{ServerBuilder, accept};
 pub use stream::{MaybeTlsStream, Stream};
 pub use tickwire_codec as codec;

@@ -1,0 +1,281 @@
+//! [`HttpClient`] and its builder.
+
+use std::time::Duration;
+
+use tickwire_codec::buf::WriteBuf;
+use tickwire_codec::http::{Limits, Method, ResponseReader, WriteError};
+use tickwire_codec::rest::{Query, RequestWriter};
+
+#[cfg(feature = "tls")]
+use tickwire_tls::ClientTlsConfig;
+
+use super::request::ClientRequest;
+use super::response::Gunzip;
+use super::session::{Options, Origin, Session};
+use crate::Error;
+
+/// A blocking HTTP/1.1 client for one origin (`http://` or `https://` host and port) over one
+/// keep-alive connection.
+///
+/// - The connection opens on the first request and is reused while the server keeps it.
+///   Before reuse, one non-blocking peek tells whether the server closed it while idle; a
+///   request that finds it closed anyway (a race with the server's idle timeout) is sent again
+///   on a fresh connection when its method is idempotent. A POST or PATCH is never resent.
+/// - Responses are borrowed: a [`ClientResponse`](super::ClientResponse) lives until the next
+///   request on this client. With a Content-Length body, a request and its response allocate
+///   nothing once the buffers have grown to fit.
+/// - Redirects are reported ([`is_redirect`](super::ClientResponse::is_redirect)), not
+///   followed.
+#[derive(Debug)]
+pub struct HttpClient {
+    writer: RequestWriter,
+    wbuf: WriteBuf,
+    session: Session,
+}
+
+impl HttpClient {
+    /// A client for `base_url` with the default options. The URL's path becomes the base path
+    /// every request path is joined to.
+    pub fn new(base_url: &str) -> Result<Self, Error> {
+        Self::builder(base_url).build()
+    }
+
+    /// A builder for `base_url`.
+    pub fn builder(base_url: &str) -> HttpClientBuilder {
+        HttpClientBuilder::new(base_url)
+    }
+
+    /// Starts a request with any method.
+    pub fn request(&mut self, method: Method, path: &str) -> ClientRequest<'_, Query> {
+        let builder = self.writer.request(&mut self.wbuf, method, path);
+        ClientRequest::new(&mut self.session, builder, method)
+    }
+
+    /// Starts a GET.
+    pub fn get(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Get, path)
+    }
+
+    /// Starts a HEAD.
+    pub fn head(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Head, path)
+    }
+
+    /// Starts a POST (never resent automatically).
+    pub fn post(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Post, path)
+    }
+
+    /// Starts a PUT.
+    pub fn put(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Put, path)
+    }
+
+    /// Starts a PATCH (never resent automatically).
+    pub fn patch(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Patch, path)
+    }
+
+    /// Starts a DELETE.
+    pub fn delete(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Delete, path)
+    }
+
+    /// Starts an OPTIONS.
+    pub fn options(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Options, path)
+    }
+
+    /// Opens the connection now instead of on the first request (a warm-up before the first
+    /// order). Does nothing when one is open.
+    pub fn connect(&mut self) -> Result<(), Error> {
+        self.session.connect()
+    }
+
+    /// How many connections this client has opened: 1 after any number of requests that
+    /// reused the first one.
+    pub fn connections_opened(&self) -> u64 {
+        self.session.connections_opened()
+    }
+
+    /// True while a connection is open.
+    pub fn is_connected(&self) -> bool {
+        self.session.is_connected()
+    }
+
+    /// Closes the connection; the next request opens a new one.
+    pub fn disconnect(&mut self) {
+        self.session.disconnect();
+    }
+}
+
+/// Options for an [`HttpClient`]. Defaults: TCP_NODELAY on, a 10 s connect timeout, 30 s read
+/// and write timeouts, [`Limits::client`], no gzip, a `User-Agent: tickwire/<version>` header.
+#[derive(Debug)]
+pub struct HttpClientBuilder {
+    base_url: String,
+    headers: Vec<(String, Vec<u8>)>,
+    user_agent: Option<String>,
+    limits: Limits,
+    gzip: bool,
+    read_buffer: usize,
+    write_buffer: usize,
+    options: Options,
+}
+
+impl HttpClientBuilder {
+    fn new(base_url: &str) -> Self {
+        Self {
+            base_url: base_url.to_owned(),
+            headers: Vec::new(),
+            user_agent: Some(concat!("tickwire/", env!("CARGO_PKG_VERSION")).to_owned()),
+            limits: Limits::client(),
+            gzip: false,
+            read_buffer: 16 * 1024,
+            write_buffer: 4 * 1024,
+            options: Options {
+                connect_timeout: Some(Duration::from_secs(10)),
+                read_timeout: Some(Duration::from_secs(30)),
+                write_timeout: Some(Duration::from_secs(30)),
+                nodelay: true,
+                #[cfg(feature = "tls")]
+                tls: None,
+            },
+        }
+    }
+
+    /// A header sent with every request (an API key, `Accept`). Checked when building.
+    pub fn default_header(mut self, name: &str, value: impl AsRef<[u8]>) -> Self {
+        self.headers
+            .push((name.to_owned(), value.as_ref().to_vec()));
+        self
+    }
+
+    /// The `User-Agent` header (`None`: send none).
+    pub fn user_agent(mut self, agent: Option<&str>) -> Self {
+        self.user_agent = agent.map(str::to_owned);
+        self
+    }
+
+    /// Response limits (head size, header count, body size, chunk framing).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sends `Accept-Encoding: gzip` and inflates gzip bodies (bounded by the body limit)
+    /// into a buffer the client reuses.
+    pub fn gzip(mut self, gzip: bool) -> Self {
+        self.gzip = gzip;
+        self
+    }
+
+    /// Initial read and write buffer sizes (they grow as needed, within the limits).
+    pub fn buffer_sizes(mut self, read: usize, write: usize) -> Self {
+        self.read_buffer = read;
+        self.write_buffer = write;
+        self
+    }
+
+    /// TCP_NODELAY (default on).
+    pub fn nodelay(mut self, nodelay: bool) -> Self {
+        self.options.nodelay = nodelay;
+        self
+    }
+
+    /// Timeout of the TCP connect per resolved address, and of the TLS handshake.
+    pub fn connect_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.options.connect_timeout = timeout;
+        self
+    }
+
+    /// Longest wait for response bytes; on expiry the request fails with
+    /// [`Error::is_timeout`] and the connection is dropped.
+    pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.options.read_timeout = timeout;
+        self
+    }
+
+    /// Longest wait for the socket to accept request bytes.
+    pub fn write_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.options.write_timeout = timeout;
+        self
+    }
+
+    /// TLS configuration for `https://` (default: Mozilla's roots, session resumption).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, config: ClientTlsConfig) -> Self {
+        self.options.tls = Some(config);
+        self
+    }
+
+    /// Checks the URL and headers and makes the client; no connection is opened yet.
+    pub fn build(self) -> Result<HttpClient, Error> {
+        let url = url::Url::parse(&self.base_url).map_err(|e| Error::InvalidUrl(e.to_string()))?;
+        let secure = match url.scheme() {
+            "http" => false,
+            "https" => true,
+            other => {
+                return Err(Error::InvalidUrl(format!(
+                    "scheme {other}:// is not http:// or https://"
+                )));
+            }
+        };
+        #[cfg(not(feature = "tls"))]
+        if secure {
+            return Err(Error::UnsupportedScheme("https".into()));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(Error::InvalidUrl(
+                "a base URL takes no query or fragment".into(),
+            ));
+        }
+        let host = url
+            .host_str()
+            .ok_or_else(|| Error::InvalidUrl("no host".into()))?;
+        let default_port = if secure { 443 } else { 80 };
+        let port = url.port().unwrap_or(default_port);
+        // The Host header keeps IPv6 brackets and names a non-default port (RFC 9110 §7.2).
+        let authority = match url.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        };
+        let base_path = url.path().trim_end_matches('/');
+        let mut writer = RequestWriter::new(&authority, base_path)?;
+        if let Some(agent) = &self.user_agent {
+            writer.default_header("User-Agent", agent.as_bytes())?;
+        }
+        if self.gzip {
+            writer.default_header("Accept-Encoding", b"gzip")?;
+        }
+        for (name, value) in &self.headers {
+            writer.default_header(name, value)?;
+        }
+        let origin = Origin {
+            secure,
+            host: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned(),
+            port,
+        };
+        let gunzip = self.gzip.then(|| Gunzip::new(self.limits.max_body_bytes));
+        Ok(HttpClient {
+            writer,
+            wbuf: WriteBuf::new(self.write_buffer, 64),
+            session: Session::new(
+                origin,
+                self.options,
+                ResponseReader::new(self.limits),
+                self.read_buffer,
+                gunzip,
+            ),
+        })
+    }
+}
+
+impl From<WriteError> for Error {
+    fn from(e: WriteError) -> Self {
+        Self::HttpWrite(e)
+    }
+}

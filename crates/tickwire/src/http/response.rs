@@ -1,0 +1,159 @@
+//! A response as the client hands it out: borrowed from the connection's buffers.
+
+use flate2::{Decompress, FlushDecompress, Status};
+use tickwire_codec::http::{Headers, Response, StatusCode, Version};
+
+use crate::Error;
+
+/// A final response, borrowed from the client until its next request.
+///
+/// The body is a slice of the read buffer (Content-Length, or chunked decoded in place), or
+/// of the client's reused inflate buffer when the client asked for gzip and the server sent
+/// `Content-Encoding: gzip`.
+#[derive(Debug)]
+pub struct ClientResponse<'a> {
+    response: Response<'a>,
+    body: &'a [u8],
+    decoded: bool,
+}
+
+impl<'a> ClientResponse<'a> {
+    pub(crate) fn new(
+        response: Response<'a>,
+        gunzip: Option<&'a mut Gunzip>,
+    ) -> Result<Self, Error> {
+        let gzipped = response
+            .headers()
+            .get("content-encoding")
+            .is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"gzip"));
+        let (body, decoded) = match gunzip {
+            Some(gunzip) if gzipped && !response.body().is_empty() => {
+                (gunzip.decode(response.body())?, true)
+            }
+            _ => (response.body(), false),
+        };
+        Ok(Self {
+            response,
+            body,
+            decoded,
+        })
+    }
+
+    /// The status code.
+    pub fn status(&self) -> StatusCode {
+        self.response.status()
+    }
+
+    /// The reason phrase as sent.
+    pub fn reason(&self) -> &'a str {
+        self.response.reason()
+    }
+
+    /// HTTP/1.0 or HTTP/1.1.
+    pub fn version(&self) -> Version {
+        self.response.version()
+    }
+
+    /// The header fields, in wire order, looked up case-insensitively.
+    pub fn headers(&self) -> Headers<'a> {
+        self.response.headers()
+    }
+
+    /// The first value of a header, if present and valid UTF-8.
+    pub fn header(&self, name: &str) -> Option<&'a str> {
+        self.response.headers().get_str(name)
+    }
+
+    /// The body: de-chunked, and gunzipped when [`was_decompressed`](Self::was_decompressed).
+    /// Empty for HEAD, 204 and 304.
+    pub fn body(&self) -> &'a [u8] {
+        self.body
+    }
+
+    /// The body as UTF-8, if it is.
+    pub fn text(&self) -> Option<&'a str> {
+        core::str::from_utf8(self.body).ok()
+    }
+
+    /// The trailer fields of a chunked body (empty otherwise).
+    pub fn trailers(&self) -> Headers<'a> {
+        self.response.trailers()
+    }
+
+    /// True when the body was gzip on the wire and [`body`](Self::body) is the inflated form.
+    pub fn was_decompressed(&self) -> bool {
+        self.decoded
+    }
+
+    /// True for 3xx with a `Location`: redirects are reported, not followed.
+    pub fn is_redirect(&self) -> bool {
+        self.status().is_redirection() && self.location().is_some()
+    }
+
+    /// The `Location` header, for a redirect.
+    pub fn location(&self) -> Option<&'a str> {
+        self.header("location")
+    }
+
+    /// Whether the connection stays open for the next request.
+    pub fn keep_alive(&self) -> bool {
+        self.response.keep_alive()
+    }
+
+    /// The response as the codec parsed it (raw body before gunzip).
+    pub fn raw(&self) -> &Response<'a> {
+        &self.response
+    }
+}
+
+/// A reused gzip inflater and its output buffer, bounded by the body size limit.
+#[derive(Debug)]
+pub(crate) struct Gunzip {
+    inflater: Decompress,
+    out: Vec<u8>,
+    limit: u64,
+}
+
+impl Gunzip {
+    pub(crate) fn new(limit: u64) -> Self {
+        Self {
+            inflater: Decompress::new_gzip(15),
+            out: Vec::new(),
+            limit,
+        }
+    }
+
+    /// Inflates one gzip member into the reused buffer. A body that inflates past the limit,
+    /// is not gzip, or ends early is [`Error::Decompress`].
+    fn decode(&mut self, input: &[u8]) -> Result<&[u8], Error> {
+        self.inflater.reset(true);
+        self.out.clear();
+        let limit = usize::try_from(self.limit).unwrap_or(usize::MAX);
+        loop {
+            if self.out.len() == self.out.capacity() {
+                if self.out.len() >= limit {
+                    return Err(Error::Decompress(format!(
+                        "gzip body inflates past the {limit}-byte limit"
+                    )));
+                }
+                let grow = self.out.capacity().max(4096).min(limit - self.out.len());
+                self.out.reserve(grow);
+            }
+            let (before_in, before_out) = (self.inflater.total_in(), self.inflater.total_out());
+            let consumed = usize::try_from(before_in).unwrap_or(usize::MAX);
+            let rest = input.get(consumed..).unwrap_or_default();
+            let status = self
+                .inflater
+                .decompress_vec(rest, &mut self.out, FlushDecompress::None)
+                .map_err(|e| Error::Decompress(format!("gzip body: {e}")))?;
+            if status == Status::StreamEnd {
+                return Ok(&self.out);
+            }
+            let progressed =
+                self.inflater.total_in() != before_in || self.inflater.total_out() != before_out;
+            if !progressed && self.out.len() < self.out.capacity() {
+                return Err(Error::Decompress("gzip body ends early".into()));
+            }
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! One connection's life: open, reuse after a liveness check, write a request, read its
+//! response, retry an idempotent request once when a reused connection turns out closed.
+
+use std::io::{self, ErrorKind, Read, Write};
+use std::time::{Duration, Instant};
+
+use tickwire_codec::buf::{ReadBuf, WriteBuf};
+use tickwire_codec::http::{Method, Parsed, ResponseReader};
+
+use super::response::{ClientResponse, Gunzip};
+use crate::{Error, MaybeTlsStream, Stream};
+
+/// Where requests go.
+#[derive(Debug, Clone)]
+pub(crate) struct Origin {
+    pub(crate) secure: bool,
+    pub(crate) host: String,
+    pub(crate) port: u16,
+}
+
+/// Socket and TLS options, fixed at build time.
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    pub(crate) connect_timeout: Option<Duration>,
+    pub(crate) read_timeout: Option<Duration>,
+    pub(crate) write_timeout: Option<Duration>,
+    pub(crate) nodelay: bool,
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<tickwire_tls::ClientTlsConfig>,
+}
+
+/// Everything of a client but the request writer and its buffer.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub(crate) origin: Origin,
+    pub(crate) options: Options,
+    stream: Option<MaybeTlsStream>,
+    rbuf: ReadBuf,
+    reader: ResponseReader,
+    /// The last response said the connection ends after it (`Connection: close`, a body
+    /// delimited by the close, HTTP/1.0 without keep-alive).
+    close_after: bool,
+    connections_opened: u64,
+    pub(crate) gunzip: Option<Gunzip>,
+}
+
+/// Outcome of one attempt on one connection.
+enum Attempt {
+    /// A final response is complete in the reader.
+    Done,
+    /// The connection was closed by the server before any byte of the response: an
+    /// idempotent request may be sent again on a fresh connection.
+    ClosedBeforeResponse(Error),
+}
+
+impl Session {
+    pub(crate) fn new(
+        origin: Origin,
+        options: Options,
+        reader: ResponseReader,
+        read_buffer: usize,
+        gunzip: Option<Gunzip>,
+    ) -> Self {
+        Self {
+            origin,
+            options,
+            stream: None,
+            rbuf: ReadBuf::with_capacity(read_buffer),
+            reader,
+            close_after: false,
+            connections_opened: 0,
+            gunzip,
+        }
+    }
+
+    pub(crate) fn connections_opened(&self) -> u64 {
+        self.connections_opened
+    }
+
+    pub(crate) fn is_connected(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    /// Opens the connection unless a live one is open.
+    pub(crate) fn connect(&mut self) -> Result<(), Error> {
+        self.release_previous()?;
+        if self.stream.is_some() && self.still_open() {
+            return Ok(());
+        }
+        self.disconnect();
+        self.open()
+    }
+
+    /// Drops the connection (the next request opens a new one).
+    pub(crate) fn disconnect(&mut self) {
+        self.stream = None;
+        self.reader.reset();
+        self.rbuf.clear();
+        self.close_after = false;
+    }
+
+    /// Sends the request queued in `wbuf` and reads its final response. `wbuf` is empty
+    /// afterwards, whatever the outcome.
+    pub(crate) fn execute(
+        &mut self,
+        wbuf: &mut WriteBuf,
+        method: Method,
+    ) -> Result<ClientResponse<'_>, Error> {
+        let result = self.exchange(wbuf, method);
+        wbuf.clear();
+        if let Err(e) = result {
+            // A failed exchange leaves the connection in an unknown state: never reuse it.
+            self.disconnect();
+            return Err(e);
+        }
+        self.response()
+    }
+
+    fn exchange(&mut self, wbuf: &WriteBuf, method: Method) -> Result<(), Error> {
+        self.release_previous()?;
+        let reused = self.stream.is_some() && self.still_open();
+        if !reused {
+            self.disconnect();
+            self.open()?;
+        }
+        match self.attempt(wbuf, method)? {
+            Attempt::Done => Ok(()),
+            // RFC 9112 §9.3.1: a client may retry an idempotent request automatically when
+            // the connection closed before any response; a POST or PATCH never is.
+            Attempt::ClosedBeforeResponse(_) if reused && method.is_idempotent() => {
+                self.disconnect();
+                self.open()?;
+                match self.attempt(wbuf, method)? {
+                    Attempt::Done => Ok(()),
+                    Attempt::ClosedBeforeResponse(e) => Err(e),
+                }
+            }
+            Attempt::ClosedBeforeResponse(e) => Err(e),
+        }
+    }
+
+    /// Releases the previous response's bytes; a server that sent more than it announced
+    /// has left the connection unusable.
+    fn release_previous(&mut self) -> Result<(), Error> {
+        if self.stream.is_none() {
+            return Ok(());
+        }
+        self.reader.release(&mut self.rbuf);
+        if self.close_after || !self.rbuf.is_empty() {
+            self.disconnect();
+        }
+        Ok(())
+    }
+
+    fn open(&mut self) -> Result<(), Error> {
+        let Origin { secure, host, port } = &self.origin;
+        let tcp = crate::net::tcp_connect(host, *port, self.options.connect_timeout)?;
+        tcp.set_nodelay(self.options.nodelay)?;
+        let mut stream = if *secure {
+            // The TLS handshake is bounded by the connect timeout, or by the read timeout
+            // when there is none, or by 10 s.
+            let budget = self
+                .options
+                .connect_timeout
+                .or(self.options.read_timeout)
+                .unwrap_or(Duration::from_secs(10));
+            #[cfg(feature = "tls")]
+            let tls = self.options.tls.as_ref();
+            #[cfg(not(feature = "tls"))]
+            let tls = None;
+            crate::net::tls_connect(tcp, host, tls, Instant::now() + budget)?
+        } else {
+            MaybeTlsStream::Plain(tcp)
+        };
+        stream.set_read_timeout(self.options.read_timeout)?;
+        stream.set_write_timeout(self.options.write_timeout)?;
+        self.stream = Some(stream);
+        self.connections_opened += 1;
+        Ok(())
+    }
+
+    /// Whether an idle connection can take another request: the server has not closed it
+    /// and has sent nothing unasked. Costs one non-blocking `recv(MSG_PEEK)`.
+    fn still_open(&mut self) -> bool {
+        let Some(stream) = self.stream.as_mut() else {
+            return false;
+        };
+        match peek_idle(stream.tcp()) {
+            Idle::Open => true,
+            Idle::Closed => false,
+            Idle::Readable => match stream {
+                MaybeTlsStream::Plain(_) => false,
+                // TLS may have records that carry no data (a session ticket): let the TLS
+                // layer consume them without blocking, and see what remains.
+                #[cfg(feature = "tls")]
+                MaybeTlsStream::Tls(tls) => tls_idle_read(tls, &mut self.rbuf),
+            },
+        }
+    }
+
+    /// Writes the request and reads until a final (non-1xx) response is complete.
+    fn attempt(&mut self, wbuf: &WriteBuf, method: Method) -> Result<Attempt, Error> {
+        let Some(stream) = self.stream.as_mut() else {
+            return Err(Error::Io(ErrorKind::NotConnected.into()));
+        };
+        if let Err(e) = stream
+            .write_all(wbuf.as_slice())
+            .and_then(|()| stream.flush())
+        {
+            return if is_closed(&e) {
+                Ok(Attempt::ClosedBeforeResponse(Error::from(e)))
+            } else {
+                Err(Error::from(e))
+            };
+        }
+        self.reader.expect(method);
+        let mut received_any = false;
+        loop {
+            let informational = match self.reader.read(&mut self.rbuf)? {
+                Parsed::Complete(response) => {
+                    let status = response.status();
+                    if status.is_informational() && status.as_u16() != 101 {
+                        true
+                    } else {
+                        self.close_after = !response.keep_alive();
+                        return Ok(Attempt::Done);
+                    }
+                }
+                Parsed::NeedMore => false,
+            };
+            if informational {
+                // 100 Continue, 103 Early Hints: the final response follows.
+                self.reader.expect(method);
+                continue;
+            }
+            let Some(stream) = self.stream.as_mut() else {
+                return Err(Error::Io(ErrorKind::NotConnected.into()));
+            };
+            let spare = spare_for_read(&mut self.rbuf);
+            let n = match stream.read(spare) {
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if !received_any && is_closed(&e) => {
+                    return Ok(Attempt::ClosedBeforeResponse(Error::from(e)));
+                }
+                Err(e) => return Err(Error::from(e)),
+            };
+            if n == 0 {
+                return match self.reader.read_eof(&mut self.rbuf)? {
+                    Some(response) => {
+                        let _ = response;
+                        self.close_after = true;
+                        Ok(Attempt::Done)
+                    }
+                    None if !received_any => Ok(Attempt::ClosedBeforeResponse(Error::NoResponse)),
+                    None => Err(Error::NoResponse),
+                };
+            }
+            received_any = true;
+            self.rbuf.filled(n);
+        }
+    }
+
+    /// The final response the last [`attempt`](Self::attempt) completed.
+    fn response(&mut self) -> Result<ClientResponse<'_>, Error> {
+        let Self {
+            reader,
+            rbuf,
+            gunzip,
+            ..
+        } = self;
+        let Some(response) = reader.last(rbuf) else {
+            return Err(Error::NoResponse);
+        };
+        ClientResponse::new(response, gunzip.as_mut())
+    }
+}
+
+/// The spare space to read into, grown when full. The reader's limits bound the growth: it
+/// fails a head or body over its limit before the buffer would pass it.
+fn spare_for_read(rbuf: &mut ReadBuf) -> &mut [u8] {
+    if rbuf.spare().len() < 512 {
+        rbuf.reserve(rbuf.capacity().max(4096));
+    }
+    rbuf.spare()
+}
+
+/// The server closed or reset the connection.
+fn is_closed(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::ConnectionReset
+            | ErrorKind::ConnectionAborted
+            | ErrorKind::BrokenPipe
+            | ErrorKind::UnexpectedEof
+            | ErrorKind::NotConnected
+    )
+}
+
+enum Idle {
+    Open,
+    Closed,
+    Readable,
+}
+
+#[cfg(unix)]
+fn peek_idle(tcp: &std::net::TcpStream) -> Idle {
+    use std::mem::MaybeUninit;
+    let mut byte = [MaybeUninit::<u8>::uninit(); 1];
+    match socket2::SockRef::from(tcp)
+        .recv_with_flags(&mut byte, libc::MSG_PEEK | libc::MSG_DONTWAIT)
+    {
+        Ok(0) => Idle::Closed,
+        Ok(_) => Idle::Readable,
+        Err(e) if e.kind() == ErrorKind::WouldBlock => Idle::Open,
+        Err(e) if e.kind() == ErrorKind::Interrupted => Idle::Open,
+        Err(_) => Idle::Closed,
+    }
+}
+
+#[cfg(not(unix))]
+fn peek_idle(tcp: &std::net::TcpStream) -> Idle {
+    let mut byte = [0u8; 1];
+    if tcp.set_nonblocking(true).is_err() {
+        return Idle::Closed;
+    }
+    let idle = match tcp.peek(&mut byte) {
+        Ok(0) => Idle::Closed,
+        Ok(_) => Idle::Readable,
+        Err(e) if e.kind() == ErrorKind::WouldBlock => Idle::Open,
+        Err(_) => Idle::Closed,
+    };
+    if tcp.set_nonblocking(false).is_err() {
+        return Idle::Closed;
+    }
+    idle
+}
+
+/// Reads what an idle TLS connection has without blocking: records with no plaintext
+/// (session tickets, key updates) leave it open; data, close_notify or EOF close it.
+#[cfg(feature = "tls")]
+fn tls_idle_read(tls: &mut crate::TlsStream<std::net::TcpStream>, rbuf: &mut ReadBuf) -> bool {
+    if tls.get_ref().set_nonblocking(true).is_err() {
+        return false;
+    }
+    let open = loop {
+        match tls.read(spare_for_read(rbuf)) {
+            Ok(_) => break false,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break true,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => break false,
+        }
+    };
+    tls.get_ref().set_nonblocking(false).is_ok() && open
+}
