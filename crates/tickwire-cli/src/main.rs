@@ -1,6 +1,8 @@
-//! The `tickwire` command: a WebSocket echo server and a client, for trying the library and
-//! for driving conformance and interop runs.
+//! The `tickwire` command: a WebSocket echo server and client, and a one-shot HTTP client, for
+//! trying the library and for driving conformance and interop runs.
 #![forbid(unsafe_code)]
+
+mod http_cmd;
 
 use std::io::{BufRead, Write};
 use std::net::TcpListener;
@@ -15,7 +17,11 @@ use tickwire::{
 };
 
 #[derive(Parser)]
-#[command(name = "tickwire", version, about = "Low-latency WebSocket toolkit")]
+#[command(
+    name = "tickwire",
+    version,
+    about = "Low-latency WebSocket and HTTP toolkit"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -27,6 +33,8 @@ enum Command {
     Serve(ServeArgs),
     /// Connect to a WebSocket server: send stdin lines as text and print what arrives, or echo.
     Connect(ConnectArgs),
+    /// Send one HTTP request and print the response body (with -i, its head first).
+    Http(http_cmd::HttpArgs),
 }
 
 #[derive(Args)]
@@ -113,6 +121,7 @@ fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Serve(args) => serve(&args),
         Command::Connect(args) => connect(&args),
+        Command::Http(args) => http_cmd::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

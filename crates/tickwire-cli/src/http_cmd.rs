@@ -1,0 +1,111 @@
+//! `tickwire http METHOD URL`: one request with the library's HTTP client, curl-style output.
+
+use std::io::Write;
+
+use clap::Args;
+use tickwire::codec::http::Method;
+use tickwire::{ClientTlsConfig, HttpClient};
+
+#[derive(Args)]
+pub(crate) struct HttpArgs {
+    /// GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS (any case).
+    method: String,
+    /// http:// or https:// URL, with the query if any.
+    url: String,
+    /// Request header, `Name: value` (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    headers: Vec<String>,
+    /// Request body; `@FILE` reads it from a file.
+    #[arg(short = 'd', long = "data", value_name = "BODY")]
+    data: Option<String>,
+    /// Print the status line and the response headers before the body.
+    #[arg(short = 'i', long = "include")]
+    include: bool,
+    /// Ask for gzip (Accept-Encoding) and print the inflated body.
+    #[arg(long)]
+    compressed: bool,
+    /// https://: also trust the CA certificates in this PEM file.
+    #[arg(long, value_name = "FILE")]
+    ca: Option<String>,
+    /// https://: accept any server certificate (no chain, name or expiry check). Test
+    /// servers only.
+    #[arg(long)]
+    insecure: bool,
+}
+
+/// Runs the request; `Err` is the one stderr line for a usage or transport failure. An HTTP
+/// error status is a response like any other (printed, exit status 0), as with curl.
+pub(crate) fn run(args: &HttpArgs) -> Result<(), String> {
+    let method = Method::from_token(args.method.to_ascii_uppercase().as_bytes())
+        .filter(|m| !matches!(m, Method::Connect | Method::Trace))
+        .ok_or_else(|| format!("unsupported method {:?}", args.method))?;
+    let url = url::Url::parse(&args.url).map_err(|e| format!("invalid URL {:?}: {e}", args.url))?;
+    let origin = match url.port() {
+        Some(port) => format!("{}://{}:{port}", url.scheme(), url.host_str().unwrap_or("")),
+        None => format!("{}://{}", url.scheme(), url.host_str().unwrap_or("")),
+    };
+    let mut builder = HttpClient::builder(&origin).gzip(args.compressed);
+    if let Some(tls) = client_tls(args)? {
+        builder = builder.tls(tls);
+    }
+    let mut client = builder.build().map_err(|e| e.to_string())?;
+    let body = match args.data.as_deref() {
+        Some(file) if file.starts_with('@') => {
+            Some(std::fs::read(&file[1..]).map_err(|e| format!("{}: {e}", &file[1..]))?)
+        }
+        Some(data) => Some(data.as_bytes().to_vec()),
+        None => None,
+    };
+    let mut request = client.request(method, url.path());
+    for (key, value) in url.query_pairs() {
+        request = request.query(&key, &value);
+    }
+    let mut request = request.header("Accept", "*/*");
+    for header in &args.headers {
+        let (name, value) = header
+            .split_once(':')
+            .ok_or_else(|| format!("-H {header:?} is not 'Name: value'"))?;
+        request = request.header(name.trim(), value.trim());
+    }
+    let response = match body {
+        Some(body) => request.send_body(&body),
+        None => request.send(),
+    }
+    .map_err(|e| e.to_string())?;
+    let mut out = std::io::stdout().lock();
+    let write = |out: &mut std::io::StdoutLock<'_>| -> std::io::Result<()> {
+        if args.include {
+            writeln!(
+                out,
+                "{} {} {}\r",
+                response.version().as_str(),
+                response.status(),
+                response.reason()
+            )?;
+            for (name, value) in response.headers().iter() {
+                out.write_all(name.as_bytes())?;
+                out.write_all(b": ")?;
+                out.write_all(value)?;
+                out.write_all(b"\r\n")?;
+            }
+            out.write_all(b"\r\n")?;
+        }
+        out.write_all(response.body())?;
+        out.flush()
+    };
+    write(&mut out).map_err(|e| format!("stdout: {e}"))
+}
+
+fn client_tls(args: &HttpArgs) -> Result<Option<ClientTlsConfig>, String> {
+    if args.ca.is_none() && !args.insecure {
+        return Ok(None);
+    }
+    let mut builder = ClientTlsConfig::builder();
+    if let Some(ca) = &args.ca {
+        builder = builder.add_root_pem_file(ca).map_err(|e| e.to_string())?;
+    }
+    if args.insecure {
+        builder = builder.dangerous().disable_certificate_verification();
+    }
+    builder.build().map(Some).map_err(|e| e.to_string())
+}
