@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# HTTP conformance: tickwire's blocking HttpClient against a real httpbin (gunicorn) and nginx,
+# both on 127.0.0.1.
+#
+#   bash interop/http/run.sh
+#
+# interop/http/setup.sh installs the pinned httpbin + gunicorn venv (target/http-interop-venv)
+# and nginx when missing; the checker (crates/tickwire/examples/http_conformance.rs) is built in
+# release mode; interop/http/servers.sh starts both servers on free ports and they are stopped on
+# exit, whatever happens. The checker prints PASS/FAIL per case and, last,
+# `http-interop: N passed, M failed`; the exit status is non-zero when any case failed.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+
+bash "$root/interop/http/setup.sh"
+cargo build --release -q -p tickwire --example http_conformance
+checker="$root/target/release/examples/http_conformance"
+
+# shellcheck source=interop/http/servers.sh
+source "$root/interop/http/servers.sh"
+trap http_servers_stop EXIT
+trap 'exit 130' INT TERM
+http_servers_start > /dev/null
+
+status=0
+"$checker" --httpbin "$HTTPBIN_URL" --nginx "$NGINX_URL" --files "$FILES_DIR" \
+  | tee "$root/target/http-interop/checker.out" || status=1
+if ! grep -Eq '^http-interop: [0-9]+ passed, 0 failed$' "$root/target/http-interop/checker.out"; then
+  grep -Eq '^http-interop: ' "$root/target/http-interop/checker.out" \
+    || echo "http-interop: the checker stopped before its summary (exit status $status)" >&2
+  status=1
+fi
+exit "$status"
