@@ -131,7 +131,7 @@ const WORKLOADS: [Counted; 9] = [
 /// Counts instructions per operation for every workload and library; tables say why when
 /// valgrind is missing.
 pub fn run(ctx: &Ctx) -> Vec<Table> {
-    if Command::new("valgrind").arg("--version").output().is_err() {
+    if !valgrind_available() {
         let mut table = Table::new(
             "callgrind",
             "Instructions (callgrind)",
@@ -208,17 +208,43 @@ fn instructions(
     iterations: u64,
 ) -> Result<u64, String> {
     let id = workload.id;
+    let iterations = iterations.to_string();
+    total_instructions(
+        exe,
+        &["callgrind-target", id, library, &iterations],
+        &format!("{id}-{library}-{iterations}"),
+    )
+}
+
+/// True when `valgrind` can be run.
+pub fn valgrind_available() -> bool {
+    Command::new("valgrind").arg("--version").output().is_ok()
+}
+
+/// Total instructions (Ir) of this benchmark binary run under callgrind with `args` (a hidden
+/// target subcommand), with [`TUNABLES`] set; `tag` names the output file. Only the process
+/// valgrind starts is counted: children it spawns and other processes are not.
+pub fn total_instructions(exe: &Path, args: &[&str], tag: &str) -> Result<u64, String> {
     let dir = std::env::temp_dir().join(format!("tickwire-callgrind-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    // Library names may hold spaces (the deflate variants); the file name does not.
-    let file = format!("{id}-{library}-{iterations}.out").replace(' ', "_");
+    // Library names may hold spaces and parentheses; the file name does not.
+    let file: String = format!("{tag}.out")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     let out = dir.join(file);
     let status = Command::new("valgrind")
         .env("GLIBC_TUNABLES", TUNABLES)
         .arg("--tool=callgrind")
         .arg(format!("--callgrind-out-file={}", out.display()))
         .arg(exe)
-        .args(["callgrind-target", id, library, &iterations.to_string()])
+        .args(args)
         .output()
         .map_err(|e| format!("valgrind: {e}"))?;
     if !status.status.success() {

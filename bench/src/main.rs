@@ -5,6 +5,7 @@
 //! cargo run --release -p tickwire-bench -- ws            # the WebSocket suite, a few minutes
 //! cargo run --release -p tickwire-bench -- ws --quick    # a smoke run of the same code paths
 //! cargo run --release -p tickwire-bench -- spsc          # SPSC queue and channel
+//! cargo run --release -p tickwire-bench -- http          # HTTP/1.1 REST client vs peers
 //! ```
 //!
 //! Tables go to stdout and to `target/bench-report/` (report.md, one SVG per latency table,
@@ -18,6 +19,7 @@
 
 mod callgrind;
 mod harness;
+mod http;
 mod report;
 mod spsc;
 mod wire;
@@ -52,6 +54,32 @@ enum Suite {
     Ws(Options),
     /// SPSC queue and channel: ping-pong round trip and one-way throughput.
     Spsc(Options),
+    /// HTTP/1.1 REST client: in-memory build + parse, loopback round trip and requests/s.
+    Http(Options),
+    /// The HTTP suite's loopback server as a process of its own (used by `http --callgrind`,
+    /// so that callgrind counts the client alone; not for direct use).
+    #[command(hide = true)]
+    HttpServer {
+        /// Port on 127.0.0.1 (0: any); the port is printed on the first line of stdout.
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Core the server threads are pinned to.
+        #[arg(long)]
+        core: Option<usize>,
+    },
+    /// Runs one HTTP workload for callgrind (used by `http --callgrind`; not for direct use).
+    #[command(hide = true)]
+    HttpCallgrindTarget {
+        /// `memory` or `client`.
+        workload: String,
+        /// Library or client name.
+        library: String,
+        /// Requests counted (after the client warm-up).
+        iterations: u64,
+        /// The `http-server` port (client workloads).
+        #[arg(long)]
+        port: Option<u16>,
+    },
     /// Runs one workload loop for callgrind (used by `--callgrind`; not for direct use).
     #[command(hide = true)]
     CallgrindTarget {
@@ -125,6 +153,24 @@ fn main() {
     match cli.suite {
         Suite::Ws(options) => run_suite("ws", &options),
         Suite::Spsc(options) => run_suite("spsc", &options),
+        Suite::Http(options) => run_suite("http", &options),
+        Suite::HttpServer { port, core } => {
+            if let Err(message) = http::serve(port, core) {
+                eprintln!("http-server: {message}");
+                std::process::exit(2);
+            }
+        }
+        Suite::HttpCallgrindTarget {
+            workload,
+            library,
+            iterations,
+            port,
+        } => {
+            if let Err(message) = http::callgrind_target(&workload, &library, iterations, port) {
+                eprintln!("http-callgrind-target: {message}");
+                std::process::exit(2);
+            }
+        }
         Suite::CallgrindTarget {
             workload,
             library,
@@ -159,6 +205,7 @@ fn run_suite(suite: &str, options: &Options) {
                 + ws_tls::STEPS
                 + ws_loopback::STEPS
         }
+        "http" => http::STEPS,
         _ => spsc::STEPS,
     } * rounds as u64;
     let progress = ProgressBar::new(steps);
@@ -190,6 +237,7 @@ fn run_suite(suite: &str, options: &Options) {
                 tables.extend(callgrind::run(&ctx));
             }
         }
+        "http" => tables.extend(http::run(&ctx, options.callgrind, !options.no_loopback)),
         _ => tables.extend(spsc::run(&ctx)),
     }
     ctx.progress.finish_and_clear();
