@@ -56,11 +56,10 @@ pub(crate) fn run(args: &HttpArgs) -> Result<(), String> {
         Some(data) => Some(data.as_bytes().to_vec()),
         None => None,
     };
-    let mut request = client.request(method, url.path());
-    for (key, value) in url.query_pairs() {
-        request = request.query(&key, &value);
-    }
-    let mut request = request.header("Accept", "*/*");
+    // The target goes out as typed (the URL parser only percent-encodes what may not appear
+    // raw): decoding the query and encoding it again would turn `+01:00` into ` 01:00`.
+    let target = &url[url::Position::BeforePath..url::Position::AfterQuery];
+    let mut request = client.request(method, target).header("Accept", "*/*");
     for header in &args.headers {
         let (name, value) = header
             .split_once(':')

@@ -129,15 +129,19 @@ impl Gunzip {
         self.inflater.reset(true);
         self.out.clear();
         let limit = usize::try_from(self.limit).unwrap_or(usize::MAX);
+        let past_limit =
+            || Error::Decompress(format!("gzip body inflates past the {limit}-byte limit"));
         loop {
+            // The buffer may hold one byte past the limit, so that a body of exactly the
+            // limit can finish while one byte more is caught. `reserve` may round the
+            // capacity up past that (amortised growth), hence the length check as well.
+            if self.out.len() > limit {
+                return Err(past_limit());
+            }
             if self.out.len() == self.out.capacity() {
-                if self.out.len() >= limit {
-                    return Err(Error::Decompress(format!(
-                        "gzip body inflates past the {limit}-byte limit"
-                    )));
-                }
-                let grow = self.out.capacity().max(4096).min(limit - self.out.len());
-                self.out.reserve(grow);
+                let room = limit.saturating_add(1) - self.out.len();
+                self.out
+                    .reserve_exact(self.out.capacity().max(4096).min(room));
             }
             let (before_in, before_out) = (self.inflater.total_in(), self.inflater.total_out());
             let consumed = usize::try_from(before_in).unwrap_or(usize::MAX);
@@ -147,7 +151,11 @@ impl Gunzip {
                 .decompress_vec(rest, &mut self.out, FlushDecompress::None)
                 .map_err(|e| Error::Decompress(format!("gzip body: {e}")))?;
             if status == Status::StreamEnd {
-                return Ok(&self.out);
+                return if self.out.len() > limit {
+                    Err(past_limit())
+                } else {
+                    Ok(&self.out)
+                };
             }
             let progressed =
                 self.inflater.total_in() != before_in || self.inflater.total_out() != before_out;
