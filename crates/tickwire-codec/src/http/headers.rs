@@ -43,9 +43,21 @@ impl<'a> Headers<'a> {
 
     /// The values of every field called `name`, in wire order.
     pub fn get_all<'n>(&self, name: &'n str) -> impl Iterator<Item = &'a [u8]> + use<'a, 'n> {
-        self.iter()
-            .filter(move |(field, _)| field.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value)
+        // Names compared as bytes: no UTF-8 check per field on the way (a name that matches
+        // an ASCII `name` byte for byte is that name).
+        let bytes = self.bytes;
+        self.fields
+            .iter()
+            .filter(move |field| slice(bytes, field.name).eq_ignore_ascii_case(name.as_bytes()))
+            .map(move |field| slice(bytes, field.value))
+    }
+
+    /// The value of the field at `index`, in wire order.
+    #[inline]
+    pub(crate) fn value_at(&self, index: usize) -> Option<&'a [u8]> {
+        self.fields
+            .get(index)
+            .map(|field| slice(self.bytes, field.value))
     }
 
     /// True when any field called `name` lists `token` among its comma-separated elements
@@ -131,6 +143,12 @@ impl<'a> Iterator for HeaderIter<'a> {
 }
 
 impl ExactSizeIterator for HeaderIter<'_> {}
+
+/// `bytes[start..end]`, or empty when the range does not lie in `bytes`.
+#[inline]
+fn slice(bytes: &[u8], (start, end): (usize, usize)) -> &[u8] {
+    bytes.get(start..end).unwrap_or_default()
+}
 
 /// The non-empty elements of a comma-separated list value, trimmed (RFC 9110 §5.6.1:
 /// recipients accept and ignore empty elements).

@@ -64,7 +64,10 @@ impl std::error::Error for WriteError {}
 /// `! # $ % & ' * + - . ^ _ ` | ~`, digits and letters.
 #[inline]
 pub fn validate_header_name(name: &str) -> Result<(), WriteError> {
-    if !name.is_empty() && name.bytes().all(is_tchar) {
+    // A fold without early exit: a table load and an AND per byte. The short-circuiting
+    // `all` cost about twice as much per header in the bench's four-header POST
+    // (`tickwire-bench http --callgrind`, `http_memory_callgrind`).
+    if !name.is_empty() && name.bytes().fold(true, |ok, b| ok & is_tchar(b)) {
         Ok(())
     } else {
         Err(WriteError::InvalidHeaderName)
@@ -76,7 +79,10 @@ pub fn validate_header_name(name: &str) -> Result<(), WriteError> {
 /// are refused with them. Bytes 0x80 and above (obs-text) pass; an empty value passes.
 #[inline]
 pub fn validate_header_value(value: &[u8]) -> Result<(), WriteError> {
-    if value.iter().all(|&b| is_field_byte(b)) {
+    // Branch-free so that LLVM vectorises it (16 bytes per step instead of one): values
+    // such as API keys and signatures are 64 bytes each in the bench's order POST
+    // (`tickwire-bench http --callgrind`, `http_memory_callgrind`).
+    if value.iter().fold(true, |ok, &b| ok & is_field_byte(b)) {
         Ok(())
     } else {
         Err(WriteError::InvalidHeaderValue)

@@ -215,8 +215,19 @@ impl Session {
         }
         self.reader.expect(method);
         let mut received_any = false;
+        // The previous response was released before this request was written, so an empty
+        // buffer holds nothing to parse yet: go straight to the socket. Parsing nothing cost
+        // about 170 instructions per request (`tickwire-bench http --callgrind`, client-side
+        // table).
+        let mut parse = !self.rbuf.is_empty();
         loop {
-            let informational = match self.reader.read(&mut self.rbuf)? {
+            let parsed = if parse {
+                self.reader.read(&mut self.rbuf)?
+            } else {
+                parse = true;
+                Parsed::NeedMore
+            };
+            let informational = match parsed {
                 Parsed::Complete(response) => {
                     let status = response.status();
                     if status.is_informational() && status.as_u16() != 101 {

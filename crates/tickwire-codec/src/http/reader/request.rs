@@ -13,7 +13,7 @@ use super::super::error::HttpError;
 use super::super::headers::Headers;
 use super::super::limits::Limits;
 use super::super::types::{Method, Version};
-use super::{Body, Core, Parsed, content_length, head_error, persistent, transfer_codings};
+use super::{Body, Core, Head, Parsed, transfer_codings};
 
 /// Reads the requests of one connection, one after another.
 ///
@@ -45,7 +45,7 @@ impl RequestReader {
     /// `NeedMore`: read more bytes into `buf` (reserve space when `buf.spare()` is empty; the
     /// limits bound how far a message can make it grow). Parsing resumes where it stopped.
     pub fn read<'b>(&'b mut self, buf: &'b mut ReadBuf) -> Result<Parsed<Request<'b>>, HttpError> {
-        Ok(if self.core.read(buf, parse_head)? {
+        Ok(if self.core.read(buf, RequestHead)? {
             Parsed::Complete(Request {
                 data: buf.data(),
                 core: &self.core,
@@ -63,7 +63,7 @@ impl RequestReader {
         &'b mut self,
         buf: &'b mut ReadBuf,
     ) -> Result<Option<Request<'b>>, HttpError> {
-        Ok(if self.core.read_eof(buf, parse_head)? {
+        Ok(if self.core.read_eof(buf, RequestHead)? {
             Some(Request {
                 data: buf.data(),
                 core: &self.core,
@@ -167,50 +167,57 @@ impl fmt::Debug for Request<'_> {
     }
 }
 
-/// Validates the request head `data[..core.head_len]` and decides its framing.
-fn parse_head(core: &mut Core, data: &mut [u8]) -> Result<(), HttpError> {
-    let head_len = core.head_len;
-    let limit = core.limits.max_headers;
-    let head = &data[..head_len];
-    let mut scratch = core.take_scratch();
-    let mut request = httparse::Request::new(&mut []);
-    let result = httparse::ParserConfig::default().parse_request_with_uninit_headers(
-        &mut request,
-        head,
-        &mut scratch,
-    );
-    let outcome = match result {
-        Ok(httparse::Status::Complete(len)) if len == head_len => {
-            Core::record_fields(&mut core.fields, head, request.headers);
-            core.version = if request.version == Some(0) {
-                Version::Http10
-            } else {
-                Version::Http11
-            };
-            core.start.method = super::offset_in(head, request.method.unwrap_or("").as_bytes());
-            core.start.target = super::offset_in(head, request.path.unwrap_or("").as_bytes());
-            Ok(())
-        }
-        Ok(_) => Err(HttpError::InvalidHead("malformed request head")),
-        Err(error) => Err(head_error(error, head, true, limit)),
-    };
-    core.return_scratch(scratch);
-    outcome?;
+/// The request rules for [`Core::read`].
+#[derive(Clone, Copy)]
+struct RequestHead;
 
-    let headers = Headers::new(head, &core.fields);
-    match headers.get_all("host").count() {
-        0 if core.version == Version::Http11 => return Err(HttpError::MissingHost),
-        0 | 1 => {}
-        _ => return Err(HttpError::MultipleHost),
+impl Head for RequestHead {
+    fn parse(self, core: &mut Core, bytes: &[u8]) -> Result<Option<usize>, httparse::Error> {
+        core.with_header_storage(bytes, |core, bytes, storage| {
+            let mut request = httparse::Request::new(&mut []);
+            let result = httparse::ParserConfig::default().parse_request_with_uninit_headers(
+                &mut request,
+                bytes,
+                storage,
+            );
+            match result {
+                Ok(httparse::Status::Complete(len)) => {
+                    Core::record_fields(&mut core.fields, &mut core.named, bytes, request.headers);
+                    core.version = if request.version == Some(0) {
+                        Version::Http10
+                    } else {
+                        Version::Http11
+                    };
+                    core.start.method =
+                        super::offset_in(bytes, request.method.unwrap_or("").as_bytes());
+                    core.start.target =
+                        super::offset_in(bytes, request.path.unwrap_or("").as_bytes());
+                    Ok(Some(len))
+                }
+                Ok(httparse::Status::Partial) => Ok(None),
+                Err(error) => Err(error),
+            }
+        })
     }
-    core.body = framing(&headers, core.version, core.limits.max_body_bytes)?;
-    core.keep_alive = persistent(core.version, &headers);
-    Ok(())
+
+    /// Checks Host and decides the framing of the parsed request head.
+    fn frame(self, core: &mut Core, data: &mut [u8]) -> Result<(), HttpError> {
+        let headers = Headers::new(&data[..core.head_len], &core.fields);
+        match core.named.host {
+            0 if core.version == Version::Http11 => return Err(HttpError::MissingHost),
+            0 | 1 => {}
+            _ => return Err(HttpError::MultipleHost),
+        }
+        core.body = framing(core, &headers)?;
+        core.keep_alive = core.persistent(&headers);
+        Ok(())
+    }
 }
 
 /// The body framing of a request (RFC 9112 §6.3 items 3-7), rejecting every ambiguity.
-fn framing(headers: &Headers<'_>, version: Version, max_body: u64) -> Result<Body, HttpError> {
-    if headers.get("transfer-encoding").is_some() {
+fn framing(core: &Core, headers: &Headers<'_>) -> Result<Body, HttpError> {
+    let (version, max_body) = (core.version, core.limits.max_body_bytes);
+    if core.named.transfer_encoding {
         if headers.get("content-length").is_some() {
             return Err(HttpError::TransferEncodingWithContentLength);
         }
@@ -237,7 +244,7 @@ fn framing(headers: &Headers<'_>, version: Version, max_body: u64) -> Result<Bod
         }
         return Ok(Body::Chunked);
     }
-    match content_length(headers)? {
+    match core.content_length(headers)? {
         None | Some(0) => Ok(Body::Empty),
         Some(length) => {
             let too_large = HttpError::BodyTooLarge { limit: max_body };

@@ -14,7 +14,7 @@ use super::super::error::HttpError;
 use super::super::headers::Headers;
 use super::super::limits::Limits;
 use super::super::types::{Method, StatusCode, Version};
-use super::{Body, Core, Parsed, content_length, head_error, persistent, transfer_codings};
+use super::{Body, Core, Head, Parsed, transfer_codings};
 
 /// Reads the responses of one connection, one after another.
 ///
@@ -58,9 +58,7 @@ impl ResponseReader {
     /// belong to the next protocol and are not consumed until the next call.
     pub fn read<'b>(&'b mut self, buf: &'b mut ReadBuf) -> Result<Parsed<Response<'b>>, HttpError> {
         let expected = self.expected;
-        let complete = self
-            .core
-            .read(buf, |core, data| parse_head(core, data, expected))?;
+        let complete = self.core.read(buf, ResponseHead { expected })?;
         Ok(if complete {
             self.finish();
             Parsed::Complete(Response {
@@ -81,9 +79,7 @@ impl ResponseReader {
         buf: &'b mut ReadBuf,
     ) -> Result<Option<Response<'b>>, HttpError> {
         let expected = self.expected;
-        let complete = self
-            .core
-            .read_eof(buf, |core, data| parse_head(core, data, expected))?;
+        let complete = self.core.read_eof(buf, ResponseHead { expected })?;
         Ok(if complete {
             self.finish();
             Some(Response {
@@ -213,43 +209,52 @@ impl fmt::Debug for Response<'_> {
     }
 }
 
-/// Validates the response head `data[..core.head_len]` and decides its framing.
-fn parse_head(core: &mut Core, data: &mut [u8], expected: Method) -> Result<(), HttpError> {
-    let head_len = core.head_len;
-    let limit = core.limits.max_headers;
-    {
-        let head = &data[..head_len];
-        let mut scratch = core.take_scratch();
-        let mut response = httparse::Response::new(&mut []);
-        let result = httparse::ParserConfig::default()
-            .allow_obsolete_multiline_headers_in_responses(true)
-            .parse_response_with_uninit_headers(&mut response, head, &mut scratch);
-        let outcome = match result {
-            Ok(httparse::Status::Complete(len)) if len == head_len => {
-                Core::record_fields(&mut core.fields, head, response.headers);
-                core.version = if response.version == Some(0) {
-                    Version::Http10
-                } else {
-                    Version::Http11
-                };
-                core.start.status = response.code.unwrap_or_default();
-                core.start.reason =
-                    super::offset_in(head, response.reason.unwrap_or("").as_bytes());
-                Ok(())
+/// The response rules for [`Core::read`]: the request it answers decides some framing.
+#[derive(Clone, Copy)]
+struct ResponseHead {
+    expected: Method,
+}
+
+impl Head for ResponseHead {
+    fn parse(self, core: &mut Core, bytes: &[u8]) -> Result<Option<usize>, httparse::Error> {
+        core.with_header_storage(bytes, |core, bytes, storage| {
+            let mut response = httparse::Response::new(&mut []);
+            let result = httparse::ParserConfig::default()
+                .allow_obsolete_multiline_headers_in_responses(true)
+                .parse_response_with_uninit_headers(&mut response, bytes, storage);
+            match result {
+                Ok(httparse::Status::Complete(len)) => {
+                    Core::record_fields(&mut core.fields, &mut core.named, bytes, response.headers);
+                    core.version = if response.version == Some(0) {
+                        Version::Http10
+                    } else {
+                        Version::Http11
+                    };
+                    core.start.status = response.code.unwrap_or_default();
+                    core.start.reason =
+                        super::offset_in(bytes, response.reason.unwrap_or("").as_bytes());
+                    Ok(Some(len))
+                }
+                Ok(httparse::Status::Partial) => Ok(None),
+                Err(error) => Err(error),
             }
-            Ok(_) => Err(HttpError::InvalidHead("malformed response head")),
-            Err(error) => Err(head_error(error, head, false, limit)),
-        };
-        core.return_scratch(scratch);
-        outcome?;
+        })
     }
+
+    fn frame(self, core: &mut Core, data: &mut [u8]) -> Result<(), HttpError> {
+        frame(core, data, self.expected)
+    }
+}
+
+/// Decides the framing of the parsed response head `data[..core.head_len]`.
+fn frame(core: &mut Core, data: &mut [u8], expected: Method) -> Result<(), HttpError> {
     core.unfold_values(data);
     let status = StatusCode(core.start.status);
     if status.0 < 100 {
         return Err(HttpError::InvalidHead("status code below 100"));
     }
     let headers = Headers::new(data, &core.fields);
-    let persistent = persistent(core.version, &headers);
+    let persistent = core.persistent(&headers);
     let (body, keep_alive) = if status == StatusCode::SWITCHING_PROTOCOLS
         || (expected == Method::Connect && status.is_success())
     {
@@ -263,7 +268,7 @@ fn parse_head(core: &mut Core, data: &mut [u8], expected: Method) -> Result<(), 
     {
         // RFC 9112 §6.3 item 1.
         (Body::Empty, persistent)
-    } else if headers.get("transfer-encoding").is_some() {
+    } else if core.named.transfer_encoding {
         let with_length = headers.get("content-length").is_some();
         // RFC 9112 §6.3 item 3: Transfer-Encoding overrides Content-Length, and the connection
         // must close after such a response.
@@ -273,7 +278,7 @@ fn parse_head(core: &mut Core, data: &mut [u8], expected: Method) -> Result<(), 
             // §6.3 item 4: chunked is not final, so the body runs until close.
             (Body::UntilClose, false)
         }
-    } else if let Some(length) = content_length(&headers)? {
+    } else if let Some(length) = core.content_length(&headers)? {
         let too_large = HttpError::BodyTooLarge {
             limit: core.limits.max_body_bytes,
         };

@@ -218,6 +218,55 @@ fn lenient_identical_duplicate_content_length() {
 }
 
 #[test]
+fn framing_fields_are_found_in_any_case_and_near_misses_are_not() {
+    // The reader notes the framing fields while it records them (`record_fields`); these are
+    // the shapes that take its shortcuts and the ones that must fall back to the lookups.
+    let cases: [(&[u8], &[u8], bool); 7] = [
+        (
+            b"HTTP/1.1 200 OK\r\nCONTENT-LENGTH: 2\r\n\r\nok",
+            b"ok",
+            true,
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\ncontent-length:  02 \r\n\r\nok",
+            b"ok",
+            true,
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2 ,, 2\r\n\r\nok",
+            b"ok",
+            true,
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nCONNECTION: CLOSE\r\nContent-Length: 2\r\n\r\nok",
+            b"ok",
+            false,
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTRANSFER-ENCODING: CHUNKED\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+            b"ok",
+            true,
+        ),
+        // Same lengths as Content-Length and Connection, other names: no framing, so the
+        // body runs until close and nothing arrives before it.
+        (
+            b"HTTP/1.1 200 OK\r\nContent_Length: 2\r\nConnectio~: close\r\n\r\n",
+            b"",
+            false,
+        ),
+        (b"HTTP/1.1 200 OK\r\nContent-Lengti: 2\r\n\r\n", b"", false),
+    ];
+    for (input, body, keep_alive) in cases {
+        let seen = responses_then_close(input);
+        let what = String::from_utf8_lossy(input);
+        assert_eq!(seen[0].msg().body, body, "{what}");
+        assert_eq!(seen[0].msg().keep_alive, keep_alive, "{what}");
+    }
+    let seen = responses(b"HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok");
+    assert_eq!(seen, [Seen::Error(HttpError::InvalidContentLength)]);
+}
+
+#[test]
 fn differing_content_length_is_an_error() {
     let seen = responses(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok");
     assert_eq!(seen, [Seen::Error(HttpError::ConflictingContentLength)]);
