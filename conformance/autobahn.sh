@@ -6,6 +6,7 @@
 #   conformance/autobahn.sh server-tls [CASES] [EXCLUDE] # the same over wss:// (`serve --tls-cert`)
 #   conformance/autobahn.sh client [CASES] [EXCLUDE]   # `tickwire connect --echo` against wstest
 #   conformance/autobahn.sh update-expected ROLE        # after a run: take its verdicts as expected
+#   conformance/autobahn.sh install                     # install wstest (or pull the image) only
 #
 # Uses ../shared/autobahn (wstest in a private Python 2.7 prefix) when it exists, else the
 # crossbario/autobahn-testsuite Docker image. Reports land in target/autobahn-reports/ROLE.
@@ -25,6 +26,17 @@ if [ "$role" = update-expected ]; then
   which=${2:?usage: conformance/autobahn.sh update-expected server|server-tls|client}
   python3 "$root/conformance/verdicts.py" extract "$reports/$which" > "$expected/$which.json"
   echo "autobahn: wrote $expected/$which.json"
+  exit 0
+fi
+
+if [ "$role" = install ]; then
+  # Run once before suites that run side by side: two installs at once race on the same
+  # private apt cache.
+  if [ -d "$shared" ]; then
+    "$shared/install.sh"
+  else
+    docker pull crossbario/autobahn-testsuite
+  fi
   exit 0
 fi
 
