@@ -2,11 +2,12 @@
 //! it: what reaches the server, what is printed on stdout, the one stderr line of a failure and
 //! the exit status.
 
+mod support;
+
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
@@ -88,7 +89,7 @@ impl Outcome {
 
 /// Runs `tickwire http` with `args` and waits (bounded) for it to exit.
 fn http(args: &[&str]) -> Outcome {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tickwire"))
+    let child = Command::new(env!("CARGO_BIN_EXE_tickwire"))
         .arg("http")
         .args(args)
         .stdin(Stdio::null())
@@ -96,27 +97,11 @@ fn http(args: &[&str]) -> Outcome {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = stdout.read_to_end(&mut bytes);
-        let _ = tx.send(bytes);
-    });
-    let stderr = thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
-    // stdout closes when the command exits.
-    let stdout = rx.recv_timeout(PATIENCE);
-    if stdout.is_err() {
-        let _ = child.kill();
-    }
-    let status = child.wait().unwrap();
-    let stderr = stderr.join().unwrap();
-    let stdout = stdout.unwrap_or_else(|_| panic!("tickwire http did not exit; stderr: {stderr}"));
+    let support::Finished {
+        status,
+        stdout,
+        stderr,
+    } = support::wait_bounded(child, PATIENCE, "tickwire http");
     Outcome {
         status,
         stdout,

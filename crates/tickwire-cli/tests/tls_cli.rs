@@ -2,7 +2,9 @@
 //! and `connect wss://… [--ca] [--cert --key] [--insecure]`, as a user at a terminal sees them
 //! (exit status, stdout, one line on stderr). Certificates are generated at test time.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -163,30 +165,14 @@ fn connect(args: &[String], stdin: &str) -> Outcome {
     let mut input = child.stdin.take().unwrap();
     let _ = input.write_all(stdin.as_bytes());
     drop(input);
-    let mut stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        let _ = tx.send(text);
-    });
-    let stderr = thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
-    // stdout closes when the client exits.
-    let stdout = rx.recv_timeout(PATIENCE);
-    if stdout.is_err() {
-        let _ = child.kill();
-    }
-    let status = child.wait().unwrap();
-    let stderr = stderr.join().unwrap();
-    let stdout = stdout.unwrap_or_else(|_| panic!("connect did not exit; stderr: {stderr}"));
-    Outcome {
+    let support::Finished {
         status,
         stdout,
+        stderr,
+    } = support::wait_bounded(child, PATIENCE, "connect");
+    Outcome {
+        status,
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
         stderr,
     }
 }
