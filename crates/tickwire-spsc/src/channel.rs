@@ -5,8 +5,9 @@
 //! that gives an unsent value back. How an operation waits and how the other end wakes it is
 //! [`crate::wait`]'s; moving values is the queue's.
 //!
-//! A successful operation is the queue operation plus, under [`WaitStrategy::Park`], a `SeqCst`
-//! fence and one load to see whether the other end is parked. The spin loop of a blocking
+//! A successful operation is the queue operation plus, under [`WaitStrategy::Park`], a fence
+//! (a compiler fence on Linux, see [`crate::barrier`]) and one load to see whether the other end
+//! is parked. The spin loop of a blocking
 //! operation is inlined into the caller (it measured faster, see `Sender::send_until`); yielding
 //! and parking are out of line. The async receive lives in the `future` submodule.
 
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 mod future;
 pub use future::RecvFuture;
 
+use crate::barrier::{Fences, fences};
 use crate::error::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
@@ -62,16 +64,18 @@ pub fn channel<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
 /// ```
 pub fn channel_with<T>(capacity: usize, strategy: WaitStrategy) -> (Sender<T>, Receiver<T>) {
     let (producer, consumer) = queue(capacity);
-    let parks = strategy.parks();
+    // Both ends get the same fences: the handshake needs the light one on one side to meet the
+    // heavy one on the other.
+    let wake = strategy.parks().then(fences);
     let sender = Sender {
         producer,
         strategy,
-        parks,
+        wake,
     };
     let receiver = Receiver {
         consumer,
         strategy,
-        parks,
+        wake,
     };
     (sender, receiver)
 }
@@ -94,8 +98,9 @@ pub fn channel_with<T>(capacity: usize, strategy: WaitStrategy) -> (Sender<T>, R
 pub struct Sender<T> {
     producer: Producer<T>,
     strategy: WaitStrategy,
-    /// `strategy.parks()`: whether the receiver may be parked, so sends must check.
-    parks: bool,
+    /// `Some` when the receiver may park (`strategy.parks()`), so sends must check, with the
+    /// fences the handshake uses.
+    wake: Option<Fences>,
 }
 
 /// The receiving end of a [`channel`]. `Send` when `T` is, never `Sync` nor `Clone`: there is
@@ -116,8 +121,9 @@ pub struct Sender<T> {
 pub struct Receiver<T> {
     consumer: Consumer<T>,
     strategy: WaitStrategy,
-    /// `strategy.parks()`: whether the sender may be parked, so receives must check.
-    parks: bool,
+    /// `Some` when the sender may park (`strategy.parks()`), so receives must check, with the
+    /// fences the handshake uses.
+    wake: Option<Fences>,
 }
 
 impl<T> Sender<T> {
@@ -147,9 +153,13 @@ impl<T> Sender<T> {
         }
         match self.producer.push(value) {
             Ok(()) => {
-                if self.parks {
+                if let Some(fences) = self.wake {
                     let shared = self.producer.shared();
-                    wake_peer(&shared.flags.consumer_parked, &shared.waiters.consumer);
+                    wake_peer(
+                        fences,
+                        &shared.flags.consumer_parked,
+                        &shared.waiters.consumer,
+                    );
                 }
                 Ok(())
             }
@@ -231,10 +241,13 @@ impl<T> Sender<T> {
             if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                 return Err(SendTimeoutError::Timeout(value));
             }
-            if backoff.snooze() {
+            if backoff.snooze()
+                && let Some(fences) = self.wake
+            {
                 let producer = &self.producer;
                 let shared = producer.shared();
                 park_unless(
+                    fences,
                     &shared.flags.producer_parked,
                     &shared.waiters.producer,
                     || {
@@ -269,9 +282,13 @@ impl<T> Receiver<T> {
     #[inline]
     pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
         if let Some(value) = self.consumer.pop() {
-            if self.parks {
+            if let Some(fences) = self.wake {
                 let shared = self.consumer.shared();
-                wake_peer(&shared.flags.producer_parked, &shared.waiters.producer);
+                wake_peer(
+                    fences,
+                    &shared.flags.producer_parked,
+                    &shared.waiters.producer,
+                );
             }
             return Ok(value);
         }
@@ -345,10 +362,13 @@ impl<T> Receiver<T> {
             if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                 return Err(RecvTimeoutError::Timeout);
             }
-            if backoff.snooze() {
+            if backoff.snooze()
+                && let Some(fences) = self.wake
+            {
                 let consumer = &self.consumer;
                 let shared = consumer.shared();
                 park_unless(
+                    fences,
                     &shared.flags.consumer_parked,
                     &shared.waiters.consumer,
                     || {
@@ -368,7 +388,12 @@ impl<T> Drop for Sender<T> {
         let shared = self.producer.shared();
         shared.flags.producer_gone.store(true, Ordering::Release);
         // Always, whatever the strategy: a drop is rare, and this keeps the argument simple.
-        wake_peer(&shared.flags.consumer_parked, &shared.waiters.consumer);
+        let fences = self.wake.unwrap_or(Fences::Symmetric);
+        wake_peer(
+            fences,
+            &shared.flags.consumer_parked,
+            &shared.waiters.consumer,
+        );
     }
 }
 
@@ -377,7 +402,12 @@ impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
         let shared = self.consumer.shared();
         shared.flags.consumer_gone.store(true, Ordering::Release);
-        wake_peer(&shared.flags.producer_parked, &shared.waiters.producer);
+        let fences = self.wake.unwrap_or(Fences::Symmetric);
+        wake_peer(
+            fences,
+            &shared.flags.producer_parked,
+            &shared.waiters.producer,
+        );
     }
 }
 

@@ -48,11 +48,13 @@
 //!
 //! # Safety
 //!
-//! This is the one tickwire crate with `unsafe` code: the slot accesses in [`queue`]'s module and
-//! the `Sync` impl that lets its two ends share the slots. Each block states its invariant in a
+//! This is the one tickwire crate with `unsafe` code: the slot accesses in [`queue`]'s module, the
+//! `Sync` impl that lets its two ends share the slots, and on Linux the `membarrier` system call
+//! that lets a channel's hot path do without a `SeqCst` fence. Each block states its invariant in a
 //! `SAFETY:` comment; `docs/UNSAFE.md` lists them with the loom models and Miri tests that check
 //! them.
 
+mod barrier;
 mod channel;
 mod error;
 mod queue;

@@ -26,16 +26,24 @@
 //! this is the one place that needs `SeqCst`. The loom model `loom_lost_wake_up_without_fence`
 //! removes the fences and shows the model checker finding the deadlock.
 //!
-//! The cost on the fast path is the fence plus one load of a flag on a line that is written
-//! only around a park, so while the peer is not parked the load hits the local cache. With
-//! [`WaitStrategy::Yield`] and [`WaitStrategy::BusyPoll`] nobody parks, and even that is skipped.
+//! What "fence" means on each side is [`crate::barrier`]'s choice: on Linux the frequent side
+//! (after every push and pop) gets away with a compiler fence and the waiter pays for a
+//! `membarrier` system call just before it parks; elsewhere both are `fence(SeqCst)`. The
+//! argument above holds for both pairs; `crate::barrier` shows why the asymmetric one is as
+//! strong.
+//!
+//! The cost on the fast path is then that fence plus one load of a flag on a line that is
+//! written only around a park, so while the peer is not parked the load hits the local cache.
+//! With [`WaitStrategy::Yield`] and [`WaitStrategy::BusyPoll`] nobody parks, and even that is
+//! skipped.
 
 use std::task::Waker;
 use std::time::Instant;
 
+use crate::barrier::Fences;
 use crate::sync::{
-    AtomicBool, Mutex, MutexGuard, Ordering, Thread, current, park, park_timeout, seq_cst_fence,
-    spin_loop, yield_now,
+    AtomicBool, Mutex, MutexGuard, Ordering, Thread, current, park, park_timeout, spin_loop,
+    yield_now,
 };
 
 /// What a blocked [`Sender`](crate::Sender) or [`Receiver`](crate::Receiver) does while the
@@ -47,9 +55,15 @@ use crate::sync::{
 #[non_exhaustive]
 pub enum WaitStrategy {
     /// Spin `spins` times (with a CPU spin-loop hint), then yield the time slice `yields` times,
-    /// then park the thread until the other end unparks it. The other end pays a `SeqCst` fence
-    /// and one load per operation to find out whether it must unpark; the unpark itself (a
-    /// system call) only when this end is actually parked.
+    /// then park the thread until the other end unparks it. The other end pays a fence and one
+    /// load per operation to find out whether it must unpark; the unpark itself (a system call)
+    /// only when this end is actually parked.
+    ///
+    /// On Linux that fence is a compiler fence (no instruction), and an end about to park first
+    /// calls `membarrier`, which interrupts, for about a microsecond, each CPU running another
+    /// thread of the process at that moment; elsewhere both are a `SeqCst` fence. Threads that
+    /// must never be interrupted should use channels with [`WaitStrategy::Yield`] or
+    /// [`WaitStrategy::BusyPoll`], which never park.
     Park {
         /// Spin-loop iterations before the first yield.
         spins: u32,
@@ -139,9 +153,9 @@ impl Backoff {
 /// Called by an end right after it changed what the other end may be waiting for (a push, a
 /// pop, a drop). Costs a fence and one load unless the other end is parked.
 #[inline(always)]
-pub(crate) fn wake_peer(peer_parked: &AtomicBool, peer: &Mutex<Option<Waiter>>) {
-    // SeqCst fence: pairs with the one in `park_unless`; see the module docs.
-    seq_cst_fence();
+pub(crate) fn wake_peer(fences: Fences, peer_parked: &AtomicBool, peer: &Mutex<Option<Waiter>>) {
+    // The light fence: pairs with the heavy one in `park_unless`; see the module docs.
+    fences.light();
     // Relaxed: the fence orders this load after our store of the queue state.
     if peer_parked.load(Ordering::Relaxed) {
         unpark(peer);
@@ -174,6 +188,7 @@ pub(crate) fn lock(slot: &Mutex<Option<Waiter>>) -> MutexGuard<'_, Option<Waiter
 #[cold]
 #[inline(never)]
 pub(crate) fn park_unless(
+    fences: Fences,
     parked: &AtomicBool,
     me: &Mutex<Option<Waiter>>,
     ready: impl FnOnce() -> bool,
@@ -183,9 +198,11 @@ pub(crate) fn park_unless(
     *lock(me) = Some(Waiter::Thread(current()));
     // Relaxed: the fence below orders it before the `ready` loads.
     parked.store(true, Ordering::Relaxed);
-    // SeqCst fence: pairs with the one in `wake_peer`; see the module docs.
-    seq_cst_fence();
-    if !ready() {
+    // The heavy fence: pairs with the light one in `wake_peer`; see the module docs. If it could
+    // not be issued, the other end may miss the flag: yield instead of parking.
+    if !fences.heavy() {
+        yield_now();
+    } else if !ready() {
         match deadline {
             None => park(),
             Some(deadline) => {

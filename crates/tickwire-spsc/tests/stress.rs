@@ -2,6 +2,8 @@
 //! so the queue runs full, empty and everything between, and (through the channel) both ends
 //! park and get woken. Every value must arrive once, in order.
 //!
+//! One more test parks on every wait, to race the wake-up handshake itself.
+//!
 //! The count is 2 million by default (so `cargo test --workspace` stays quick), 100 million
 //! with `TICKWIRE_SPSC_STRESS=full` (what `.ci/spsc.sh` runs, in release), and a thousand
 //! under Miri.
@@ -9,15 +11,22 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tickwire_spsc::{Consumer, Producer, RecvError, channel, queue};
+use tickwire_spsc::{
+    Consumer, Producer, RecvError, RecvTimeoutError, WaitStrategy, channel, channel_with, queue,
+};
 
 fn message_count() -> u64 {
+    scaled(1_000, 2_000_000, 100_000_000)
+}
+
+/// `miri` under Miri, `full` with `TICKWIRE_SPSC_STRESS=full`, else `default`.
+fn scaled(miri: u64, default: u64, full: u64) -> u64 {
     if cfg!(miri) {
-        return 1_000;
+        return miri;
     }
     match std::env::var("TICKWIRE_SPSC_STRESS").as_deref() {
-        Ok("full") => 100_000_000,
-        _ => 2_000_000,
+        Ok("full") => full,
+        _ => default,
     }
 }
 
@@ -76,6 +85,52 @@ fn channel_delivers_every_value_once_in_order_under_random_stalls() {
     );
     writer.join().unwrap();
     eprintln!("channel: {count} values in {:?}", start.elapsed());
+}
+
+/// Round trips for the park-every-time test: each costs two park / unpark pairs (system calls),
+/// so twenty thousand by default and 300 thousand with `TICKWIRE_SPSC_STRESS=full`.
+fn round_trip_count() -> u64 {
+    scaled(50, 20_000, 300_000)
+}
+
+/// Under `Park { spins: 0, yields: 0 }` every wait goes straight to the handshake (announce,
+/// heavy fence, re-check, park), and in a ping-pong the other end's send lands just as the
+/// waiter announces, round after round: the race a lost wake-up needs. A lost wake-up would
+/// leave one end parked with a value waiting; the receives are bounded so that shows up as a
+/// failure naming the round trip instead of a hung test.
+#[test]
+fn ping_pong_that_parks_on_every_wait_never_loses_a_wake_up() {
+    let count = round_trip_count();
+    let start = Instant::now();
+    let strategy = WaitStrategy::Park {
+        spins: 0,
+        yields: 0,
+    };
+    let (mut ping, mut ping_rx) = channel_with::<u64>(1, strategy);
+    let (mut pong, mut pong_rx) = channel_with::<u64>(1, strategy);
+    let stall = Duration::from_secs(10);
+    let echo = thread::spawn(move || {
+        loop {
+            match ping_rx.recv_timeout(stall) {
+                Ok(value) => pong.send(value + 1).expect("the pinger is alive"),
+                Err(RecvTimeoutError::Disconnected) => return,
+                Err(error) => panic!("echo: {error} after {stall:?} (a lost wake-up)"),
+            }
+        }
+    });
+    for value in 0..count {
+        ping.send(value).expect("the echo is alive");
+        match pong_rx.recv_timeout(stall) {
+            Ok(back) => assert_eq!(back, value + 1),
+            Err(error) => panic!("round trip {value}: {error} after {stall:?} (a lost wake-up)"),
+        }
+    }
+    drop(ping);
+    echo.join().unwrap();
+    eprintln!(
+        "parking ping-pong: {count} round trips in {:?}",
+        start.elapsed()
+    );
 }
 
 /// Pushes `0..count`, alternating single pushes and `push_slice` batches of random length.

@@ -2,8 +2,9 @@
 //!
 //! This module owns the async side of the wake-up protocol. A pending receive registers the
 //! task's `Waker` where a blocked `recv` registers its thread, sets the same `consumer_parked`
-//! flag, and re-checks the queue after the same `SeqCst` fence (see [`crate::wait`]), so the
-//! sender needs nothing new: its fast path is the fence and flag load it already does under
+//! flag, and re-checks the queue after the same heavy fence (see [`crate::wait`] and
+//! [`crate::barrier`]), so the sender needs nothing new: its fast path is the fence and flag
+//! load it already does under
 //! [`WaitStrategy::Park`], and its slow path wakes a `Waker` instead of unparking a thread. No
 //! runtime is assumed. It does not offer an async sender.
 
@@ -14,7 +15,7 @@ use core::task::{Context, Poll};
 use super::Receiver;
 #[cfg(doc)]
 use crate::WaitStrategy;
-use crate::sync::{Ordering, seq_cst_fence};
+use crate::sync::Ordering;
 use crate::wait::{Waiter, lock};
 use crate::{RecvError, TryRecvError};
 
@@ -88,10 +89,10 @@ impl<T> Future for RecvFuture<'_, T> {
                 }
                 Err(TryRecvError::Empty) => {}
             }
-            if !this.receiver.parks {
+            let Some(fences) = this.receiver.wake else {
                 cx.waker().wake_by_ref();
                 return Poll::Pending;
-            }
+            };
             let consumer = &this.receiver.consumer;
             let shared = consumer.shared();
             {
@@ -105,8 +106,12 @@ impl<T> Future for RecvFuture<'_, T> {
             // The waiter's half of the protocol in `crate::wait`: announce, fence, re-check.
             shared.flags.consumer_parked.store(true, Ordering::Relaxed);
             this.registered = true;
-            // SeqCst fence: pairs with the one in `wake_peer`; see `crate::wait`.
-            seq_cst_fence();
+            // The heavy fence: pairs with the light one in `wake_peer`; see `crate::wait`. If it
+            // could not be issued the sender may miss the flag, so ask to be polled again.
+            if !fences.heavy() {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
             let ready =
                 consumer.has_values_relaxed() || shared.flags.producer_gone.load(Ordering::Relaxed);
             if !ready {
