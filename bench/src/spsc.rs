@@ -132,7 +132,16 @@ pub fn run(ctx: &Ctx) -> Vec<Table> {
             "Messages per second, consumer-side from the first to the last message (order \
              checked); median and range of the rounds.",
         );
-        for ((name, _, _), r) in queues.iter().chain(&channels).zip(rates) {
+        let per_lib: Vec<(&str, Vec<f64>)> = queues
+            .iter()
+            .chain(&channels)
+            .map(|l| l.0)
+            .zip(rates)
+            .collect();
+        // Queues against the tickwire queue, channels against the tickwire channel.
+        table.note.push_str(&paired_note("rate", &per_lib[..4]));
+        table.note.push_str(&paired_note("rate", &per_lib[4..]));
+        for (name, r) in per_lib {
             table.rows.push(Row::rate(name, r));
         }
         table.note.push_str(&nexus_note());
@@ -188,19 +197,45 @@ fn latency_table(
     let mut ranges = Vec::new();
     let mut table = Table::new(id, title, baseline, "");
     let rounds = rows.first().map_or(0, |(_, h)| h.len());
+    let mut per_round = Vec::new();
     for (name, hists) in rows {
         let p50s: Vec<u64> = hists.iter().map(|h| h.value_at_quantile(0.5)).collect();
         let (lo, hi) = (p50s.iter().min().copied(), p50s.iter().max().copied());
         ranges.push(format!("{name} {}-{}", lo.unwrap_or(0), hi.unwrap_or(0)));
+        per_round.push((name, p50s.iter().map(|&p| p as f64).collect()));
         table.rows.push(Row::median_round(name, hists));
     }
     table.note = format!(
         "Ticks per round trip (one sample each), the median round by p50 of {} round(s); p50 \
-         range over the rounds: {}.",
+         range over the rounds: {}.{}",
         rounds,
-        ranges.join(", ")
+        ranges.join(", "),
+        paired_note("p50", &per_round)
     );
     table
+}
+
+/// The same-round comparison: each library's figure divided by the first row's (the baseline)
+/// in the same round, then the median and range of those ratios over the rounds. The vCPUs
+/// move between near and far physical cores from one round to the next, which moves every
+/// library's figure together; a ratio taken within a round cancels most of that.
+fn paired_note(figure: &str, per_round: &[(&str, Vec<f64>)]) -> String {
+    let Some(((baseline, base), peers)) = per_round.split_first() else {
+        return String::new();
+    };
+    let ratios: Vec<String> = peers
+        .iter()
+        .map(|(name, values)| {
+            let mut r: Vec<f64> = values.iter().zip(base).map(|(v, b)| v / b).collect();
+            r.sort_by(f64::total_cmp);
+            let (lo, mid, hi) = (r[0], r[r.len() / 2], r[r.len() - 1]);
+            format!("{name} {mid:.2}x ({lo:.2}-{hi:.2})")
+        })
+        .collect();
+    format!(
+        " Same-round {figure} ratios to {baseline} (median, range): {}.",
+        ratios.join(", ")
+    )
 }
 
 /// Ticks per round trip: this thread (pinned to `core`) sends `i` and waits for it back from
