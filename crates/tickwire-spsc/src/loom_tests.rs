@@ -105,6 +105,36 @@ fn loom_queue_batches_deliver_in_order() {
     });
 }
 
+/// Single pops and batches share the consumer's cached copy of `tail`; mixed, in every
+/// interleaving with the pushes, each value still comes out once and in order.
+#[test]
+fn loom_queue_single_pops_and_batches_mixed_deliver_each_value_once() {
+    loom::model(|| {
+        let (mut producer, mut consumer) = queue::<u32>(2);
+        let writer = thread::spawn(move || {
+            for value in 1..=3 {
+                let mut pending = value;
+                while let Err(back) = producer.push(pending) {
+                    pending = back;
+                    thread::yield_now();
+                }
+            }
+        });
+        let mut received = Vec::new();
+        while received.len() < 3 {
+            if let Some(value) = consumer.pop() {
+                received.push(value);
+            }
+            let mut out = [0; 2];
+            let count = consumer.pop_into(&mut out);
+            received.extend_from_slice(&out[..count]);
+            thread::yield_now();
+        }
+        assert_eq!(received, [1, 2, 3]);
+        writer.join().unwrap();
+    });
+}
+
 #[test]
 fn loom_queue_drops_every_value_exactly_once_whichever_end_goes_last() {
     loom::model(|| {

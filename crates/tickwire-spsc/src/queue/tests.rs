@@ -302,3 +302,48 @@ fn debug_shows_the_state() {
         "Consumer { len: 1, capacity: 2, abandoned: true }"
     );
 }
+
+#[test]
+fn single_pops_and_batches_mixed_take_each_value_once_in_order() {
+    // Single pops move `head` past what a batch last cached; the batch after them must neither
+    // re-read a popped slot nor run past the last value.
+    let (mut producer, mut consumer) = queue::<u32>(8);
+    let mut next_in = 0;
+    let mut next_out = 0;
+    let mut out = [0_u32; 8];
+    for round in 0..40 {
+        let pushes = 1 + round % 8;
+        for _ in 0..pushes {
+            if producer.push(next_in).is_ok() {
+                next_in += 1;
+            }
+        }
+        for _ in 0..round % 3 {
+            if let Some(value) = consumer.pop() {
+                assert_eq!(value, next_out);
+                next_out += 1;
+            }
+        }
+        assert_eq!(
+            consumer.len(),
+            (next_in - next_out) as usize,
+            "round {round}"
+        );
+        let popped = consumer.pop_into(&mut out[..1 + round % 8]);
+        for &value in &out[..popped] {
+            assert_eq!(value, next_out, "round {round}");
+            next_out += 1;
+        }
+        assert_eq!(
+            consumer.len(),
+            (next_in - next_out) as usize,
+            "round {round}"
+        );
+    }
+    while let Some(value) = consumer.pop() {
+        assert_eq!(value, next_out);
+        next_out += 1;
+    }
+    assert_eq!(next_out, next_in);
+    assert!(next_in > 100, "the ring wrapped several times");
+}
