@@ -61,9 +61,9 @@ pub enum WaitStrategy {
     ///
     /// On Linux that fence is a compiler fence (no instruction), and an end about to park first
     /// calls `membarrier`, which interrupts, for about a microsecond, each CPU running another
-    /// thread of the process at that moment; elsewhere both are a `SeqCst` fence. Threads that
-    /// must never be interrupted should use channels with [`WaitStrategy::Yield`] or
-    /// [`WaitStrategy::BusyPoll`], which never park.
+    /// thread of the process at that moment; elsewhere both are a `SeqCst` fence. In a process
+    /// whose pinned threads must never be interrupted, give every channel
+    /// [`WaitStrategy::Yield`] or [`WaitStrategy::BusyPoll`], which never park.
     Park {
         /// Spin-loop iterations before the first yield.
         spins: u32,
