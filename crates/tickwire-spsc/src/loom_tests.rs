@@ -53,17 +53,22 @@ impl Drop for Counted {
     }
 }
 
+/// Pushes `value`, yielding to the consumer while the queue is full.
+fn push_until_accepted<T>(producer: &mut crate::Producer<T>, value: T) {
+    let mut pending = value;
+    while let Err(back) = producer.push(pending) {
+        pending = back;
+        thread::yield_now();
+    }
+}
+
 #[test]
 fn loom_queue_delivers_in_order_across_wrap_around() {
     loom::model(|| {
         let (mut producer, mut consumer) = queue::<u32>(2);
         let writer = thread::spawn(move || {
             for value in 0..3 {
-                let mut pending = value;
-                while let Err(back) = producer.push(pending) {
-                    pending = back;
-                    thread::yield_now();
-                }
+                push_until_accepted(&mut producer, value);
             }
         });
         for expected in 0..3 {
@@ -113,11 +118,7 @@ fn loom_queue_single_pops_and_batches_mixed_deliver_each_value_once() {
         let (mut producer, mut consumer) = queue::<u32>(2);
         let writer = thread::spawn(move || {
             for value in 1..=3 {
-                let mut pending = value;
-                while let Err(back) = producer.push(pending) {
-                    pending = back;
-                    thread::yield_now();
-                }
+                push_until_accepted(&mut producer, value);
             }
         });
         let mut received = Vec::new();
