@@ -70,7 +70,7 @@ fn tickwire(server: &servers::Server, plan: Plan, text: &str) -> Histogram<u64> 
     tickwire_round_trips(&mut ws, plan, text, "tickwire")
 }
 
-/// The timed loop of [`tickwire`] on a connected client, over `ws://` or `wss://`;
+/// The timed loop of [`tickwire`](mod@::tickwire) on a connected client, over `ws://` or `wss://`;
 /// `library` names it in failures.
 pub(super) fn tickwire_round_trips<S: tickwire::Stream>(
     ws: &mut tickwire::WebSocket<S>,
@@ -131,7 +131,7 @@ fn tokio_tungstenite(server: &servers::Server, plan: Plan, text: &str) -> Histog
     })
 }
 
-/// The timed loop of [`tokio_tungstenite`] on a connected client (plain or TLS stream), run
+/// The timed loop of [`tokio_tungstenite`](mod@::tokio_tungstenite) on a connected client (plain or TLS stream), run
 /// inside the caller's `block_on`; `library` names it in failures.
 pub(super) async fn tokio_tungstenite_round_trips<S>(
     ws: &mut tokio_tungstenite::WebSocketStream<S>,
@@ -220,7 +220,7 @@ fn nexus_web(server: &servers::Server, plan: Plan, text: &str) -> Histogram<u64>
     nexus_web_round_trips(&mut ws, plan, text, "nexus-web")
 }
 
-/// The timed loop of [`nexus_web`] on a connected client, over `ws://` or `wss://`;
+/// The timed loop of [`nexus_web`](mod@::nexus_web) on a connected client, over `ws://` or `wss://`;
 /// `library` names it in failures.
 pub(super) fn nexus_web_round_trips<S: Read + Write>(
     ws: &mut nexus_web::ws::Client<S>,

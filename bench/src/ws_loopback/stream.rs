@@ -85,7 +85,7 @@ fn tickwire(addr: SocketAddr, go: SyncSender<()>, messages: usize) -> Duration {
     tickwire_receive(&mut ws, &go, messages, "tickwire")
 }
 
-/// The timed part of [`tickwire`] on a connected client, over `ws://` or `wss://`: signals
+/// The timed part of [`tickwire`](mod@::tickwire) on a connected client, over `ws://` or `wss://`: signals
 /// `go`, waits for the first byte on the TCP socket, then receives `messages` messages;
 /// `library` names it in failures.
 pub(super) fn tickwire_receive(
@@ -130,7 +130,7 @@ fn tokio_tungstenite(addr: SocketAddr, go: SyncSender<()>, messages: usize) -> D
     })
 }
 
-/// The timed part of [`tokio_tungstenite`] on a connected client (plain or TLS stream), run
+/// The timed part of [`tokio_tungstenite`](mod@::tokio_tungstenite) on a connected client (plain or TLS stream), run
 /// inside the caller's `block_on`: signals `go`, waits until the TCP socket is readable, then
 /// receives `messages` messages; `library` names it in failures.
 pub(super) async fn tokio_tungstenite_receive<S>(
@@ -203,7 +203,7 @@ fn nexus_web(addr: SocketAddr, go: SyncSender<()>, messages: usize) -> Duration 
     nexus_web_receive(&mut ws, &go, messages, "nexus-web")
 }
 
-/// The timed part of [`nexus_web`] on a connected client, over `ws://` or `wss://`: signals
+/// The timed part of [`nexus_web`](mod@::nexus_web) on a connected client, over `ws://` or `wss://`: signals
 /// `go`, waits for the first byte on the TCP socket, then receives `messages` messages;
 /// `library` names it in failures.
 pub(super) fn nexus_web_receive<S: BlockingSocket + Read + Write>(

@@ -1,7 +1,7 @@
 //! The three receive paths the in-memory TLS workload compares, each ending in the same
 //! tickwire [`Connection`] parse: plaintext frames copied into the connection's spare buffer
 //! (no TLS), tickwire's [`TlsCodec`] decrypting into it, and a bare rustls
-//! [`ClientConnection`] decrypting into it (the floor under tickwire's codec).
+//! [`ClientConnection`](rustls::ClientConnection) decrypting into it (the floor under tickwire's codec).
 //!
 //! Owns the setup of each path (an in-memory TLS 1.3 handshake with a server [`TlsCodec`],
 //! built exactly alike for the timed run and for callgrind), the server side that encrypts the
