@@ -2,11 +2,18 @@
 # Runs the Autobahn WebSocket testsuite against tickwire and diffs the verdicts against the
 # expected results committed in conformance/expected/.
 #
-#   conformance/autobahn.sh server [CASES] [EXCLUDE]   # wstest as client against `tickwire serve`
+#   conformance/autobahn.sh server [CASES|--sample] [EXCLUDE]   # wstest as client against `tickwire serve`
 #   conformance/autobahn.sh server-tls [CASES] [EXCLUDE] # the same over wss:// (`serve --tls-cert`)
 #   conformance/autobahn.sh client [CASES] [EXCLUDE]   # `tickwire connect --echo` against wstest
 #   conformance/autobahn.sh update-expected ROLE        # after a run: take its verdicts as expected
 #   conformance/autobahn.sh install                     # install wstest (or pull the image) only
+#
+# CASES defaults to every case. `--sample` runs the default CI tier's sample: the cases in
+# conformance/autobahn-sample.txt and conformance/autobahn-regressions.txt. Only the expected
+# verdicts of the cases run are compared; a case that fails is appended to autobahn-regressions.txt.
+#
+# TICKWIRE_BIN names the binary under test (CI passes the one its test build made); without it
+# the script builds and uses target/release/tickwire.
 #
 # Uses ../shared/autobahn (wstest in a private Python 2.7 prefix) when it exists, else the
 # crossbario/autobahn-testsuite Docker image. Reports land in target/autobahn-reports/ROLE.
@@ -20,7 +27,12 @@ exclude=${3:-}
 shared="$root/../shared/autobahn"
 reports="$root/target/autobahn-reports"
 expected="$root/conformance/expected"
-bin="$root/target/release/tickwire"
+bin="${TICKWIRE_BIN:-$root/target/release/tickwire}"
+regressions="$root/conformance/autobahn-regressions.txt"
+if [ "$cases" = --sample ]; then
+  cases=$(sed -e 's/#.*//' "$root/conformance/autobahn-sample.txt" "$regressions" | tr -s ' \t\n' ',' \
+    | sed -e 's/^,//' -e 's/,$//')
+fi
 
 if [ "$role" = update-expected ]; then
   which=${2:?usage: conformance/autobahn.sh update-expected server|server-tls|client}
@@ -40,7 +52,11 @@ if [ "$role" = install ]; then
   exit 0
 fi
 
-cargo build --release -q -p tickwire-cli
+if [ -z "${TICKWIRE_BIN:-}" ]; then
+  cargo build --release -q -p tickwire-cli
+fi
+[ -x "$bin" ] || { echo "autobahn: no binary under test at $bin" >&2; exit 2; }
+export TICKWIRE_BIN="$bin"
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 pick_port() { local p; for p in $(seq "$1" $(( $1 + 50 ))); do port_free "$p" && { echo "$p"; return; }; done; echo "no free port near $1" >&2; exit 1; }
@@ -119,4 +135,5 @@ JSON
   *) echo "unknown role $role" >&2; exit 2 ;;
 esac
 
-python3 "$root/conformance/verdicts.py" compare "$out" "$expected/$role.json"
+python3 "$root/conformance/verdicts.py" compare "$out" "$expected/$role.json" --cases "$cases" \
+  --regressions "$regressions"

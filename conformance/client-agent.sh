@@ -4,7 +4,7 @@
 # the connection (that is the behaviour under test); the suite grades what went on the wire.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-bin="$root/target/release/tickwire"
+bin="${TICKWIRE_BIN:-$root/target/release/tickwire}"
 url=${AUTOBAHN_URL:-ws://127.0.0.1:9001}
 agent=${AUTOBAHN_AGENT:-tickwire}
 count=${AUTOBAHN_CASE_COUNT:-$("$bin" connect "$url/getCaseCount" < /dev/null | head -n1)}

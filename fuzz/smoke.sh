@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs every cargo-fuzz target briefly (default 30 s each): the CI smoke check. Installs the
-# nightly toolchain and cargo-fuzz when missing. A crash fails the script and leaves the
-# reproducer in fuzz/artifacts/TARGET/.
+# Runs every cargo-fuzz target briefly, each starting from its committed corpus in
+# fuzz/corpus/TARGET (libFuzzer replays the whole corpus before it mutates): the CI smoke check.
+# Default 30 s a target (`.ci/run --full`); the default CI tier passes 8. Installs the nightly
+# toolchain and cargo-fuzz when missing. A crash fails the script and leaves the reproducer in
+# fuzz/artifacts/TARGET/.
 #   fuzz/smoke.sh [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -13,7 +15,8 @@ if ! command -v cargo-fuzz >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 targets=$(cargo +nightly fuzz list)
-cargo +nightly fuzz build -O $targets >/dev/null 2>&1 || cargo +nightly fuzz build -O
+# One build of every target (cargo fuzz build takes one target or all of them).
+cargo +nightly fuzz build -O
 for target in $targets; do
   echo "fuzz: $target for ${seconds}s"
   mkdir -p "corpus/$target"

@@ -6,8 +6,8 @@
 #
 # interop/http/setup.sh installs the pinned httpbin + gunicorn venv (target/http-interop-venv)
 # and nginx when missing; the checker (crates/tickwire/examples/http_conformance.rs) is built in
-# release mode; interop/http/servers.sh starts both servers on free ports and they are stopped on
-# exit, whatever happens. The checker prints PASS/FAIL per case and, last,
+# release mode, unless HTTP_CONFORMANCE_BIN names one already built; interop/http/servers.sh
+# starts both servers on free ports and they are stopped on exit, whatever happens. The checker prints PASS/FAIL per case and, last,
 # `http-interop: N passed, M failed`; the exit status is non-zero when any case failed.
 set -euo pipefail
 
@@ -15,8 +15,13 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 
 bash "$root/interop/http/setup.sh"
-cargo build --release -q -p tickwire --example http_conformance
-checker="$root/target/release/examples/http_conformance"
+# HTTP_CONFORMANCE_BIN names a checker already built (CI passes the one its test build made).
+if [ -n "${HTTP_CONFORMANCE_BIN:-}" ]; then
+  checker=$HTTP_CONFORMANCE_BIN
+else
+  cargo build --release -q -p tickwire --example http_conformance
+  checker="$root/target/release/examples/http_conformance"
+fi
 
 # shellcheck source=interop/http/servers.sh
 source "$root/interop/http/servers.sh"
