@@ -7,8 +7,9 @@
 # interop/http/setup.sh installs the pinned httpbin + gunicorn venv (target/http-interop-venv)
 # and nginx when missing; the checker (crates/tickwire/examples/http_conformance.rs) is built in
 # release mode, unless HTTP_CONFORMANCE_BIN names one already built; interop/http/servers.sh
-# starts both servers on free ports and they are stopped on exit, whatever happens. The checker prints PASS/FAIL per case and, last,
-# `http-interop: N passed, M failed`; the exit status is non-zero when any case failed.
+# starts both servers on free ports and they are stopped on exit, whatever happens. The checker
+# prints PASS/FAIL per case and, last, `http-interop: N passed, M failed`; the exit status is
+# non-zero when any case failed.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
