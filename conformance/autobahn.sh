@@ -136,4 +136,4 @@ JSON
 esac
 
 python3 "$root/conformance/verdicts.py" compare "$out" "$expected/$role.json" --cases "$cases" \
-  --regressions "$regressions"
+  ${exclude:+--exclude "$exclude"} --regressions "$regressions"

@@ -2,7 +2,8 @@
 """Extract Autobahn verdicts from a report and compare them with the committed expectation.
 
     verdicts.py extract REPORT_DIR            > conformance/expected/ROLE.json
-    verdicts.py compare REPORT_DIR EXPECTED.json [--cases PATTERNS] [--regressions FILE]
+    verdicts.py compare REPORT_DIR EXPECTED.json [--cases PATTERNS] [--exclude PATTERNS]
+                        [--regressions FILE]
 
 The expectation maps each case id to its verdict (behavior, and behaviorClose when that is
 not OK). `compare` fails (exit 1) when a case is FAILED, missing from the report, or its
@@ -12,7 +13,7 @@ timing-dependent. The last line is `autobahn-diff: N cases as expected (P passed
 unimplemented), M differ`.
 
 With `--cases` (wstest's comma-separated patterns, as the run was given them) only the expected
-cases those patterns select are required; the default tier of CI runs a sample this way. With
+cases those patterns select (less those `--exclude` selects) are required; the default tier of CI runs a sample this way. With
 `--regressions FILE`, every case that FAILED or changed class is appended to FILE (one id a
 line, kept sorted, no duplicates) so that it joins the sample from then on: commit the file.
 """
@@ -50,10 +51,12 @@ def main():
         print()
         return 0
     args = sys.argv[1:]
-    patterns, regressions = None, None
-    while len(args) > 3 and args[-2] in ("--cases", "--regressions"):
+    patterns, excluded, regressions = None, [], None
+    while len(args) > 3 and args[-2] in ("--cases", "--exclude", "--regressions"):
         if args[-2] == "--cases":
             patterns = [p for p in args[-1].replace(" ", ",").split(",") if p]
+        elif args[-2] == "--exclude":
+            excluded = [p for p in args[-1].replace(" ", ",").split(",") if p]
         else:
             regressions = args[-1]
         args = args[:-2]
@@ -62,14 +65,15 @@ def main():
     actual = load(args[1])
     with open(args[2], encoding="utf-8") as f:
         expected = json.load(f)
-    if patterns is not None:
+    if patterns is not None or excluded:
         expected = {
             case: verdict
             for case, verdict in expected.items()
-            if any(fnmatch.fnmatchcase(case, p) for p in patterns)
+            if any(fnmatch.fnmatchcase(case, p) for p in patterns or ["*"])
+            and not any(fnmatch.fnmatchcase(case, p) for p in excluded)
         }
         if not expected:
-            sys.exit("verdicts.py: the patterns %s select no expected case" % ",".join(patterns))
+            sys.exit("verdicts.py: the patterns select no expected case")
     differing = []
     passed = failed = 0
     counts = {"passed": 0, "UNIMPLEMENTED": 0}
