@@ -5,7 +5,7 @@
 //! One more test parks on every wait, to race the wake-up handshake itself.
 //!
 //! The count is 2 million by default (so `cargo test --workspace` stays quick), 100 million
-//! with `TICKWIRE_SPSC_STRESS=full` (what `.ci/spsc.sh` runs, in release), and a thousand
+//! with `TICKWIRE_SPSC_STRESS=full` (what `.ci/spsc.sh --full` runs, in release), and a thousand
 //! under Miri.
 
 use std::thread;
