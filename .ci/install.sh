@@ -3,7 +3,10 @@
 # fails CI in one line instead of half-way into a suite. Idempotent: what is already there is
 # checked in well under a second and left alone.
 #
-#   .ci/install.sh [--full]
+#   .ci/install.sh [--full] [COMPONENT...]
+#
+# With component names, only those are installed (.ci/spsc.sh asks for `miri`, fuzz/smoke.sh
+# for `cargo-fuzz`, so each still runs on its own on a fresh machine).
 #
 # Components (run side by side; apt first within its chain, since dpkg takes one lock):
 #   apt       Debian packages: chromium (browser interop), nginx (HTTP conformance), openssl
@@ -11,8 +14,8 @@
 #   venvs     target/interop-venv (Python websockets) and target/http-interop-venv (httpbin,
 #             gunicorn), after apt
 #   autobahn  wstest in a private Python 2.7 prefix (conformance/autobahn.sh install)
-#   rust      the nightly toolchain with miri and rust-src, Miri's sysroot, and the toolchain of
-#             the workspace's declared rust-version
+#   miri      the nightly toolchain with miri and rust-src, and Miri's sysroot
+#   msrv      the toolchain of the workspace's declared rust-version
 #   cargo-fuzz
 #
 # Each component logs to target/ci/install-NAME.log and prints one line: `install: NAME: ok`
@@ -22,7 +25,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 full=0
-[ "${1:-}" = --full ] && full=1
+[ "${1:-}" = --full ] && { full=1; shift; }
 logs="$root/target/ci"
 mkdir -p "$logs"
 
@@ -48,15 +51,18 @@ install_autobahn() {
   conformance/autobahn.sh install
 }
 
-install_rust() {
+install_miri() {
   if ! rustup +nightly component list --installed 2>/dev/null | grep -q '^miri'; then
     rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal || return 1
     rustup +nightly component add miri rust-src || return 1
   fi
-  cargo +nightly miri setup || return 1
-  if [ -n "$msrv" ] && ! rustup toolchain list | grep -q "^$msrv"; then
-    rustup toolchain install "$msrv" --profile minimal || return 1
-  fi
+  cargo +nightly miri setup
+}
+
+install_msrv() {
+  [ -n "$msrv" ] || { echo "no rust-version in Cargo.toml"; return 1; }
+  rustup toolchain list | grep -q "^$msrv" && { echo "Rust $msrv already installed"; return 0; }
+  rustup toolchain install "$msrv" --profile minimal
 }
 
 install_cargo_fuzz() {
@@ -78,10 +84,21 @@ run() {
 
 run_apt_then_venvs() { run apt install_apt && run venvs install_venvs; }
 
+if [ $# -gt 0 ]; then
+  for name in "$@"; do
+    case "$name" in
+      apt|venvs|autobahn|miri|msrv|cargo-fuzz) run "$name" "install_${name//-/_}" || exit 1 ;;
+      *) echo "install: unknown component '$name'" >&2; exit 2 ;;
+    esac
+  done
+  exit 0
+fi
+
 pids=()
 run_apt_then_venvs & pids+=($!)
 run autobahn install_autobahn & pids+=($!)
-run rust install_rust & pids+=($!)
+# rustup and the Miri sysroot one after the other: two rustup runs at once share its state.
+{ run miri install_miri && run msrv install_msrv; } & pids+=($!)
 run cargo-fuzz install_cargo_fuzz & pids+=($!)
 status=0
 for pid in "${pids[@]}"; do wait "$pid" || status=1; done

@@ -38,13 +38,7 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
     || fail "loom models"
 
 step "installing Miri (nightly, miri, rust-src) if missing"
-if ! rustup +nightly component list --installed 2>/dev/null | grep -q '^miri'; then
-    rustup toolchain list | grep -q '^nightly' \
-        || rustup toolchain install nightly --profile minimal \
-        || fail "installing the nightly toolchain"
-    rustup +nightly component add miri rust-src || fail "installing miri and rust-src"
-fi
-cargo +nightly miri setup || fail "cargo miri setup"
+bash .ci/install.sh miri || fail "installing Miri"
 
 step "Miri: unit, stress and doc tests (strict provenance)"
 MIRIFLAGS="${MIRIFLAGS:--Zmiri-strict-provenance}" cargo +nightly miri test -p tickwire-spsc \

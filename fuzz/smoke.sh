@@ -11,9 +11,7 @@ seconds=${1:-30}
 if ! rustup toolchain list | grep -q '^nightly'; then
   rustup toolchain install nightly --profile minimal
 fi
-if ! command -v cargo-fuzz >/dev/null 2>&1; then
-  cargo install cargo-fuzz --locked
-fi
+bash ../.ci/install.sh cargo-fuzz
 targets=$(cargo +nightly fuzz list)
 # One build of every target (cargo fuzz build takes one target or all of them).
 cargo +nightly fuzz build -O
