@@ -7,6 +7,20 @@
 //! builds whole REST requests on top of the writers, without allocating.
 //! It performs no I/O, reads no clock and spawns nothing: bytes come in, events come out, and
 //! time is passed in by the transport.
+//!
+//! # Layers
+//!
+//! Modules depend on each other in one direction only (`a <- b`: `b` uses `a`, never the
+//! reverse, not even in a doc link):
+//!
+//! - `buf <- ws <- deflate`: the frame reader and writer know extensions only through the
+//!   [`ws::Extension`] seam; permessage-deflate plugs into it and adds the compressing
+//!   constructors of [`ws::PreparedMessage`], which the writer sends.
+//! - `buf <- http <- rest`: the REST builder writes through the HTTP writers and shares their
+//!   byte checks, which live in `http`.
+//! - `handshake` uses none of the other modules (it parses heads with `httparse` itself);
+//!   `ws` only points to it in its docs. The transports put the handshake and a connection
+//!   together and negotiate extensions (`deflate`'s negotiation functions) around it.
 #![forbid(unsafe_code)]
 
 pub mod buf;

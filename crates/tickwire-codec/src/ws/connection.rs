@@ -16,12 +16,12 @@
 
 use std::time::{Duration, Instant};
 
+use super::PreparedMessage;
 use super::{
     CloseCode, Compression, Error, Extension, FrameReader, FrameWriter, Limits, MaskSource,
     Message, OpCode, Role,
 };
 use crate::buf::WriteBuf;
-use crate::deflate::PreparedMessage;
 
 /// Queued control bytes beyond which further automatic pongs are dropped (RFC 6455 §5.5.3
 /// allows answering only the most recent ping); bounds memory against a ping flood from a
@@ -197,9 +197,8 @@ impl Connection {
     }
 
     /// Installs a negotiated extension: `decoder` on the reader, `encoder` on the writer
-    /// (for permessage-deflate, the two halves of
-    /// [`PerMessageDeflate`](crate::deflate::PerMessageDeflate)). Call once, right after the
-    /// handshake and before the first poll or send.
+    /// (for permessage-deflate, the decoder and encoder halves the deflate extension
+    /// provides). Call once, right after the handshake and before the first poll or send.
     pub fn set_extension(&mut self, decoder: Box<dyn Extension>, encoder: Box<dyn Extension>) {
         self.reader.set_extension(decoder);
         self.sender.writer.set_extension(encoder);

@@ -4,12 +4,12 @@
 //! extension seam. It does not decide what to send or when to flush (the
 //! [`Connection`](super::Connection) and the transport do), and it never touches a socket.
 
+use super::PreparedMessage;
 use super::{
     CloseCode, Compression, Error, Extension, MAX_CONTROL_PAYLOAD, MAX_HEADER_LEN, MaskSource,
     OpCode, Role, mask,
 };
 use crate::buf::WriteBuf;
-use crate::deflate::PreparedMessage;
 
 /// Sans-IO WebSocket frame writer for one connection.
 pub struct FrameWriter {
