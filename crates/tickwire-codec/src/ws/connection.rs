@@ -16,6 +16,7 @@
 
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "deflate")]
 use super::PreparedMessage;
 use super::{
     CloseCode, Compression, Error, Extension, FrameReader, FrameWriter, Limits, MaskSource,
@@ -527,6 +528,7 @@ impl Sender {
 
     /// Queues a message prepared once for many connections (fan-out): compressed when this
     /// connection negotiated permessage-deflate with a window that fits, plain otherwise.
+    #[cfg(feature = "deflate")]
     pub fn prepared(&mut self, message: &PreparedMessage) -> Result<(), Error> {
         if self.close_queued {
             return Err(Error::SendAfterClose);

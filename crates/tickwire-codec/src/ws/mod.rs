@@ -16,6 +16,7 @@ mod error;
 mod extension;
 mod limits;
 pub mod mask;
+#[cfg(feature = "deflate")]
 mod prepared;
 mod reader;
 mod utf8;
@@ -32,6 +33,7 @@ pub use error::{Error, Fault};
 pub use extension::{Compression, Extension};
 pub use limits::Limits;
 pub use mask::{MaskSource, apply_mask};
+#[cfg(feature = "deflate")]
 pub use prepared::PreparedMessage;
 pub use reader::{FrameReader, ReadEvent};
 pub use writer::FrameWriter;

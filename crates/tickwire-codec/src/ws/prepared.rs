@@ -5,7 +5,8 @@
 //! extension that negotiates it does (permessage-deflate adds the compressing constructors
 //! [`PreparedMessage::text`] and [`PreparedMessage::binary`]), and the writer asks the
 //! connection's extension, through [`Extension::accept_prepared`](super::Extension), whether
-//! the encoded form may go out as it is.
+//! the encoded form may go out as it is. It exists with the `deflate` feature, the one
+//! extension that produces such a form.
 
 use super::OpCode;
 
