@@ -26,6 +26,13 @@
 //! # Ok::<(), tickwire::Error>(())
 //! ```
 //!
+//! # Layers
+//!
+//! Internal modules depend one way (`a <- b`: `b` uses `a`, never the reverse): `error` and
+//! `stream` (the [`Stream`] trait) at the bottom; `stream <- tls <- maybe_tls <- net`;
+//! `stream <- websocket <- client, server` (both also use `head` for the upgrade's I/O);
+//! `net <- client, http`. The protocol logic is [`tickwire_codec`]'s, below all of them.
+//!
 //! # Features
 //!
 //! - `tls` (default): `wss://` and `https://` through rustls ([`tickwire_tls`]), ring provider.
@@ -49,6 +56,7 @@ mod client;
 mod error;
 mod head;
 mod http;
+mod maybe_tls;
 mod net;
 mod server;
 mod stream;
@@ -59,8 +67,9 @@ mod websocket;
 pub use client::{ClientBuilder, connect};
 pub use error::Error;
 pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder};
+pub use maybe_tls::MaybeTlsStream;
 pub use server::{ServerBuilder, accept};
-pub use stream::{MaybeTlsStream, Stream};
+pub use stream::Stream;
 pub use tickwire_codec as codec;
 #[cfg(feature = "deflate")]
 pub use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PreparedMessage};
