@@ -142,11 +142,13 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
     let scheme = if tls.is_some() { "wss" } else { "ws" };
     println!("tickwire: echo server listening on {scheme}://{local}");
     let _ = std::io::stdout().flush();
-    let mut builder = ServerBuilder::new().limits(args.limits.limits());
+    let builder = ServerBuilder::new().limits(args.limits.limits());
     #[cfg(feature = "deflate")]
-    if args.deflate {
-        builder = builder.deflate(tickwire::DeflateConfig::default());
-    }
+    let builder = if args.deflate {
+        builder.deflate(tickwire::DeflateConfig::default())
+    } else {
+        builder
+    };
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         let builder = builder.clone();
