@@ -22,6 +22,7 @@ pub(crate) struct HttpArgs {
     #[arg(short = 'i', long = "include")]
     include: bool,
     /// Ask for gzip (Accept-Encoding) and print the inflated body.
+    #[cfg(feature = "deflate")]
     #[arg(long)]
     compressed: bool,
     /// https://: also trust the CA certificates in this PEM file.
@@ -44,7 +45,11 @@ pub(crate) fn run(args: &HttpArgs) -> Result<(), String> {
         Some(port) => format!("{}://{}:{port}", url.scheme(), url.host_str().unwrap_or("")),
         None => format!("{}://{}", url.scheme(), url.host_str().unwrap_or("")),
     };
-    let mut builder = HttpClient::builder(&origin).gzip(args.compressed);
+    let mut builder = HttpClient::builder(&origin);
+    #[cfg(feature = "deflate")]
+    {
+        builder = builder.gzip(args.compressed);
+    }
     if let Some(tls) = client_tls(args)? {
         builder = builder.tls(tls);
     }

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use tickwire::{
-    ClientBuilder, ClientTlsConfig, CloseCode, DeflateConfig, Error, Limits, Message,
-    ServerBuilder, ServerTlsConfig, Stream, WebSocket,
+    ClientBuilder, ClientTlsConfig, CloseCode, Error, Limits, Message, ServerBuilder,
+    ServerTlsConfig, Stream, WebSocket,
 };
 
 #[derive(Parser)]
@@ -72,6 +72,7 @@ struct ServeArgs {
     #[command(flatten)]
     limits: LimitArgs,
     /// Accept permessage-deflate (RFC 7692) when a client offers it.
+    #[cfg(feature = "deflate")]
     #[arg(long)]
     deflate: bool,
     /// Serve wss://: the certificate chain (PEM, leaf first). Needs --tls-key.
@@ -101,6 +102,7 @@ struct ConnectArgs {
     #[command(flatten)]
     limits: LimitArgs,
     /// Offer permessage-deflate (RFC 7692).
+    #[cfg(feature = "deflate")]
     #[arg(long)]
     deflate: bool,
     /// wss://: also trust the CA certificates in this PEM file.
@@ -140,10 +142,13 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
     let scheme = if tls.is_some() { "wss" } else { "ws" };
     println!("tickwire: echo server listening on {scheme}://{local}");
     let _ = std::io::stdout().flush();
-    let mut builder = ServerBuilder::new().limits(args.limits.limits());
-    if args.deflate {
-        builder = builder.deflate(DeflateConfig::default());
-    }
+    let builder = ServerBuilder::new().limits(args.limits.limits());
+    #[cfg(feature = "deflate")]
+    let builder = if args.deflate {
+        builder.deflate(tickwire::DeflateConfig::default())
+    } else {
+        builder
+    };
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         let builder = builder.clone();
@@ -216,8 +221,9 @@ fn echo_connection<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), Error> {
 
 fn connect(args: &ConnectArgs) -> Result<(), String> {
     let mut builder = ClientBuilder::new().limits(args.limits.limits());
+    #[cfg(feature = "deflate")]
     if args.deflate {
-        builder = builder.deflate(DeflateConfig::default());
+        builder = builder.deflate(tickwire::DeflateConfig::default());
     }
     for header in &args.headers {
         let (name, value) = header

@@ -2,14 +2,40 @@
 //!
 //! This crate owns the byte-level protocols: [`buf`] (the caller-owned buffers), [`ws`] (RFC 6455
 //! frames, messages and connection state), [`handshake`] (the HTTP/1.1 upgrade, both sides) and
-//! [`deflate`] (permessage-deflate, RFC 7692, and bounded inflation of compressed payloads).
+//! `deflate` (permessage-deflate, RFC 7692, and bounded inflation of compressed payloads).
 //! [`http`] holds the HTTP/1.1 message readers and writers (RFC 9110, RFC 9112); [`rest`]
 //! builds whole REST requests on top of the writers, without allocating.
 //! It performs no I/O, reads no clock and spawns nothing: bytes come in, events come out, and
 //! time is passed in by the transport.
+//!
+//! # Layers
+//!
+//! Modules depend on each other in one direction only (`a <- b`: `b` uses `a`, never the
+//! reverse, not even in a doc link):
+//!
+//! - `buf <- ws <- deflate`: the frame reader and writer know extensions only through the
+//!   [`ws::Extension`] seam; permessage-deflate plugs into it and adds the compressing
+//!   constructors of [`ws::PreparedMessage`], which the writer sends.
+//! - `buf <- http <- rest`: the REST builder writes through the HTTP writers and shares their
+//!   byte checks, which live in `http`.
+//! - `handshake` uses none of the other modules (it parses heads with `httparse` itself);
+//!   `ws` only points to it in its docs. The transports put the handshake and a connection
+//!   together and negotiate extensions (`deflate`'s negotiation functions) around it.
+//!
+//! # Features
+//!
+//! - `deflate` (default): the `deflate` module, through `flate2` over `zlib-rs`:
+//!   permessage-deflate, [`ws::PreparedMessage`] (and [`ws::Sender::prepared`]) and the
+//!   standalone inflaters for compressed payloads. Turn it off
+//!   (`default-features = false`) for a build without a compressor: nothing in this crate then
+//!   compresses or inflates, and a transport that follows the handshake's extension list
+//!   simply never negotiates permessage-deflate (RFC 7692 lets a server ignore an offer). A
+//!   message that arrives with RSV1 set anyway is a protocol error (close code 1002), as for
+//!   any unnegotiated RSV bit.
 #![deny(unsafe_code)] // allowed in one module: ws::mask::simd (docs/UNSAFE.md)
 
 pub mod buf;
+#[cfg(feature = "deflate")]
 pub mod deflate;
 pub mod handshake;
 pub mod http;

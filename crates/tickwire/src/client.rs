@@ -2,8 +2,11 @@
 
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "deflate")]
 use tickwire_codec::deflate::DeflateConfig;
-use tickwire_codec::handshake::{ClientHandshake, ClientRequest, HandshakeError};
+#[cfg(feature = "deflate")]
+use tickwire_codec::handshake::HandshakeError;
+use tickwire_codec::handshake::{ClientHandshake, ClientRequest};
 use tickwire_codec::ws::{Config, Connection, Limits, MaskSource, Role};
 
 #[cfg(feature = "tls")]
@@ -30,6 +33,7 @@ pub struct ClientBuilder {
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
     mask: Option<MaskSource>,
+    #[cfg(feature = "deflate")]
     deflate: Option<DeflateConfig>,
     #[cfg(feature = "tls")]
     tls: Option<ClientTlsConfig>,
@@ -53,6 +57,7 @@ impl ClientBuilder {
             read_timeout: None,
             write_timeout: None,
             mask: None,
+            #[cfg(feature = "deflate")]
             deflate: None,
             #[cfg(feature = "tls")]
             tls: None,
@@ -81,7 +86,8 @@ impl ClientBuilder {
     /// Offers permessage-deflate (RFC 7692) with `config`. When the server accepts, received
     /// compressed messages are inflated (the message size limit applies to inflated bytes)
     /// and outgoing ones compressed per the config's policy; an invalid answer fails the
-    /// connect with [`HandshakeError::BadExtensionResponse`].
+    /// connect with [`HandshakeError::BadExtensionResponse`]. Needs the `deflate` feature.
+    #[cfg(feature = "deflate")]
     pub fn deflate(mut self, config: DeflateConfig) -> Self {
         self.deflate = Some(config);
         self
@@ -210,6 +216,7 @@ impl ClientBuilder {
     ) -> Result<WebSocket<S>, Error> {
         let mut mask = self.mask.take().unwrap_or_default();
         let key = random_key(&mut mask);
+        #[cfg(feature = "deflate")]
         if let Some(deflate) = &self.deflate {
             self.request.extensions.push(deflate.offer());
         }
@@ -224,6 +231,7 @@ impl ClientBuilder {
             crate::head::read_head(&mut stream, deadline, |bytes| {
                 handshake.parse_response(bytes)
             })?;
+        #[cfg(feature = "deflate")]
         let negotiated = match &self.deflate {
             Some(config) => config
                 .confirm(&accepted.extensions)
@@ -235,11 +243,11 @@ impl ClientBuilder {
         stream.set_read_timeout(None)?;
         let mut conn = Connection::new(Role::Client, self.config, mask, Instant::now());
         conn.feed(&received[consumed..], Instant::now());
-        Ok(
-            WebSocket::from_parts(stream, conn, Role::Client, self.read_timeout)
-                .with_subprotocol(accepted.subprotocol)
-                .with_deflate(negotiated),
-        )
+        let ws = WebSocket::from_parts(stream, conn, Role::Client, self.read_timeout)
+            .with_subprotocol(accepted.subprotocol);
+        #[cfg(feature = "deflate")]
+        let ws = ws.with_deflate(negotiated);
+        Ok(ws)
     }
 }
 

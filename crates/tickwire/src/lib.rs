@@ -25,12 +25,38 @@
 //! }
 //! # Ok::<(), tickwire::Error>(())
 //! ```
+//!
+//! # Layers
+//!
+//! Internal modules depend one way (`a <- b`: `b` uses `a`, never the reverse): `error` and
+//! `stream` (the [`Stream`] trait) at the bottom; `stream <- tls <- maybe_tls <- net`;
+//! `stream <- websocket <- client, server` (both also use `head` for the upgrade's I/O);
+//! `net <- client, http`. The protocol logic is [`tickwire_codec`]'s, below all of them.
+//!
+//! # Features
+//!
+//! - `tls` (default): `wss://` and `https://` through rustls ([`tickwire_tls`]), ring provider.
+//! - `aws-lc-rs`: `tls` with aws-lc-rs as the crypto provider instead of ring.
+//! - `deflate` (default): permessage-deflate (RFC 7692) through flate2, on both sides
+//!   (`ClientBuilder::deflate`, `ServerBuilder::deflate`, `PreparedMessage` and
+//!   `WebSocket::send_prepared`), and gzip response bodies in the HTTP client
+//!   (`HttpClientBuilder::gzip`). With it off (`default-features = false`, adding back
+//!   `tls` if wanted) those items do not exist, and:
+//!   - a client never offers permessage-deflate, and a server ignores a client's offer and
+//!     answers the upgrade without it, which RFC 7692 §5 allows; a frame with RSV1 set is then
+//!     a protocol error (close code 1002);
+//!   - the HTTP client sends no `Accept-Encoding`, and a response a server compressed anyway
+//!     is handed over as it came: [`ClientResponse::body`] holds the gzip bytes,
+//!     `Content-Encoding` stays visible in its headers, and
+//!     [`ClientResponse::was_decompressed`] is false. Nothing is dropped or guessed; decode it
+//!     yourself if you must.
 #![forbid(unsafe_code)]
 
 mod client;
 mod error;
 mod head;
 mod http;
+mod maybe_tls;
 mod net;
 mod server;
 mod stream;
@@ -41,9 +67,11 @@ mod websocket;
 pub use client::{ClientBuilder, connect};
 pub use error::Error;
 pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder};
+pub use maybe_tls::MaybeTlsStream;
 pub use server::{ServerBuilder, accept};
-pub use stream::{MaybeTlsStream, Stream};
+pub use stream::Stream;
 pub use tickwire_codec as codec;
+#[cfg(feature = "deflate")]
 pub use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PreparedMessage};
 pub use tickwire_codec::handshake::{Request, Response};
 pub use tickwire_codec::ws::{CloseCode, CloseFrame, Compression, Config, Limits, Message, Sender};

@@ -3,8 +3,11 @@
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "deflate")]
 use tickwire_codec::deflate::DeflateConfig;
-use tickwire_codec::handshake::{HandshakeError, Request, Response, ServerLimits};
+#[cfg(feature = "deflate")]
+use tickwire_codec::handshake::HandshakeError;
+use tickwire_codec::handshake::{Request, Response, ServerLimits};
 use tickwire_codec::ws::{Config, Connection, Limits, MaskSource, Role};
 
 #[cfg(feature = "tls")]
@@ -31,6 +34,7 @@ pub struct ServerBuilder {
     handshake_timeout: Duration,
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
+    #[cfg(feature = "deflate")]
     deflate: Option<DeflateConfig>,
 }
 
@@ -50,6 +54,7 @@ impl ServerBuilder {
             handshake_timeout: Duration::from_secs(10),
             read_timeout: None,
             write_timeout: None,
+            #[cfg(feature = "deflate")]
             deflate: None,
         }
     }
@@ -112,7 +117,9 @@ impl ServerBuilder {
     /// Accepts permessage-deflate (RFC 7692) with `config`: the first valid offer is
     /// answered; invalid offers (duplicate, unknown or out-of-range parameters) are declined,
     /// and a request whose every permessage-deflate offer is invalid gets 400. The message
-    /// size limit applies to inflated bytes.
+    /// size limit applies to inflated bytes. Needs the `deflate` feature; without it an offer
+    /// is ignored (the 101 names no extension, as RFC 7692 §5 allows).
+    #[cfg(feature = "deflate")]
     pub fn deflate(mut self, config: DeflateConfig) -> Self {
         self.deflate = Some(config);
         self
@@ -193,6 +200,7 @@ impl ServerBuilder {
                 }
                 Err(other) => return Err(other),
             };
+        #[cfg(feature = "deflate")]
         let negotiated = match &self.deflate {
             Some(config) => match config.accept(request.extensions()) {
                 Ok(negotiated) => negotiated,
@@ -206,11 +214,13 @@ impl ServerBuilder {
             },
             None => None,
         };
-        let mut response = decide(&request);
+        let response = decide(&request);
         let accepted = response.status() == 101;
-        if let (true, Some((_, answer))) = (accepted, &negotiated) {
-            response = response.extensions(answer);
-        }
+        #[cfg(feature = "deflate")]
+        let response = match (accepted, &negotiated) {
+            (true, Some((_, answer))) => response.extensions(answer),
+            _ => response,
+        };
         let mut head = Vec::with_capacity(256);
         if let Err(error) = response.write_to(&mut head) {
             let internal = Response::reject(500);
@@ -235,11 +245,13 @@ impl ServerBuilder {
         );
         conn.feed(&received[consumed..], now);
         let subprotocol = response.selected_subprotocol().map(str::to_owned);
-        let deflate = negotiated.zip(self.deflate.as_ref());
-        Ok(
-            WebSocket::from_parts(stream, conn, Role::Server, self.read_timeout)
-                .with_subprotocol(subprotocol)
-                .with_deflate(deflate.map(|((params, _), config)| (params, config))),
-        )
+        let ws = WebSocket::from_parts(stream, conn, Role::Server, self.read_timeout)
+            .with_subprotocol(subprotocol);
+        #[cfg(feature = "deflate")]
+        let ws = {
+            let deflate = negotiated.zip(self.deflate.as_ref());
+            ws.with_deflate(deflate.map(|((params, _), config)| (params, config)))
+        };
+        Ok(ws)
     }
 }

@@ -1,10 +1,12 @@
-//! What a transport stream must offer beyond `Read + Write`.
+//! What a transport stream must offer beyond `Read + Write`: the [`Stream`] trait and its
+//! implementation for `TcpStream`. The bottom layer of the transports: the TLS stream, the
+//! WebSocket and the HTTP session are built on it, and it names none of them.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::Duration;
 
-/// A byte stream a [`WebSocket`](crate::WebSocket) runs over.
+/// A byte stream a WebSocket or an HTTP session runs over.
 ///
 /// Implemented for `TcpStream`; a TLS stream implements it too. The default methods suit a
 /// stream with no timeouts or half-close (an in-memory pipe in a test).
@@ -40,92 +42,5 @@ impl Stream for TcpStream {
 
     fn shutdown_write(&mut self) -> io::Result<()> {
         self.shutdown(Shutdown::Write)
-    }
-}
-
-/// A client's stream: plain TCP for `ws://`, TLS over TCP for `wss://`.
-#[derive(Debug)]
-pub enum MaybeTlsStream {
-    /// `ws://`.
-    Plain(TcpStream),
-    /// `wss://`.
-    #[cfg(feature = "tls")]
-    Tls(Box<crate::TlsStream<TcpStream>>),
-}
-
-impl MaybeTlsStream {
-    /// The TCP stream underneath.
-    pub fn tcp(&self) -> &TcpStream {
-        match self {
-            Self::Plain(s) => s,
-            #[cfg(feature = "tls")]
-            Self::Tls(s) => s.get_ref(),
-        }
-    }
-
-    /// The TLS state, for `wss://`.
-    #[cfg(feature = "tls")]
-    pub fn tls(&self) -> Option<&tickwire_tls::TlsCodec> {
-        match self {
-            Self::Plain(_) => None,
-            #[cfg(feature = "tls")]
-            Self::Tls(s) => Some(s.codec()),
-        }
-    }
-}
-
-impl Read for MaybeTlsStream {
-    #[inline]
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Self::Plain(s) => s.read(buf),
-            #[cfg(feature = "tls")]
-            Self::Tls(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for MaybeTlsStream {
-    #[inline]
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Self::Plain(s) => s.write(buf),
-            #[cfg(feature = "tls")]
-            Self::Tls(s) => s.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Self::Plain(s) => s.flush(),
-            #[cfg(feature = "tls")]
-            Self::Tls(s) => s.flush(),
-        }
-    }
-}
-
-impl Stream for MaybeTlsStream {
-    fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        match self {
-            Self::Plain(s) => Stream::set_read_timeout(s, timeout),
-            #[cfg(feature = "tls")]
-            Self::Tls(s) => s.set_read_timeout(timeout),
-        }
-    }
-
-    fn set_write_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        match self {
-            Self::Plain(s) => Stream::set_write_timeout(s, timeout),
-            #[cfg(feature = "tls")]
-            Self::Tls(s) => s.set_write_timeout(timeout),
-        }
-    }
-
-    fn shutdown_write(&mut self) -> io::Result<()> {
-        match self {
-            Self::Plain(s) => Stream::shutdown_write(s),
-            #[cfg(feature = "tls")]
-            Self::Tls(s) => s.shutdown_write(),
-        }
     }
 }

@@ -8,7 +8,10 @@
 use std::io::{self, ErrorKind};
 use std::time::{Duration, Instant};
 
-use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PerMessageDeflate, PreparedMessage};
+#[cfg(feature = "deflate")]
+use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PerMessageDeflate};
+#[cfg(feature = "deflate")]
+use tickwire_codec::ws::PreparedMessage;
 use tickwire_codec::ws::{
     CloseCode, Compression, Connection, ConnectionState, Message, OpCode, Progress, Role, Sender,
 };
@@ -38,6 +41,7 @@ pub struct WebSocket<S: Stream> {
     applied_timeout: Option<Option<Duration>>,
     transport_closed: bool,
     subprotocol: Option<String>,
+    #[cfg(feature = "deflate")]
     deflate: Option<DeflateParams>,
 }
 
@@ -59,6 +63,7 @@ impl<S: Stream> WebSocket<S> {
             applied_timeout: None,
             transport_closed: false,
             subprotocol: None,
+            #[cfg(feature = "deflate")]
             deflate: None,
         }
     }
@@ -70,6 +75,7 @@ impl<S: Stream> WebSocket<S> {
     }
 
     /// Installs permessage-deflate with the parameters the handshake negotiated.
+    #[cfg(feature = "deflate")]
     pub(crate) fn with_deflate(
         mut self,
         negotiated: Option<(DeflateParams, &DeflateConfig)>,
@@ -85,6 +91,7 @@ impl<S: Stream> WebSocket<S> {
     }
 
     /// The permessage-deflate parameters in force, or `None` when it was not negotiated.
+    #[cfg(feature = "deflate")]
     pub fn deflate(&self) -> Option<&DeflateParams> {
         self.deflate.as_ref()
     }
@@ -158,8 +165,8 @@ impl<S: Stream> WebSocket<S> {
             .message_with(OpCode::Binary, payload, compression)?)
     }
 
-    /// Queues a message compressed once for many connections (see
-    /// [`PreparedMessage`](tickwire_codec::deflate::PreparedMessage)).
+    /// Queues a message compressed once for many connections (see [`PreparedMessage`]).
+    #[cfg(feature = "deflate")]
     pub fn send_prepared(&mut self, message: &PreparedMessage) -> Result<(), Error> {
         Ok(self.conn.sender().prepared(message)?)
     }

@@ -233,6 +233,46 @@ fn bytes_after_the_upgrade_request_are_frames_only_after_the_101() {
     let _ = handle.join();
 }
 
+/// What a build without the `deflate` feature does with every offer (and a server that was not
+/// given a `DeflateConfig` does in any build): RFC 7692 §5 lets it decline by answering
+/// without the extension, and the connection works uncompressed.
+#[test]
+fn a_server_not_configured_for_deflate_ignores_an_offer() {
+    let (url, handle) = echo_server();
+    let addr = url.trim_start_matches("ws://");
+    let mut raw = TcpStream::connect(addr).unwrap();
+    let mut bytes = format!(
+        "GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n"
+    )
+    .into_bytes();
+    bytes.extend_from_slice(&[0x81, 0x82, 1, 2, 3, 4, b'h' ^ 1, b'i' ^ 2]);
+    raw.write_all(&bytes).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut received = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while !received.ends_with(b"\x81\x02hi") {
+        let n = raw.read(&mut chunk).unwrap();
+        assert!(
+            n > 0,
+            "closed early: {:?}",
+            String::from_utf8_lossy(&received)
+        );
+        received.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8_lossy(&received);
+    assert!(text.starts_with("HTTP/1.1 101 "), "{text}");
+    assert!(
+        !text
+            .to_ascii_lowercase()
+            .contains("sec-websocket-extensions"),
+        "{text}"
+    );
+    drop(raw);
+    let _ = handle.join();
+}
+
 #[test]
 fn malformed_handshake_gets_an_http_error_not_a_dropped_socket() {
     let (url, handle) = echo_server();

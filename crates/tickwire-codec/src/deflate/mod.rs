@@ -9,7 +9,9 @@
 //!   frame reader and writer through the [`Extension`](crate::ws::Extension) seam, with
 //!   context takeover or not on either side, window bits honoured, state allocated on first
 //!   use, and the inflated size checked while inflating;
-//! - [`PreparedMessage`]: a message compressed once and sent to many connections (fan-out);
+//! - compressing [`PreparedMessage`]s: a message compressed once and sent to many connections
+//!   (fan-out). The type lives in [`crate::ws`], which sends it; it is re-exported here so
+//!   `deflate::PreparedMessage` keeps working;
 //! - standalone helpers ([`PayloadInflater`] and [`inflate_gzip`], [`inflate_raw`],
 //!   [`inflate_zlib`]) for exchanges
 //!   that send compressed payloads inside ordinary binary messages, under the same kind of
@@ -34,10 +36,10 @@ mod negotiate_tests;
 #[cfg(test)]
 mod tests;
 
+pub use crate::ws::PreparedMessage;
 pub use codec::{DeflateDecoder, DeflateEncoder, PerMessageDeflate};
 pub use inflate::{InflateError, PayloadInflater, inflate_gzip, inflate_raw, inflate_zlib};
 pub use negotiate::{DeflateConfig, DeflateParams, NegotiationError};
-pub use prepared::PreparedMessage;
 
 /// The extension token (RFC 7692 §6).
 pub const EXTENSION_NAME: &str = "permessage-deflate";

@@ -9,6 +9,7 @@
 //!
 //! Time and I/O belong to the transport; every limit is a field of [`Limits`].
 
+pub(crate) mod ascii;
 mod chunked;
 mod error;
 mod headers;

@@ -5,14 +5,14 @@
 //! must hold no control character but HTAB, request targets no space, control, non-ASCII or
 //! `#`. A rejected call leaves the buffer exactly as it found it. Framing decisions (whether a
 //! body is chunked or has a length, and how long it is) are the caller's: these writers put
-//! down what they are told, correctly spelled. REST requests are built by
-//! [`crate::rest`], on top of the same checks.
+//! down what they are told, correctly spelled. The REST request builder is layered on top of
+//! these writers and shares their checks.
 
 use core::fmt;
 
+use super::ascii::{Decimal, Hex, is_field_byte, is_target_byte, write_field};
 use super::types::{Method, StatusCode};
 use crate::buf::WriteBuf;
-use crate::rest::ascii::{Decimal, Hex, is_field_byte, is_target_byte, write_field};
 
 /// Why a writer refused to write. Every variant is local API misuse: the bytes asked for
 /// would have made an invalid or ambiguous message (request smuggling, header injection).
@@ -27,7 +27,7 @@ pub enum WriteError {
     InvalidHeaderValue,
     /// An empty request target, or one holding a space, a control, a non-ASCII byte or `#`
     /// (RFC 9112 §3.2: the target is ASCII, delimited by single spaces; RFC 9110 §4.2.4: a
-    /// fragment is never sent). For [`crate::rest::RequestWriter::new`], also a host that
+    /// fragment is never sent). For the REST request writer's constructor, also a host that
     /// is not a valid authority.
     InvalidMethodOrTarget,
     /// A body whose length differs from the Content-Length already written for it

@@ -6,9 +6,9 @@ use core::marker::PhantomData;
 use std::io;
 
 use super::RequestWriter;
-use super::ascii::{Decimal, is_field_byte, write_field};
 use super::percent::{PercentWriter, encode_into};
 use crate::buf::WriteBuf;
+use crate::http::ascii::{Decimal, is_field_byte, write_field};
 use crate::http::{Method, WriteError, validate_header_name, validate_header_value};
 
 /// Stage marker: the request line is still open, query parameters may be added.

@@ -36,7 +36,6 @@
 //! buffer. This module does not send, read responses, retry or follow redirects: that is the
 //! transport's job.
 
-pub(crate) mod ascii;
 mod builder;
 mod percent;
 mod writer;

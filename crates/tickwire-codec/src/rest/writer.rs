@@ -3,8 +3,8 @@
 use super::builder::RequestBuilder;
 use super::{Query, percent};
 use crate::buf::WriteBuf;
+use crate::http::ascii::is_target_byte;
 use crate::http::{Method, WriteError, validate_header_name, validate_header_value};
-use crate::rest::ascii::is_target_byte;
 
 /// The per-host part of every request: the `Host` header, a base path and default headers,
 /// validated and serialised once, then copied into each request with one `memcpy`.

@@ -16,12 +16,13 @@
 
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "deflate")]
+use super::PreparedMessage;
 use super::{
     CloseCode, Compression, Error, Extension, FrameReader, FrameWriter, Limits, MaskSource,
     Message, OpCode, Role,
 };
 use crate::buf::WriteBuf;
-use crate::deflate::PreparedMessage;
 
 /// Queued control bytes beyond which further automatic pongs are dropped (RFC 6455 §5.5.3
 /// allows answering only the most recent ping); bounds memory against a ping flood from a
@@ -197,9 +198,8 @@ impl Connection {
     }
 
     /// Installs a negotiated extension: `decoder` on the reader, `encoder` on the writer
-    /// (for permessage-deflate, the two halves of
-    /// [`PerMessageDeflate`](crate::deflate::PerMessageDeflate)). Call once, right after the
-    /// handshake and before the first poll or send.
+    /// (for permessage-deflate, the decoder and encoder halves the deflate extension
+    /// provides). Call once, right after the handshake and before the first poll or send.
     pub fn set_extension(&mut self, decoder: Box<dyn Extension>, encoder: Box<dyn Extension>) {
         self.reader.set_extension(decoder);
         self.sender.writer.set_extension(encoder);
@@ -528,6 +528,7 @@ impl Sender {
 
     /// Queues a message prepared once for many connections (fan-out): compressed when this
     /// connection negotiated permessage-deflate with a window that fits, plain otherwise.
+    #[cfg(feature = "deflate")]
     pub fn prepared(&mut self, message: &PreparedMessage) -> Result<(), Error> {
         if self.close_queued {
             return Err(Error::SendAfterClose);

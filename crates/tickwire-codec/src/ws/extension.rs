@@ -36,7 +36,7 @@ pub trait Extension: Send {
 
     /// Whether a payload this extension's format produced once, for many connections, from a
     /// fresh state with a `window_bits` window (a
-    /// [`PreparedMessage`](crate::deflate::PreparedMessage)), may be sent on this connection
+    /// prepared message), may be sent on this connection
     /// as it is. Returns the RSV bits for its first frame, after making sure the extension's
     /// later output does not depend on state the peer's copy of the stream now differs from;
     /// `None` sends the plain payload instead. The default accepts nothing.

@@ -16,6 +16,8 @@ mod error;
 mod extension;
 mod limits;
 pub mod mask;
+#[cfg(feature = "deflate")]
+mod prepared;
 mod reader;
 mod utf8;
 mod writer;
@@ -31,6 +33,8 @@ pub use error::{Error, Fault};
 pub use extension::{Compression, Extension};
 pub use limits::Limits;
 pub use mask::{MaskSource, apply_mask};
+#[cfg(feature = "deflate")]
+pub use prepared::PreparedMessage;
 pub use reader::{FrameReader, ReadEvent};
 pub use writer::FrameWriter;
 

@@ -4,12 +4,13 @@
 //! extension seam. It does not decide what to send or when to flush (the
 //! [`Connection`](super::Connection) and the transport do), and it never touches a socket.
 
+#[cfg(feature = "deflate")]
+use super::PreparedMessage;
 use super::{
     CloseCode, Compression, Error, Extension, MAX_CONTROL_PAYLOAD, MAX_HEADER_LEN, MaskSource,
     OpCode, Role, mask,
 };
 use crate::buf::WriteBuf;
-use crate::deflate::PreparedMessage;
 
 /// Sans-IO WebSocket frame writer for one connection.
 pub struct FrameWriter {
@@ -124,6 +125,7 @@ impl FrameWriter {
     /// Appends a [`PreparedMessage`]: its compressed form when the installed extension can
     /// send it on this connection (RSV1 on the first frame), else its plain payload through
     /// [`message`](Self::message)'s usual path.
+    #[cfg(feature = "deflate")]
     pub fn prepared(&mut self, out: &mut WriteBuf, message: &PreparedMessage) {
         if let (Some(compressed), Some(extension)) = (message.compressed(), self.extension.as_mut())
         {

@@ -9,8 +9,9 @@ use tickwire_codec::rest::{Query, RequestWriter};
 #[cfg(feature = "tls")]
 use tickwire_tls::ClientTlsConfig;
 
+#[cfg(feature = "deflate")]
+use super::gunzip::Gunzip;
 use super::request::ClientRequest;
-use super::response::Gunzip;
 use super::session::{Options, Origin, Session};
 use crate::Error;
 
@@ -117,6 +118,7 @@ pub struct HttpClientBuilder {
     headers: Vec<(String, Vec<u8>)>,
     user_agent: Option<String>,
     limits: Limits,
+    #[cfg(feature = "deflate")]
     gzip: bool,
     read_buffer: usize,
     write_buffer: usize,
@@ -130,6 +132,7 @@ impl HttpClientBuilder {
             headers: Vec::new(),
             user_agent: Some(concat!("tickwire/", env!("CARGO_PKG_VERSION")).to_owned()),
             limits: Limits::client(),
+            #[cfg(feature = "deflate")]
             gzip: false,
             read_buffer: 16 * 1024,
             write_buffer: 4 * 1024,
@@ -164,7 +167,9 @@ impl HttpClientBuilder {
     }
 
     /// Sends `Accept-Encoding: gzip` and inflates gzip bodies (bounded by the body limit)
-    /// into a buffer the client reuses.
+    /// into a buffer the client reuses. Needs the `deflate` feature; without it no
+    /// `Accept-Encoding` is sent and bodies come back as sent.
+    #[cfg(feature = "deflate")]
     pub fn gzip(mut self, gzip: bool) -> Self {
         self.gzip = gzip;
         self
@@ -245,6 +250,7 @@ impl HttpClientBuilder {
         if let Some(agent) = &self.user_agent {
             writer.default_header("User-Agent", agent.as_bytes())?;
         }
+        #[cfg(feature = "deflate")]
         if self.gzip {
             writer.default_header("Accept-Encoding", b"gzip")?;
         }
@@ -259,7 +265,10 @@ impl HttpClientBuilder {
                 .to_owned(),
             port,
         };
+        #[cfg(feature = "deflate")]
         let gunzip = self.gzip.then(|| Gunzip::new(self.limits.max_body_bytes));
+        #[cfg(not(feature = "deflate"))]
+        let gunzip = None;
         Ok(HttpClient {
             writer,
             wbuf: WriteBuf::new(self.write_buffer, 64),

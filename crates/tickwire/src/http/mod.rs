@@ -19,6 +19,7 @@
 //! ```
 
 mod client;
+mod gunzip;
 mod request;
 mod response;
 mod session;

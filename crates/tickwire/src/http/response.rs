@@ -1,8 +1,8 @@
 //! A response as the client hands it out: borrowed from the connection's buffers.
 
-use flate2::{Decompress, FlushDecompress, Status};
 use tickwire_codec::http::{Headers, Response, StatusCode, Version};
 
+use super::gunzip::Gunzip;
 use crate::Error;
 
 /// A final response, borrowed from the client until its next request.
@@ -86,6 +86,7 @@ impl<'a> ClientResponse<'a> {
     }
 
     /// True when the body was gzip on the wire and [`body`](Self::body) is the inflated form.
+    /// Always false without the `deflate` feature: bodies are then handed over as sent.
     pub fn was_decompressed(&self) -> bool {
         self.decoded
     }
@@ -108,65 +109,5 @@ impl<'a> ClientResponse<'a> {
     /// The response as the codec parsed it (raw body before gunzip).
     pub fn raw(&self) -> &Response<'a> {
         &self.response
-    }
-}
-
-/// A reused gzip inflater and its output buffer, bounded by the body size limit.
-#[derive(Debug)]
-pub(crate) struct Gunzip {
-    inflater: Decompress,
-    out: Vec<u8>,
-    limit: u64,
-}
-
-impl Gunzip {
-    pub(crate) fn new(limit: u64) -> Self {
-        Self {
-            inflater: Decompress::new_gzip(15),
-            out: Vec::new(),
-            limit,
-        }
-    }
-
-    /// Inflates one gzip member into the reused buffer. A body that inflates past the limit,
-    /// is not gzip, or ends early is [`Error::Decompress`].
-    fn decode(&mut self, input: &[u8]) -> Result<&[u8], Error> {
-        self.inflater.reset(true);
-        self.out.clear();
-        let limit = usize::try_from(self.limit).unwrap_or(usize::MAX);
-        let past_limit =
-            || Error::Decompress(format!("gzip body inflates past the {limit}-byte limit"));
-        loop {
-            // The buffer may hold one byte past the limit, so that a body of exactly the
-            // limit can finish while one byte more is caught. `reserve` may round the
-            // capacity up past that (amortised growth), hence the length check as well.
-            if self.out.len() > limit {
-                return Err(past_limit());
-            }
-            if self.out.len() == self.out.capacity() {
-                let room = limit.saturating_add(1) - self.out.len();
-                self.out
-                    .reserve_exact(self.out.capacity().max(4096).min(room));
-            }
-            let (before_in, before_out) = (self.inflater.total_in(), self.inflater.total_out());
-            let consumed = usize::try_from(before_in).unwrap_or(usize::MAX);
-            let rest = input.get(consumed..).unwrap_or_default();
-            let status = self
-                .inflater
-                .decompress_vec(rest, &mut self.out, FlushDecompress::None)
-                .map_err(|e| Error::Decompress(format!("gzip body: {e}")))?;
-            if status == Status::StreamEnd {
-                return if self.out.len() > limit {
-                    Err(past_limit())
-                } else {
-                    Ok(&self.out)
-                };
-            }
-            let progressed =
-                self.inflater.total_in() != before_in || self.inflater.total_out() != before_out;
-            if !progressed && self.out.len() < self.out.capacity() {
-                return Err(Error::Decompress("gzip body ends early".into()));
-            }
-        }
     }
 }

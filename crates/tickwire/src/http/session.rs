@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
 use tickwire_codec::http::{Method, Parsed, ResponseReader};
 
-use super::response::{ClientResponse, Gunzip};
+use super::gunzip::Gunzip;
+use super::response::ClientResponse;
 use crate::{Error, MaybeTlsStream, Stream};
 
 /// Where requests go.

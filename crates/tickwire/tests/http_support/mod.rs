@@ -11,7 +11,9 @@ use std::net::{TcpListener, TcpStream};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "deflate")]
 use flate2::Compression;
+#[cfg(feature = "deflate")]
 use flate2::write::GzEncoder;
 use tickwire::{HttpClient, HttpClientBuilder};
 
@@ -271,6 +273,7 @@ pub(crate) fn chunked(body: &[u8], piece: usize) -> Vec<u8> {
 }
 
 /// `data` compressed as one gzip member.
+#[cfg(feature = "deflate")]
 pub(crate) fn gzip(data: &[u8]) -> Vec<u8> {
     let mut encoder = GzEncoder::new(Vec::new(), Compression::default());
     encoder.write_all(data).unwrap();

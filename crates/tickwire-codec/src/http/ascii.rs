@@ -1,6 +1,8 @@
-//! Byte-level helpers shared by the HTTP writers ([`crate::http`]) and the REST builder: the
-//! byte classes a written field value and request target may hold, and integers as ASCII,
-//! written by hand into stack buffers (decimal for `Content-Length`, hex for chunk sizes).
+//! Byte-level helpers for everything that writes HTTP/1.1: the byte classes a written field
+//! value and request target may hold, and integers as ASCII, written by hand into stack
+//! buffers (decimal for `Content-Length`, hex for chunk sizes). The head writers here use
+//! them, and so does the REST request builder layered on top of this module; they live here
+//! so that the dependency runs one way, from REST down to HTTP.
 //! For the integers, `core::fmt` would not allocate either, but it goes through a `Formatter` and a
 //! `dyn Write` call per piece; these are a loop and a copy, on every request.
 
