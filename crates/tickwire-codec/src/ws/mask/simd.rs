@@ -2,8 +2,8 @@
 //!
 //! Each entry point here is safe: it asks the CPU (through `is_x86_feature_detected!`, which
 //! std caches after the first call) whether AVX2 is there, and only then calls the
-//! `#[target_feature(enable = "avx2")]` body, which XORs 128-byte blocks as four unaligned
-//! 32-byte loads, XORs and stores, then single 32-byte lanes. What is left (under 32 bytes) goes
+//! `#[target_feature(enable = "avx2")]` body, which XORs 32-byte lanes, each one unaligned load,
+//! XOR and store (the copying variant: 128-byte blocks, then lanes). What is left (under 32 bytes) goes
 //! back to the portable code in the parent module, with the key unchanged: every block and lane
 //! is a multiple of 4 bytes long, so the key's phase does not move.
 //!
@@ -74,32 +74,16 @@ unsafe fn xor_in_place_avx2(buf: &mut [u8], key: [u8; 4]) -> usize {
     // SAFETY: `widen` needs AVX2, as this function does; the caller checked it.
     let wide = unsafe { widen(key) };
     let len = buf.len();
-    let mut blocks = buf.chunks_exact_mut(128);
-    for block in &mut blocks {
-        let p = block.as_mut_ptr().cast::<__m256i>();
-        // SAFETY: `block` is 128 bytes we hold `&mut` to, so the four 32-byte spans at p, p+1,
-        // p+2 and p+3 (in units of __m256i) lie inside it; `loadu`/`storeu` accept any
-        // alignment; AVX2 is present (see the caller).
-        unsafe {
-            let a = _mm256_loadu_si256(p);
-            let b = _mm256_loadu_si256(p.add(1));
-            let c = _mm256_loadu_si256(p.add(2));
-            let d = _mm256_loadu_si256(p.add(3));
-            _mm256_storeu_si256(p, _mm256_xor_si256(a, wide));
-            _mm256_storeu_si256(p.add(1), _mm256_xor_si256(b, wide));
-            _mm256_storeu_si256(p.add(2), _mm256_xor_si256(c, wide));
-            _mm256_storeu_si256(p.add(3), _mm256_xor_si256(d, wide));
-        }
-    }
-    let rest = blocks.into_remainder();
-    let mut lanes = rest.chunks_exact_mut(32);
+    // One 32-byte lane per trip; LLVM unrolls the loop (eight lanes per trip on x86-64), which
+    // measured faster at 512 B than unrolling by hand.
+    let mut lanes = buf.chunks_exact_mut(32);
     for lane in &mut lanes {
         let p = lane.as_mut_ptr().cast::<__m256i>();
-        // SAFETY: `lane` is 32 bytes we hold `&mut` to: one unaligned load and store inside it.
+        // SAFETY: `lane` is 32 bytes we hold `&mut` to: one unaligned load and store inside it;
+        // AVX2 is present (see the caller).
         unsafe { _mm256_storeu_si256(p, _mm256_xor_si256(_mm256_loadu_si256(p), wide)) };
     }
-    let tail = lanes.into_remainder().len();
-    len - tail
+    len - lanes.into_remainder().len()
 }
 
 #[cfg(target_arch = "x86_64")]
