@@ -283,7 +283,7 @@ pub fn run_target(workload: &str, library: &str, iterations: u64) -> Result<(), 
             let mut parser = ws_parse::new_parser(library, false);
             for i in 0..iterations {
                 if i % 64 == 0 {
-                    parser.load(batch, read_size);
+                    parser.load(batch, read_size, false);
                 }
                 black_box(parser.next());
             }

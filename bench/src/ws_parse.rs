@@ -21,7 +21,7 @@ use crate::report::{Row, Table};
 use crate::wire;
 
 /// Progress steps per round: libraries times latency workloads, plus throughput.
-pub const STEPS: u64 = 4 * 8 + 4;
+pub const STEPS: u64 = 4 * 8 + 4 * 2 + 4;
 
 /// Frames per read in the "many frames per read" workloads.
 const FRAMES_PER_READ: usize = 64;
@@ -61,10 +61,58 @@ pub fn run(ctx: &Ctx) -> Vec<Table> {
         }
         tables.push(table);
     }
+    for (id, len) in [("parse_stream_text_40", 40), ("parse_stream_text_512", 512)] {
+        if ctx.selected(id) {
+            tables.push(stream_latency(ctx, id, len));
+        }
+    }
     if ctx.selected("parse_throughput") {
         tables.push(throughput(ctx));
     }
     tables
+}
+
+/// Bytes per read in the stream workloads: a socket read of one page.
+const STREAM_READ: usize = 4096;
+
+/// Per-message latency over an endless stream of `len`-byte text frames read 4 KiB at a time,
+/// so frames straddle reads and a partial frame waits in the buffer for the next read: one
+/// sample per message, no batching, so the message that pays for a read shows in the tail.
+fn stream_latency(ctx: &Ctx, id: &str, len: usize) -> Table {
+    let payload = wire::json_payload(len);
+    // 256 KiB or more of frames; the stream starts over at the end.
+    let frame = wire::frame(true, 0x1, &payload, None);
+    let wire_bytes = leak(frame.repeat((256 << 10) / frame.len() + 1));
+    let mut rounds: Vec<Vec<_>> = vec![Vec::new(); LIBRARIES.len()];
+    for _ in 0..ctx.rounds {
+        for (i, library) in LIBRARIES.iter().enumerate() {
+            ctx.step(&format!("{id} / {library}"));
+            let mut parser = new_parser(library, false);
+            parser.load(wire_bytes, STREAM_READ, true);
+            for _ in 0..1000 {
+                assert_eq!(parser.next(), len, "{library} parsed {id} wrongly");
+            }
+            rounds[i].push(harness::sample_each(ctx.plan, || {
+                black_box(parser.next());
+            }));
+        }
+    }
+    let mut table = Table::new(
+        id,
+        &format!("Parse: {len} B text, a stream read 4 KiB at a time (client role)"),
+        "tickwire",
+        &format!(
+            "Ticks per message, one message per sample (no batching; the rdtsc pair, about 30 \
+             ticks, is included), reads included: every {STREAM_READ}-byte read ends inside a \
+             frame, so the parser keeps a partial frame across reads, and roughly one message \
+             in {} pays for a read. The tail (p99, p99.9) is the message that pays for it.",
+            STREAM_READ / frame.len().max(1)
+        ),
+    );
+    for (library, hists) in LIBRARIES.iter().zip(rounds) {
+        table.rows.push(Row::median_round(library, hists));
+    }
+    table
 }
 
 fn workloads() -> Vec<Workload> {
@@ -165,7 +213,7 @@ fn measure(library: &str, workload: &Workload, plan: Plan) -> hdrhistogram::Hist
     let mut parser = new_parser(library, workload.server_role);
     let expect = workload.payload_len;
     // Check once, outside timing, that the library really parses these bytes.
-    parser.load(workload.wire, workload.read_size);
+    parser.load(workload.wire, workload.read_size, false);
     for _ in 0..workload.messages {
         assert_eq!(
             parser.next(),
@@ -179,7 +227,7 @@ fn measure(library: &str, workload: &Workload, plan: Plan) -> hdrhistogram::Hist
         plan,
         messages,
         &mut parser,
-        |parser| parser.load(workload.wire, workload.read_size),
+        |parser| parser.load(workload.wire, workload.read_size, false),
         |parser| {
             for _ in 0..messages {
                 black_box(parser.next());
@@ -207,7 +255,7 @@ fn throughput(ctx: &Ctx) -> Table {
             let start = std::time::Instant::now();
             let mut total = 0usize;
             for _ in 0..passes {
-                parser.load(wire_bytes, 64 << 10);
+                parser.load(wire_bytes, 64 << 10, false);
                 for _ in 0..FRAMES {
                     total += parser.next();
                 }
@@ -238,8 +286,9 @@ fn leak(bytes: Vec<u8>) -> &'static [u8] {
 
 /// A library under test, pulling from a [`MemStream`].
 pub trait Parser {
-    /// Makes `wire` the bytes the stream delivers next, at most `read_size` per read.
-    fn load(&mut self, wire: &'static [u8], read_size: usize);
+    /// Makes `wire` the bytes the stream delivers next, at most `read_size` per read; with
+    /// `cycle`, the stream starts over at the end (`wire` must end on a frame boundary).
+    fn load(&mut self, wire: &'static [u8], read_size: usize, cycle: bool);
     /// Reads as needed and parses the next message; returns its payload length. There must be
     /// a complete message left in the stream.
     fn next(&mut self) -> usize;
@@ -262,6 +311,7 @@ pub struct MemStream {
     data: &'static [u8],
     at: usize,
     read_size: usize,
+    cycle: bool,
 }
 
 impl MemStream {
@@ -270,17 +320,22 @@ impl MemStream {
             data: &[],
             at: 0,
             read_size: usize::MAX,
+            cycle: false,
         }
     }
 
-    fn load(&mut self, data: &'static [u8], read_size: usize) {
+    fn load(&mut self, data: &'static [u8], read_size: usize, cycle: bool) {
         self.data = data;
         self.at = 0;
         self.read_size = read_size;
+        self.cycle = cycle;
     }
 
     #[inline]
     fn fill(&mut self, buf: &mut [u8]) -> usize {
+        if self.cycle && self.at == self.data.len() {
+            self.at = 0;
+        }
         let n = (self.data.len() - self.at)
             .min(self.read_size)
             .min(buf.len());
@@ -293,7 +348,7 @@ impl MemStream {
 impl io::Read for MemStream {
     #[inline]
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.at == self.data.len() {
+        if self.at == self.data.len() && !self.cycle {
             return Err(io::ErrorKind::WouldBlock.into());
         }
         Ok(self.fill(buf))
@@ -316,7 +371,7 @@ impl tokio::io::AsyncRead for MemStream {
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.at == this.data.len() {
+        if this.at == this.data.len() && !this.cycle {
             return Poll::Pending;
         }
         let n = this.fill(buf.initialize_unfilled());
@@ -348,8 +403,8 @@ impl Tickwire {
 }
 
 impl Parser for Tickwire {
-    fn load(&mut self, wire: &'static [u8], read_size: usize) {
-        self.stream.load(wire, read_size);
+    fn load(&mut self, wire: &'static [u8], read_size: usize, cycle: bool) {
+        self.stream.load(wire, read_size, cycle);
     }
 
     #[inline]
@@ -395,8 +450,8 @@ impl Nexus {
 }
 
 impl Parser for Nexus {
-    fn load(&mut self, wire: &'static [u8], read_size: usize) {
-        self.stream.load(wire, read_size);
+    fn load(&mut self, wire: &'static [u8], read_size: usize, cycle: bool) {
+        self.stream.load(wire, read_size, cycle);
     }
 
     #[inline]
@@ -442,8 +497,8 @@ impl Tungstenite {
 }
 
 impl Parser for Tungstenite {
-    fn load(&mut self, wire: &'static [u8], read_size: usize) {
-        self.ws.get_mut().load(wire, read_size);
+    fn load(&mut self, wire: &'static [u8], read_size: usize, cycle: bool) {
+        self.ws.get_mut().load(wire, read_size, cycle);
     }
 
     #[inline]
@@ -485,8 +540,8 @@ impl FastWebSockets {
 }
 
 impl Parser for FastWebSockets {
-    fn load(&mut self, wire: &'static [u8], read_size: usize) {
-        self.stream.borrow_mut().load(wire, read_size);
+    fn load(&mut self, wire: &'static [u8], read_size: usize, cycle: bool) {
+        self.stream.borrow_mut().load(wire, read_size, cycle);
     }
 
     #[inline]
