@@ -14,13 +14,21 @@ use crate::report::{Row, Table};
 use crate::wire;
 
 /// Progress steps per round.
-pub const STEPS: u64 = 4 * 2 + 3 * MASK_SIZES.len() as u64;
+pub const STEPS: u64 = 5 * 2 + 3 * MASK_SIZES.len() as u64;
 
 /// Buffer sizes for the masking workloads.
 pub const MASK_SIZES: [usize; 5] = [64, 128, 512, 1024, 4096];
 
 /// The libraries that encode, in table order.
-pub const LIBRARIES: [&str; 4] = ["tickwire", "nexus-web", "tungstenite", "fastwebsockets"];
+/// "tickwire into slice" is the same writer through `FrameWriter::message_into`, encoding into a
+/// caller's slice as nexus-web's `encode_text` does; "tickwire" appends to its `WriteBuf`.
+pub const LIBRARIES: [&str; 5] = [
+    "tickwire",
+    "tickwire into slice",
+    "nexus-web",
+    "tungstenite",
+    "fastwebsockets",
+];
 
 /// Libraries with a public masking function (tungstenite's is private).
 pub const MASKERS: [&str; 3] = ["tickwire", "nexus-web", "fastwebsockets"];
@@ -157,6 +165,7 @@ impl Encoder {
         };
         let library = match library {
             "tickwire" => Library::Tickwire,
+            "tickwire into slice" => Library::TickwireSlice,
             "nexus-web" => Library::Nexus,
             "tungstenite" => Library::Tungstenite,
             "fastwebsockets" => Library::FastWebSockets,
@@ -206,6 +215,18 @@ impl Encoder {
                 self.tickwire.text(&mut self.tickwire_out, self.text);
                 black_box(self.tickwire_out.as_slice()).len()
             }
+            Library::TickwireSlice => {
+                self.bytes.resize(256, 0);
+                let n = self
+                    .tickwire
+                    .message_into(
+                        &mut self.bytes,
+                        tickwire_codec::ws::OpCode::Text,
+                        self.payload,
+                    )
+                    .expect("256 bytes hold a 128 B message");
+                black_box(&self.bytes[..n]).len()
+            }
             Library::Nexus => {
                 // Its fastest API: encode into a caller-provided slice.
                 self.bytes.resize(256, 0);
@@ -254,6 +275,7 @@ impl Encoder {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Library {
     Tickwire,
+    TickwireSlice,
     Nexus,
     Tungstenite,
     FastWebSockets,

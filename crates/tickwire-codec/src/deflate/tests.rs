@@ -589,3 +589,43 @@ fn prepared_message_goes_compressed_where_it_fits_and_plain_elsewhere() {
     assert_eq!(out.as_slice()[0], 0x81);
     assert_eq!(&out.as_slice()[4..], update.as_bytes());
 }
+
+#[test]
+fn message_into_a_slice_compresses_as_message_does_and_a_short_slice_moves_nothing() {
+    let messages: Vec<String> = (0..20).map(|i| json(64 + i * 211)).collect();
+    for role in [Role::Client, Role::Server] {
+        let p = params(false, false, 15, 15);
+        let config = DeflateConfig::default();
+        let mut appending = pair(role, &p, &config, Limits::client());
+        let mut slicing = pair(role, &p, &config, Limits::client());
+        let mut wire = Vec::new();
+        for m in &messages {
+            appending.writer.text(&mut appending.out, m);
+            // A slice too short for the bound is refused before the compressor moves: the
+            // retry below must still produce the same bytes as the appending writer.
+            let mut short = [0u8; 8];
+            assert!(matches!(
+                slicing
+                    .writer
+                    .message_into(&mut short, OpCode::Text, m.as_bytes()),
+                Err(Error::OutputTooSmall { .. })
+            ));
+            let mut dst = vec![0u8; slicing.writer.max_encoded_len(m.len())];
+            let n = slicing
+                .writer
+                .message_into(&mut dst, OpCode::Text, m.as_bytes())
+                .expect("the bound is enough");
+            wire.extend_from_slice(&dst[..n]);
+        }
+        assert_eq!(wire, appending.out.as_slice(), "{role:?}");
+        let expected: Vec<_> = messages
+            .iter()
+            .map(|m| Ok(m.clone().into_bytes()))
+            .collect();
+        assert_eq!(
+            read_all(&mut slicing.reader, &wire, 7),
+            expected,
+            "{role:?}"
+        );
+    }
+}

@@ -95,6 +95,12 @@ pub enum Error {
     SendAfterClose,
     /// Local misuse: a message was asked for when none was ready (call `advance` first).
     NotReady,
+    /// The caller's output slice cannot hold the encoded message; nothing was encoded and the
+    /// writer's state did not change. Retry with at least `needed` bytes.
+    OutputTooSmall {
+        /// Bytes the slice must have (an upper bound when an extension transforms the payload).
+        needed: usize,
+    },
     /// No pong arrived within the pong timeout after a keepalive ping. Close 1001.
     PongTimeout,
     /// Nothing was received for the idle timeout. Close 1001.
@@ -115,7 +121,8 @@ impl Error {
             | Self::UnsendableCloseCode(_)
             | Self::CloseReasonTooLong(_)
             | Self::SendAfterClose
-            | Self::NotReady => Fault::Local,
+            | Self::NotReady
+            | Self::OutputTooSmall { .. } => Fault::Local,
             Self::Failed(_) => Fault::Local,
             Self::PongTimeout | Self::IdleTimeout | Self::CloseTimeout => Fault::Timeout,
             _ => Fault::Peer,
@@ -137,7 +144,8 @@ impl Error {
             | Self::UnsendableCloseCode(_)
             | Self::CloseReasonTooLong(_)
             | Self::SendAfterClose
-            | Self::NotReady => return None,
+            | Self::NotReady
+            | Self::OutputTooSmall { .. } => return None,
             _ => CloseCode::PROTOCOL_ERROR,
         })
     }
@@ -185,6 +193,12 @@ impl fmt::Display for Error {
             Self::CloseReasonTooLong(len) => write!(f, "close reason of {len} bytes (max 123)"),
             Self::SendAfterClose => f.write_str("send after close"),
             Self::NotReady => f.write_str("no message is ready"),
+            Self::OutputTooSmall { needed } => {
+                write!(
+                    f,
+                    "output slice too small: the message needs up to {needed} bytes"
+                )
+            }
             Self::PongTimeout => f.write_str("no pong before the pong timeout"),
             Self::IdleTimeout => f.write_str("nothing received before the idle timeout"),
             Self::CloseTimeout => f.write_str("no close reply before the close timeout"),

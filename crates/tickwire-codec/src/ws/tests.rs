@@ -695,3 +695,70 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn message_into_a_slice_writes_what_message_appends() {
+    let payloads: Vec<Vec<u8>> = [0usize, 1, 125, 126, 300, 65535, 65536, 70_000]
+        .iter()
+        .map(|&len| (0..len).map(|i| (i * 7) as u8).collect())
+        .collect();
+    for role in [Role::Server, Role::Client] {
+        for fragment in [None, Some(100)] {
+            let mut appending = FrameWriter::new(role, MaskSource::seeded(11));
+            let mut slicing = FrameWriter::new(role, MaskSource::seeded(11));
+            appending.set_fragment_size(fragment);
+            slicing.set_fragment_size(fragment);
+            for payload in &payloads {
+                let mut out = WriteBuf::new(16, MAX_HEADER_LEN);
+                appending.binary(&mut out, payload);
+                let mut dst = vec![0u8; slicing.max_encoded_len(payload.len())];
+                let n = slicing
+                    .message_into(&mut dst, OpCode::Binary, payload)
+                    .expect("max_encoded_len is enough");
+                assert_eq!(
+                    &dst[..n],
+                    out.as_slice(),
+                    "{role:?}, fragments {fragment:?}, {} B",
+                    payload.len()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_short_slice_gets_output_too_small_and_uses_no_masking_key() {
+    let mut writer = FrameWriter::client(MaskSource::seeded(5));
+    let mut twin = FrameWriter::client(MaskSource::seeded(5));
+    let mut short = [0u8; 10];
+    assert_eq!(
+        writer.message_into(&mut short, OpCode::Text, b"Hello"),
+        Err(Error::OutputTooSmall { needed: 11 })
+    );
+    assert_eq!(
+        Error::OutputTooSmall { needed: 11 }.fault(),
+        Fault::Local,
+        "the caller's slice, not the peer"
+    );
+    // The failed call used no key: both writers still produce the same next frame.
+    let (mut a, mut b) = ([0u8; 11], [0u8; 11]);
+    assert_eq!(writer.message_into(&mut a, OpCode::Text, b"Hello"), Ok(11));
+    assert_eq!(twin.message_into(&mut b, OpCode::Text, b"Hello"), Ok(11));
+    assert_eq!(a, b);
+    let mut frame = [0u8; 4];
+    assert_eq!(
+        FrameWriter::server().frame_into(&mut frame, OpCode::Ping, true, 0, b"abc"),
+        Err(Error::OutputTooSmall { needed: 5 })
+    );
+}
+
+#[test]
+fn server_and_client_constructors_match_new() {
+    let mut out = WriteBuf::new(16, MAX_HEADER_LEN);
+    let mut reference = WriteBuf::new(16, MAX_HEADER_LEN);
+    FrameWriter::server().text(&mut out, "fan-out");
+    FrameWriter::new(Role::Server, MaskSource::random()).text(&mut reference, "fan-out");
+    assert_eq!(out.as_slice(), reference.as_slice());
+    let client = FrameWriter::client(MaskSource::seeded(1));
+    assert_eq!(client.role(), Role::Client);
+}

@@ -40,6 +40,18 @@ impl FrameWriter {
         .with_fast_path()
     }
 
+    /// A writer for the server role. Server frames are never masked, so it needs no mask
+    /// source (and, unlike `new(Role::Server, MaskSource::random())`, asks the OS for no seed).
+    pub fn server() -> Self {
+        Self::new(Role::Server, MaskSource::seeded(0))
+    }
+
+    /// A writer for the client role, masking every frame with a key from `mask`
+    /// ([`MaskSource::random`] unless testing).
+    pub fn client(mask: MaskSource) -> Self {
+        Self::new(Role::Client, mask)
+    }
+
     fn with_fast_path(mut self) -> Self {
         self.update_fast_path();
         self
@@ -222,8 +234,88 @@ impl FrameWriter {
         rsv: u8,
         payload: &[u8],
     ) {
+        let size = self.frame_size(payload.len());
+        // The header is written straight into the output, no staging copy.
+        let slot = out.append_slot(size.total(payload.len()));
+        self.write_frame(slot, size, opcode, fin, rsv, payload);
+    }
+
+    /// [`frame`](Self::frame) into the caller's slice: returns the bytes written, or
+    /// [`Error::OutputTooSmall`] (nothing written, no masking key used) when `dst` is short.
+    #[inline]
+    pub fn frame_into(
+        &mut self,
+        dst: &mut [u8],
+        opcode: OpCode,
+        fin: bool,
+        rsv: u8,
+        payload: &[u8],
+    ) -> Result<usize, Error> {
+        let size = self.frame_size(payload.len());
+        let total = size.total(payload.len());
+        let Some(slot) = dst.get_mut(..total) else {
+            return Err(Error::OutputTooSmall { needed: total });
+        };
+        self.write_frame(slot, size, opcode, fin, rsv, payload);
+        Ok(total)
+    }
+
+    /// Encodes a data message (`opcode` Text or Binary) into the caller's slice, exactly as
+    /// [`message`](Self::message) appends it to a [`WriteBuf`]: through the extension if one
+    /// is installed, fragmented if longer than the fragment size. Returns the bytes written.
+    ///
+    /// When `dst` may be too short it returns [`Error::OutputTooSmall`] before anything is
+    /// encoded, so no compressor state moves and no masking key is used: retry with
+    /// [`max_encoded_len`](Self::max_encoded_len) bytes. The caller guarantees that a Text
+    /// payload is UTF-8.
+    #[inline]
+    pub fn message_into(
+        &mut self,
+        dst: &mut [u8],
+        opcode: OpCode,
+        payload: &[u8],
+    ) -> Result<usize, Error> {
+        debug_assert!(matches!(opcode, OpCode::Text | OpCode::Binary));
         let len = payload.len();
-        let b0 = (u8::from(fin) << 7) | ((rsv & 0x07) << 4) | opcode as u8;
+        if self.extension.is_none() && len <= self.fragment_size {
+            return self.frame_into(dst, opcode, true, 0, payload);
+        }
+        let needed = self.max_encoded_len(len);
+        if dst.len() < needed {
+            return Err(Error::OutputTooSmall { needed });
+        }
+        if let Some(extension) = self.extension.as_mut() {
+            let mut scratch = core::mem::take(&mut self.scratch);
+            scratch.clear();
+            let encoded = extension.encode(payload, &mut scratch, Compression::Auto);
+            let written = encoded.map(|rsv| self.fragments_into(dst, opcode, rsv, &scratch));
+            self.scratch = scratch;
+            if let Some(written) = written {
+                return Ok(written);
+            }
+        }
+        Ok(self.fragments_into(dst, opcode, 0, payload))
+    }
+
+    /// The most bytes [`message_into`](Self::message_into) writes for a `payload_len`-byte
+    /// message with this writer's role, fragment size and extension (exact for one plain
+    /// frame; with an extension, a bound that covers deflate's worst-case expansion).
+    pub fn max_encoded_len(&self, payload_len: usize) -> usize {
+        let body = if self.extension.is_some() {
+            payload_len + payload_len / 8 + 64
+        } else {
+            payload_len
+        };
+        if self.extension.is_none() && body <= self.fragment_size {
+            return self.frame_size(body).total(body);
+        }
+        let frames = body.div_ceil(self.fragment_size).max(1);
+        body + frames * MAX_HEADER_LEN
+    }
+
+    /// The header layout of a `len`-byte frame in this writer's role.
+    #[inline(always)]
+    fn frame_size(&self, len: usize) -> FrameSize {
         let extended = if len < 0x7e {
             0
         } else if len <= 0xffff {
@@ -232,12 +324,28 @@ impl FrameWriter {
             8
         };
         let masked = self.role == Role::Client;
-        let header_len = 2 + extended + if masked { 4 } else { 0 };
-        // The header is written straight into the output, no staging copy.
-        let slot = out.append_slot(header_len + len);
-        let (head, body) = slot.split_at_mut(header_len);
-        head[0] = b0;
-        match extended {
+        FrameSize {
+            extended,
+            header: 2 + extended + if masked { 4 } else { 0 },
+            masked,
+        }
+    }
+
+    /// Writes one frame into `slot`, which is exactly `size.total(payload.len())` bytes.
+    #[inline(always)]
+    fn write_frame(
+        &mut self,
+        slot: &mut [u8],
+        size: FrameSize,
+        opcode: OpCode,
+        fin: bool,
+        rsv: u8,
+        payload: &[u8],
+    ) {
+        let len = payload.len();
+        let (head, body) = slot.split_at_mut(size.header);
+        head[0] = (u8::from(fin) << 7) | ((rsv & 0x07) << 4) | opcode as u8;
+        match size.extended {
             0 => head[1] = len as u8,
             2 => {
                 head[1] = 0x7e;
@@ -248,15 +356,50 @@ impl FrameWriter {
                 head[2..10].copy_from_slice(&(len as u64).to_be_bytes());
             }
         }
-        if masked {
+        if size.masked {
             let key = self.mask.next_key();
             head[1] |= 0x80;
-            head[2 + extended..].copy_from_slice(&key);
+            head[2 + size.extended..].copy_from_slice(&key);
             // One pass: copy and mask together.
             mask::copy_masked(body, payload, key);
         } else {
             body.copy_from_slice(payload);
         }
+    }
+
+    /// [`fragments`](Self::fragments) into a slice the caller checked is long enough.
+    fn fragments_into(&mut self, dst: &mut [u8], opcode: OpCode, rsv: u8, payload: &[u8]) -> usize {
+        let mut at = 0;
+        let mut chunks = payload.chunks(self.fragment_size.max(1)).peekable();
+        let mut first = true;
+        if payload.is_empty() {
+            return self.write_checked(dst, opcode, true, rsv, payload);
+        }
+        while let Some(chunk) = chunks.next() {
+            let fin = chunks.peek().is_none();
+            let (op, bits) = if first {
+                (opcode, rsv)
+            } else {
+                (OpCode::Continuation, 0)
+            };
+            at += self.write_checked(&mut dst[at..], op, fin, bits, chunk);
+            first = false;
+        }
+        at
+    }
+
+    fn write_checked(
+        &mut self,
+        dst: &mut [u8],
+        opcode: OpCode,
+        fin: bool,
+        rsv: u8,
+        payload: &[u8],
+    ) -> usize {
+        let size = self.frame_size(payload.len());
+        let total = size.total(payload.len());
+        self.write_frame(&mut dst[..total], size, opcode, fin, rsv, payload);
+        total
     }
 
     /// Frames the last `payload_len` bytes already queued in `out` as one frame, writing the
@@ -354,6 +497,21 @@ impl core::fmt::Debug for FrameWriter {
 struct Header {
     bytes: [u8; MAX_HEADER_LEN],
     len: usize,
+}
+
+/// How a frame's header is laid out: extended length bytes (0, 2 or 8), header length, masked.
+#[derive(Clone, Copy)]
+struct FrameSize {
+    extended: usize,
+    header: usize,
+    masked: bool,
+}
+
+impl FrameSize {
+    #[inline(always)]
+    fn total(self, payload_len: usize) -> usize {
+        self.header + payload_len
+    }
 }
 
 impl Header {
