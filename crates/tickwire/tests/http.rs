@@ -118,16 +118,56 @@ fn a_connection_the_server_closed_while_idle_is_replaced_for_get_and_post() {
         }
         methods
     });
-    let mut client = client(server.port()).build().unwrap();
+    // A connection idle for at least the probe interval is checked before reuse; the sleeps
+    // below make sure both are (back-to-back requests skip the check).
+    let idle = Duration::from_millis(20);
+    let mut client = client(server.port())
+        .probe_idle_after(idle)
+        .build()
+        .unwrap();
     assert_eq!(client.get("/first").send().unwrap().body(), b"/first");
     closed.recv_timeout(PATIENCE).unwrap();
+    std::thread::sleep(2 * idle);
     assert_eq!(client.get("/second").send().unwrap().body(), b"/second");
     assert_eq!(client.connections_opened(), 2);
     closed.recv_timeout(PATIENCE).unwrap();
+    std::thread::sleep(2 * idle);
     let response = client.post("/third").send_body(b"order").unwrap();
     assert_eq!(response.body(), b"/third");
     assert_eq!(client.connections_opened(), 3);
     assert_eq!(server.join(), ["GET", "GET", "POST"]);
+}
+
+#[test]
+fn a_server_that_answers_before_reading_the_body_gets_its_answer_to_the_caller() {
+    // The server reads the head, answers 413 and closes without reading the 8 MiB body: the
+    // client's write fails (reset or broken pipe), and the 413 it already received is what
+    // the caller must see, not the write error.
+    let server = server(move |mut listener| {
+        let mut conn = listener.accept_tcp();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            std::io::Read::read_exact(&mut conn, &mut byte).unwrap();
+            head.push(byte[0]);
+        }
+        std::io::Write::write_all(
+            &mut conn,
+            b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 9\r\nConnection: close\r\n\r\ntoo large",
+        )
+        .unwrap();
+        drop(conn);
+        String::from_utf8(head).unwrap()
+    });
+    let mut client = client(server.port()).build().unwrap();
+    let body = vec![b'x'; 8 << 20];
+    let response = client.post("/upload").send_body(&body).unwrap();
+    assert_eq!(response.status().as_u16(), 413);
+    assert_eq!(response.body(), b"too large");
+    assert!(!response.keep_alive());
+    drop(response);
+    let head = server.join();
+    assert!(head.starts_with("POST /upload HTTP/1.1\r\n"), "{head}");
 }
 
 #[test]

@@ -15,6 +15,7 @@ mod error;
 mod headers;
 mod limits;
 mod reader;
+mod session;
 mod types;
 mod write;
 
@@ -26,6 +27,7 @@ pub use error::HttpError;
 pub use headers::{HeaderIter, Headers};
 pub use limits::Limits;
 pub use reader::{Parsed, Request, RequestReader, Response, ResponseReader};
+pub use session::{ClientSession, Failure, Probe, Reuse};
 pub use types::{Method, StatusCode, Version};
 pub use write::{
     ChunkedEncoder, HeadWriter, WriteError, validate_header_name, validate_header_value,

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use tickwire_codec::buf::WriteBuf;
-use tickwire_codec::http::{Limits, Method, ResponseReader, WriteError};
+use tickwire_codec::http::{ClientSession, Limits, Method, ResponseReader, WriteError};
 use tickwire_codec::rest::{Query, RequestWriter};
 
 #[cfg(feature = "tls")]
@@ -122,6 +122,7 @@ pub struct HttpClientBuilder {
     gzip: bool,
     read_buffer: usize,
     write_buffer: usize,
+    probe_after: Duration,
     options: Options,
 }
 
@@ -136,6 +137,7 @@ impl HttpClientBuilder {
             gzip: false,
             read_buffer: 16 * 1024,
             write_buffer: 4 * 1024,
+            probe_after: ClientSession::DEFAULT_PROBE_AFTER,
             options: Options {
                 connect_timeout: Some(Duration::from_secs(10)),
                 read_timeout: Some(Duration::from_secs(30)),
@@ -179,6 +181,16 @@ impl HttpClientBuilder {
     pub fn buffer_sizes(mut self, read: usize, write: usize) -> Self {
         self.read_buffer = read;
         self.write_buffer = write;
+        self
+    }
+
+    /// How long a keep-alive connection may sit idle before it is checked (one non-blocking
+    /// `recv(MSG_PEEK)`) for a close by the server before the next request goes on it
+    /// (default 500 ms). Back-to-back requests skip the check; `Duration::ZERO` checks before
+    /// every reuse. The check keeps a request that may not be resent (a POST) from being
+    /// written into a connection the server already closed while it was idle.
+    pub fn probe_idle_after(mut self, idle: Duration) -> Self {
+        self.probe_after = idle;
         self
     }
 
@@ -278,6 +290,7 @@ impl HttpClientBuilder {
                 ResponseReader::new(self.limits),
                 self.read_buffer,
                 gunzip,
+                self.probe_after,
             ),
         })
     }

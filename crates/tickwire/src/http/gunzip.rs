@@ -5,15 +5,16 @@
 //! anyway is handed over as sent, its `Content-Encoding` header left for the caller to see.
 
 #[cfg(feature = "deflate")]
-use flate2::{Decompress, FlushDecompress, Status};
+use tickwire_codec::deflate::{InflateError, PayloadInflater};
 
 use crate::Error;
 
-/// A reused gzip inflater and its output buffer, bounded by the body size limit.
+/// A reused gzip inflater (the codec's, shared with permessage-deflate's payload helpers) and
+/// its output buffer, bounded by the body size limit.
 #[cfg(feature = "deflate")]
 #[derive(Debug)]
 pub(crate) struct Gunzip {
-    inflater: Decompress,
+    inflater: PayloadInflater,
     out: Vec<u8>,
     limit: u64,
 }
@@ -22,51 +23,25 @@ pub(crate) struct Gunzip {
 impl Gunzip {
     pub(crate) fn new(limit: u64) -> Self {
         Self {
-            inflater: Decompress::new_gzip(15),
+            inflater: PayloadInflater::new(),
             out: Vec::new(),
             limit,
         }
     }
 
-    /// Inflates one gzip member into the reused buffer. A body that inflates past the limit,
-    /// is not gzip, or ends early is [`Error::Decompress`].
+    /// Inflates one gzip member into the reused buffer, its CRC-32 and length checked. A body
+    /// that inflates past the limit, is not gzip, has bytes after the member, or ends early is
+    /// [`Error::Decompress`].
     pub(crate) fn decode(&mut self, input: &[u8]) -> Result<&[u8], Error> {
-        self.inflater.reset(true);
         self.out.clear();
         let limit = usize::try_from(self.limit).unwrap_or(usize::MAX);
-        let past_limit =
-            || Error::Decompress(format!("gzip body inflates past the {limit}-byte limit"));
-        loop {
-            // The buffer may hold one byte past the limit, so that a body of exactly the
-            // limit can finish while one byte more is caught. `reserve` may round the
-            // capacity up past that (amortised growth), hence the length check as well.
-            if self.out.len() > limit {
-                return Err(past_limit());
-            }
-            if self.out.len() == self.out.capacity() {
-                let room = limit.saturating_add(1) - self.out.len();
-                self.out
-                    .reserve_exact(self.out.capacity().max(4096).min(room));
-            }
-            let (before_in, before_out) = (self.inflater.total_in(), self.inflater.total_out());
-            let consumed = usize::try_from(before_in).unwrap_or(usize::MAX);
-            let rest = input.get(consumed..).unwrap_or_default();
-            let status = self
-                .inflater
-                .decompress_vec(rest, &mut self.out, FlushDecompress::None)
-                .map_err(|e| Error::Decompress(format!("gzip body: {e}")))?;
-            if status == Status::StreamEnd {
-                return if self.out.len() > limit {
-                    Err(past_limit())
-                } else {
-                    Ok(&self.out)
-                };
-            }
-            let progressed =
-                self.inflater.total_in() != before_in || self.inflater.total_out() != before_out;
-            if !progressed && self.out.len() < self.out.capacity() {
-                return Err(Error::Decompress("gzip body ends early".into()));
-            }
+        match self.inflater.gzip(input, &mut self.out, limit) {
+            Ok(()) => Ok(&self.out),
+            Err(InflateError::TooLarge { limit }) => Err(Error::Decompress(format!(
+                "gzip body inflates past the {limit}-byte limit"
+            ))),
+            Err(InflateError::Truncated) => Err(Error::Decompress("gzip body ends early".into())),
+            Err(e) => Err(Error::Decompress(format!("gzip body: {e}"))),
         }
     }
 }

@@ -1,11 +1,14 @@
-//! One connection's life: open, reuse after a liveness check, write a request, read its
-//! response, retry an idempotent request once when a reused connection turns out closed.
+//! One connection's I/O: open, probe, write a request, read its response. The decisions (when
+//! to reuse, when to probe, when a request may be resent, reading a response after a failed
+//! write) are the codec's [`ClientSession`]; this module only carries them out.
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
-use tickwire_codec::http::{Method, Parsed, ResponseReader};
+use tickwire_codec::http::{
+    ClientSession, Failure, Method, Parsed, Probe, ResponseReader, Reuse,
+};
 
 use super::gunzip::Gunzip;
 use super::response::ClientResponse;
@@ -38,9 +41,7 @@ pub(crate) struct Session {
     stream: Option<MaybeTlsStream>,
     rbuf: ReadBuf,
     reader: ResponseReader,
-    /// The last response said the connection ends after it (`Connection: close`, a body
-    /// delimited by the close, HTTP/1.0 without keep-alive).
-    close_after: bool,
+    rules: ClientSession,
     connections_opened: u64,
     pub(crate) gunzip: Option<Gunzip>,
 }
@@ -61,6 +62,7 @@ impl Session {
         reader: ResponseReader,
         read_buffer: usize,
         gunzip: Option<Gunzip>,
+        probe_after: Duration,
     ) -> Self {
         Self {
             origin,
@@ -68,7 +70,7 @@ impl Session {
             stream: None,
             rbuf: ReadBuf::with_capacity(read_buffer),
             reader,
-            close_after: false,
+            rules: ClientSession::with_probe_after(probe_after),
             connections_opened: 0,
             gunzip,
         }
@@ -84,12 +86,23 @@ impl Session {
 
     /// Opens the connection unless a live one is open.
     pub(crate) fn connect(&mut self) -> Result<(), Error> {
-        self.release_previous()?;
-        if self.stream.is_some() && self.still_open() {
-            return Ok(());
+        self.release_previous();
+        self.ready()
+    }
+
+    /// Makes the connection ready for a request as the rules say: as it is, after a probe, or
+    /// anew.
+    fn ready(&mut self) -> Result<(), Error> {
+        let mut next = self.rules.before_request(Instant::now());
+        if next == Reuse::Probe {
+            let probe = self.probe();
+            next = self.rules.after_probe(probe);
         }
-        self.disconnect();
-        self.open()
+        if next == Reuse::Reconnect || self.stream.is_none() {
+            self.disconnect();
+            self.open()?;
+        }
+        Ok(())
     }
 
     /// Drops the connection (the next request opens a new one).
@@ -97,7 +110,7 @@ impl Session {
         self.stream = None;
         self.reader.reset();
         self.rbuf.clear();
-        self.close_after = false;
+        self.rules.closed();
     }
 
     /// Sends the request queued in `wbuf` and reads its final response. `wbuf` is empty
@@ -118,17 +131,14 @@ impl Session {
     }
 
     fn exchange(&mut self, wbuf: &WriteBuf, method: Method) -> Result<(), Error> {
-        self.release_previous()?;
-        let reused = self.stream.is_some() && self.still_open();
-        if !reused {
-            self.disconnect();
-            self.open()?;
-        }
+        self.release_previous();
+        self.ready()?;
         match self.attempt(wbuf, method)? {
             Attempt::Done => Ok(()),
-            // RFC 9112 §9.3.1: a client may retry an idempotent request automatically when
-            // the connection closed before any response; a POST or PATCH never is.
-            Attempt::ClosedBeforeResponse(_) if reused && method.is_idempotent() => {
+            Attempt::ClosedBeforeResponse(e) => {
+                if !self.rules.may_resend(method, Failure::ClosedBeforeResponse) {
+                    return Err(e);
+                }
                 self.disconnect();
                 self.open()?;
                 match self.attempt(wbuf, method)? {
@@ -136,21 +146,19 @@ impl Session {
                     Attempt::ClosedBeforeResponse(e) => Err(e),
                 }
             }
-            Attempt::ClosedBeforeResponse(e) => Err(e),
         }
     }
 
-    /// Releases the previous response's bytes; a server that sent more than it announced
-    /// has left the connection unusable.
-    fn release_previous(&mut self) -> Result<(), Error> {
+    /// Releases the previous response's bytes; bytes after it that no request asked for
+    /// leave the connection out of step, so it is dropped.
+    fn release_previous(&mut self) {
         if self.stream.is_none() {
-            return Ok(());
+            return;
         }
         self.reader.release(&mut self.rbuf);
-        if self.close_after || !self.rbuf.is_empty() {
+        if !self.rbuf.is_empty() {
             self.disconnect();
         }
-        Ok(())
     }
 
     fn open(&mut self) -> Result<(), Error> {
@@ -177,24 +185,31 @@ impl Session {
         stream.set_write_timeout(self.options.write_timeout)?;
         self.stream = Some(stream);
         self.connections_opened += 1;
+        self.rules.connected(Instant::now());
         Ok(())
     }
 
-    /// Whether an idle connection can take another request: the server has not closed it
-    /// and has sent nothing unasked. Costs one non-blocking `recv(MSG_PEEK)`.
-    fn still_open(&mut self) -> bool {
+    /// Checks an idle connection without blocking: has the server closed it or sent something
+    /// unasked? One non-blocking `recv(MSG_PEEK)`, made only when the rules ask for it.
+    fn probe(&mut self) -> Probe {
         let Some(stream) = self.stream.as_mut() else {
-            return false;
+            return Probe::Closed;
         };
         match peek_idle(stream.tcp()) {
-            Idle::Open => true,
-            Idle::Closed => false,
+            Idle::Open => Probe::Open,
+            Idle::Closed => Probe::Closed,
             Idle::Readable => match stream {
-                MaybeTlsStream::Plain(_) => false,
+                MaybeTlsStream::Plain(_) => Probe::Unexpected,
                 // TLS may have records that carry no data (a session ticket): let the TLS
                 // layer consume them without blocking, and see what remains.
                 #[cfg(feature = "tls")]
-                MaybeTlsStream::Tls(tls) => tls_idle_read(tls, &mut self.rbuf),
+                MaybeTlsStream::Tls(tls) => {
+                    if tls_idle_read(tls, &mut self.rbuf) {
+                        Probe::Open
+                    } else {
+                        Probe::Closed
+                    }
+                }
             },
         }
     }
@@ -204,15 +219,18 @@ impl Session {
         let Some(stream) = self.stream.as_mut() else {
             return Err(Error::Io(ErrorKind::NotConnected.into()));
         };
+        let mut write_error = None;
         if let Err(e) = stream
             .write_all(wbuf.as_slice())
             .and_then(|()| stream.flush())
         {
-            return if is_closed(&e) {
-                Ok(Attempt::ClosedBeforeResponse(Error::from(e)))
-            } else {
-                Err(Error::from(e))
-            };
+            if !is_closed(&e) || !self.rules.read_after_write_error() {
+                return Err(Error::from(e));
+            }
+            // The server stopped reading: it may have answered first (a 413 to a body too
+            // large, a 401 before the body). Read what it sent; report the write error only
+            // when no response is there.
+            write_error = Some(e);
         }
         self.reader.expect(method);
         let mut received_any = false;
@@ -234,7 +252,8 @@ impl Session {
                     if status.is_informational() && status.as_u16() != 101 {
                         true
                     } else {
-                        self.close_after = !response.keep_alive();
+                        let keep_alive = response.keep_alive() && write_error.is_none();
+                        self.rules.response_complete(keep_alive, Instant::now());
                         return Ok(Attempt::Done);
                     }
                 }
@@ -253,19 +272,26 @@ impl Session {
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if !received_any && is_closed(&e) => {
+                    let e = write_error.take().unwrap_or(e);
                     return Ok(Attempt::ClosedBeforeResponse(Error::from(e)));
                 }
-                Err(e) => return Err(Error::from(e)),
+                Err(e) => return Err(Error::from(write_error.take().unwrap_or(e))),
             };
             if n == 0 {
                 return match self.reader.read_eof(&mut self.rbuf)? {
                     Some(response) => {
                         let _ = response;
-                        self.close_after = true;
+                        self.rules.response_complete(false, Instant::now());
                         Ok(Attempt::Done)
                     }
-                    None if !received_any => Ok(Attempt::ClosedBeforeResponse(Error::NoResponse)),
-                    None => Err(Error::NoResponse),
+                    None => {
+                        let e = write_error.map_or(Error::NoResponse, Error::from);
+                        if received_any {
+                            Err(e)
+                        } else {
+                            Ok(Attempt::ClosedBeforeResponse(e))
+                        }
+                    }
                 };
             }
             received_any = true;

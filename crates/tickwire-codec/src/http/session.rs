@@ -1,0 +1,259 @@
+//! The HTTP/1.1 client's connection rules, without I/O: when an open connection may carry the
+//! next request, when it must be checked first, when a failed request may be sent again, and
+//! what to do when the server stops reading the request.
+//!
+//! A transport owns the socket and the clock; it asks [`ClientSession`] before each request and
+//! tells it what happened after. The blocking client in `tickwire` and the coming async client
+//! follow the same rules because the rules live here.
+//!
+//! The liveness check ("probe") is a non-blocking peek at the socket: it finds a connection the
+//! server closed while it sat idle, before a request that could not be resent safely is written
+//! into it. It costs a system call, so it runs only when the connection has been idle for at
+//! least [`ClientSession::probe_after`]: servers close idle keep-alive connections after
+//! seconds (nginx 75 s, Apache httpd 5 s, Node.js 5 s), not within the gap between two
+//! back-to-back requests, and a server that means to close sooner says so with
+//! `Connection: close`, which is honoured without any check.
+
+use std::time::{Duration, Instant};
+
+use super::Method;
+
+/// What to do with the connection before the next request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reuse {
+    /// Send on the open connection as it is.
+    Send,
+    /// Check it first (a non-blocking peek), then ask again with
+    /// [`ClientSession::after_probe`].
+    Probe,
+    /// Close whatever is open and connect anew.
+    Reconnect,
+}
+
+/// What a liveness check of an idle connection found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// Nothing to read and not closed: the connection can carry a request.
+    Open,
+    /// The server closed it (end of stream or reset).
+    Closed,
+    /// Bytes arrived that no request asked for: the connection is out of step.
+    Unexpected,
+}
+
+/// How an exchange on a connection failed before a response was complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The server closed or reset the connection before sending any byte of a response.
+    ClosedBeforeResponse,
+    /// Anything else: a timeout, a malformed response, a close in the middle of one.
+    Other,
+}
+
+/// The connection rules of one HTTP/1.1 client connection slot.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use tickwire_codec::http::{ClientSession, Method, Reuse};
+///
+/// let mut session = ClientSession::new();
+/// let start = Instant::now();
+/// assert_eq!(session.before_request(start), Reuse::Reconnect); // nothing open yet
+/// session.connected(start);
+/// assert_eq!(session.before_request(start), Reuse::Send); // fresh: no check needed
+/// session.response_complete(true, start);
+/// // Back to back: no system call.
+/// assert_eq!(session.before_request(start + Duration::from_millis(1)), Reuse::Send);
+/// // Idle for a while: check first.
+/// assert_eq!(session.before_request(start + Duration::from_secs(2)), Reuse::Probe);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ClientSession {
+    probe_after: Duration,
+    /// A connection is open (as far as the rules know).
+    open: bool,
+    /// The open connection has carried a complete exchange (so a failure on it may be the
+    /// server having closed it while idle).
+    reused: bool,
+    /// The last response said the connection ends after it.
+    close_after: bool,
+    /// When the connection last finished an exchange (or opened).
+    idle_since: Option<Instant>,
+}
+
+impl Default for ClientSession {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ClientSession {
+    /// Idle time after which a connection is checked before reuse, by default.
+    pub const DEFAULT_PROBE_AFTER: Duration = Duration::from_millis(500);
+
+    /// Rules with the default probe interval ([`DEFAULT_PROBE_AFTER`](Self::DEFAULT_PROBE_AFTER)).
+    pub fn new() -> Self {
+        Self::with_probe_after(Self::DEFAULT_PROBE_AFTER)
+    }
+
+    /// Rules that check a connection idle for `probe_after` or longer before reusing it.
+    /// `Duration::ZERO` checks before every reuse (one system call per request).
+    pub fn with_probe_after(probe_after: Duration) -> Self {
+        Self {
+            probe_after,
+            open: false,
+            reused: false,
+            close_after: false,
+            idle_since: None,
+        }
+    }
+
+    /// The idle time from which a connection is checked before reuse.
+    pub fn probe_after(&self) -> Duration {
+        self.probe_after
+    }
+
+    /// What to do before writing the next request at `now`.
+    pub fn before_request(&self, now: Instant) -> Reuse {
+        if !self.open || self.close_after {
+            return Reuse::Reconnect;
+        }
+        match self.idle_since {
+            Some(since) if now.saturating_duration_since(since) < self.probe_after => Reuse::Send,
+            // A connection that never completed an exchange was just opened: nothing to check.
+            _ if !self.reused => Reuse::Send,
+            _ => Reuse::Probe,
+        }
+    }
+
+    /// What a [`Reuse::Probe`] found: [`Reuse::Send`] or [`Reuse::Reconnect`].
+    pub fn after_probe(&mut self, probe: Probe) -> Reuse {
+        match probe {
+            Probe::Open => Reuse::Send,
+            Probe::Closed | Probe::Unexpected => {
+                self.closed();
+                Reuse::Reconnect
+            }
+        }
+    }
+
+    /// A new connection is open at `now`.
+    pub fn connected(&mut self, now: Instant) {
+        self.open = true;
+        self.reused = false;
+        self.close_after = false;
+        self.idle_since = Some(now);
+    }
+
+    /// A final response completed at `now`; `keep_alive` is whether the connection may carry
+    /// another request (`Response::keep_alive`: no `Connection: close`, not a body delimited
+    /// by the close, not HTTP/1.0 without keep-alive). Bytes left after it in the buffer that
+    /// no request asked for must be reported as `keep_alive = false`.
+    pub fn response_complete(&mut self, keep_alive: bool, now: Instant) {
+        self.reused = true;
+        self.close_after = !keep_alive;
+        self.idle_since = Some(now);
+    }
+
+    /// The connection was closed (by either side, or after an error).
+    pub fn closed(&mut self) {
+        self.open = false;
+        self.reused = false;
+        self.close_after = false;
+        self.idle_since = None;
+    }
+
+    /// Whether the connection now open has carried a complete exchange before.
+    pub fn is_reused(&self) -> bool {
+        self.open && self.reused
+    }
+
+    /// Whether a request that failed with `failure` may be sent again, once, on a new
+    /// connection: only an idempotent one (RFC 9110 §9.2.2), only when the server closed a
+    /// reused connection before answering (RFC 9112 §9.3.1), so a POST is never sent twice.
+    /// Call before [`closed`](Self::closed).
+    pub fn may_resend(&self, method: Method, failure: Failure) -> bool {
+        failure == Failure::ClosedBeforeResponse && self.is_reused() && method.is_idempotent()
+    }
+
+    /// Writing the request failed because the server closed the connection. The server may
+    /// have answered first and stopped reading (a 413 while a large body was still being sent,
+    /// a 401 before the body): always read what it sent before reporting the write error, and
+    /// give that response to the caller if it is complete.
+    pub const fn read_after_write_error(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: u64) -> Instant {
+        // One base per test process; only differences matter.
+        static BASE: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        *BASE.get_or_init(Instant::now) + Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn back_to_back_requests_need_no_probe_and_idle_ones_do() {
+        let mut s = ClientSession::new();
+        assert_eq!(s.before_request(at(0)), Reuse::Reconnect);
+        s.connected(at(0));
+        assert_eq!(s.before_request(at(0)), Reuse::Send);
+        s.response_complete(true, at(10));
+        assert_eq!(s.before_request(at(11)), Reuse::Send);
+        assert_eq!(s.before_request(at(509)), Reuse::Send);
+        assert_eq!(s.before_request(at(510)), Reuse::Probe);
+        assert_eq!(s.after_probe(Probe::Open), Reuse::Send);
+    }
+
+    #[test]
+    fn a_fresh_connection_is_not_probed_however_long_it_waited() {
+        let mut s = ClientSession::new();
+        s.connected(at(0));
+        assert_eq!(s.before_request(at(60_000)), Reuse::Send);
+    }
+
+    #[test]
+    fn connection_close_and_a_failed_probe_reconnect() {
+        let mut s = ClientSession::new();
+        s.connected(at(0));
+        s.response_complete(false, at(1));
+        assert_eq!(s.before_request(at(2)), Reuse::Reconnect);
+        s.connected(at(3));
+        s.response_complete(true, at(4));
+        assert_eq!(s.before_request(at(2_000)), Reuse::Probe);
+        assert_eq!(s.after_probe(Probe::Closed), Reuse::Reconnect);
+        assert_eq!(s.before_request(at(2_001)), Reuse::Reconnect);
+        s.connected(at(2_002));
+        s.response_complete(true, at(2_003));
+        assert_eq!(s.after_probe(Probe::Unexpected), Reuse::Reconnect);
+    }
+
+    #[test]
+    fn zero_probe_interval_checks_every_reuse() {
+        let mut s = ClientSession::with_probe_after(Duration::ZERO);
+        s.connected(at(0));
+        s.response_complete(true, at(1));
+        assert_eq!(s.before_request(at(1)), Reuse::Probe);
+    }
+
+    #[test]
+    fn only_idempotent_requests_on_a_reused_connection_closed_before_answering_are_resent() {
+        let mut s = ClientSession::new();
+        s.connected(at(0));
+        // First exchange on a fresh connection: a close there is the server refusing, not an
+        // idle timeout; nothing is resent.
+        assert!(!s.may_resend(Method::Get, Failure::ClosedBeforeResponse));
+        s.response_complete(true, at(1));
+        assert!(s.may_resend(Method::Get, Failure::ClosedBeforeResponse));
+        assert!(s.may_resend(Method::Put, Failure::ClosedBeforeResponse));
+        assert!(s.may_resend(Method::Delete, Failure::ClosedBeforeResponse));
+        assert!(!s.may_resend(Method::Post, Failure::ClosedBeforeResponse));
+        assert!(!s.may_resend(Method::Patch, Failure::ClosedBeforeResponse));
+        assert!(!s.may_resend(Method::Get, Failure::Other));
+        s.closed();
+        assert!(!s.may_resend(Method::Get, Failure::ClosedBeforeResponse));
+    }
+}
