@@ -18,9 +18,11 @@
 //!   constructors of [`ws::PreparedMessage`], which the writer sends.
 //! - `buf <- http <- rest`: the REST builder writes through the HTTP writers and shares their
 //!   byte checks, which live in `http`.
-//! - `handshake` uses none of the other modules (it parses heads with `httparse` itself);
-//!   `ws` only points to it in its docs. The transports put the handshake and a connection
-//!   together and negotiate extensions (`deflate`'s negotiation functions) around it.
+//! - `http, ws, deflate <- handshake`: the opening handshake reads and writes its heads with
+//!   the HTTP readers and writers (one set of header rules for every head), negotiates
+//!   permessage-deflate with `deflate`'s functions, and hands out a ready [`ws::Connection`].
+//!   Nothing below it names it. Transports drive it and take no protocol decision of their
+//!   own.
 //!
 //! # Features
 //!

@@ -1,13 +1,17 @@
 //! The blocking client: URL to an open [`WebSocket`] over TCP.
+//!
+//! A driver only: it connects (TCP, TLS for `wss://`), bounds the handshake with its
+//! deadline, writes what [`ClientHandshake`] wrote and feeds it what the socket returns.
+//! Every protocol decision (the request, the checks on the answer, negotiation) is the
+//! codec's.
 
 use std::time::{Duration, Instant};
 
+use tickwire_codec::buf::{ReadBuf, WriteBuf};
 #[cfg(feature = "deflate")]
 use tickwire_codec::deflate::DeflateConfig;
-#[cfg(feature = "deflate")]
-use tickwire_codec::handshake::HandshakeError;
-use tickwire_codec::handshake::{ClientHandshake, ClientRequest};
-use tickwire_codec::ws::{Config, Connection, Limits, MaskSource, Role};
+use tickwire_codec::handshake::{ClientHandshake, ClientOptions, Parsed};
+use tickwire_codec::ws::{Config, Limits, MaskSource, Role};
 
 #[cfg(feature = "tls")]
 use tickwire_tls::ClientTlsConfig;
@@ -25,16 +29,13 @@ pub fn connect(url: &str) -> Result<WebSocket<MaybeTlsStream>, Error> {
 /// write timeout.
 #[derive(Debug)]
 pub struct ClientBuilder {
-    request: ClientRequest,
-    config: Config,
+    options: ClientOptions,
     nodelay: bool,
     connect_timeout: Option<Duration>,
     handshake_timeout: Duration,
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
     mask: Option<MaskSource>,
-    #[cfg(feature = "deflate")]
-    deflate: Option<DeflateConfig>,
     #[cfg(feature = "tls")]
     tls: Option<ClientTlsConfig>,
 }
@@ -49,74 +50,72 @@ impl ClientBuilder {
     /// The defaults above.
     pub fn new() -> Self {
         Self {
-            request: ClientRequest::default(),
-            config: Config::client(),
+            options: ClientOptions::default(),
             nodelay: true,
             connect_timeout: Some(Duration::from_secs(10)),
             handshake_timeout: Duration::from_secs(10),
             read_timeout: None,
             write_timeout: None,
             mask: None,
-            #[cfg(feature = "deflate")]
-            deflate: None,
             #[cfg(feature = "tls")]
             tls: None,
         }
     }
 
-    /// Adds a request header (Authorization, Origin, a cookie...). Names and values with CR,
-    /// LF or NUL are refused when connecting.
+    /// Adds a request header (Authorization, Origin, a cookie...). A name that is not an HTTP
+    /// token, or a value with CR, LF, NUL or another control byte, is refused when connecting
+    /// (the HTTP writers' rule).
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.request.headers.push((name.into(), value.into()));
+        self.options.headers.push((name.into(), value.into()));
         self
     }
 
     /// Offers a subprotocol; the server may select one of those offered.
     pub fn subprotocol(mut self, protocol: impl Into<String>) -> Self {
-        self.request.subprotocols.push(protocol.into());
+        self.options.subprotocols.push(protocol.into());
         self
     }
 
     /// Offers an extension (a raw `Sec-WebSocket-Extensions` item).
     pub fn extension_offer(mut self, offer: impl Into<String>) -> Self {
-        self.request.extensions.push(offer.into());
+        self.options.extensions.push(offer.into());
         self
     }
 
     /// Offers permessage-deflate (RFC 7692) with `config`. When the server accepts, received
     /// compressed messages are inflated (the message size limit applies to inflated bytes)
     /// and outgoing ones compressed per the config's policy; an invalid answer fails the
-    /// connect with [`HandshakeError::BadExtensionResponse`]. Needs the `deflate` feature.
+    /// connect with [`HandshakeError::BadExtensionResponse`](tickwire_codec::handshake::HandshakeError::BadExtensionResponse). Needs the `deflate` feature.
     #[cfg(feature = "deflate")]
     pub fn deflate(mut self, config: DeflateConfig) -> Self {
-        self.deflate = Some(config);
+        self.options.deflate = Some(config);
         self
     }
 
     /// Replaces the whole connection configuration.
     pub fn config(mut self, config: Config) -> Self {
-        self.config = config;
+        self.options.config = config;
         self
     }
 
     /// Sets the receive limits.
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.config.limits = limits;
+        self.options.config.limits = limits;
         self
     }
 
     /// Sets the initial read and write buffer sizes.
     pub fn buffer_sizes(mut self, read: usize, write: usize) -> Self {
-        self.config.read_buffer_size = read;
-        self.config.write_buffer_size = write;
+        self.options.config.read_buffer_size = read;
+        self.options.config.write_buffer_size = write;
         self
     }
 
     /// Sends a keepalive ping after `interval` without traffic; fails the connection when
     /// no pong comes within `pong_timeout`.
     pub fn keepalive(mut self, interval: Duration, pong_timeout: Duration) -> Self {
-        self.config.ping_interval = Some(interval);
-        self.config.pong_timeout = pong_timeout;
+        self.options.config.ping_interval = Some(interval);
+        self.options.config.pong_timeout = pong_timeout;
         self
     }
 
@@ -209,53 +208,33 @@ impl ClientBuilder {
     }
 
     fn upgrade<S: Stream>(
-        mut self,
+        self,
         mut stream: S,
         url: &url::Url,
         deadline: Instant,
     ) -> Result<WebSocket<S>, Error> {
-        let mut mask = self.mask.take().unwrap_or_default();
-        let key = random_key(&mut mask);
-        #[cfg(feature = "deflate")]
-        if let Some(deflate) = &self.deflate {
-            self.request.extensions.push(deflate.offer());
-        }
-        let handshake = ClientHandshake::new(url, &self.request, key)?;
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(Error::HandshakeTimeout);
-        }
-        stream.set_write_timeout(Some(left))?;
-        stream.write_all(handshake.request_bytes())?;
-        let (accepted, consumed, received) =
-            crate::head::read_head(&mut stream, deadline, |bytes| {
-                handshake.parse_response(bytes)
-            })?;
-        #[cfg(feature = "deflate")]
-        let negotiated = match &self.deflate {
-            Some(config) => config
-                .confirm(&accepted.extensions)
-                .map_err(|e| HandshakeError::BadExtensionResponse(e.to_string()))?
-                .map(|params| (params, config)),
-            None => None,
+        let mask = self.mask.unwrap_or_default();
+        let mut handshake = ClientHandshake::new(url, self.options, mask)?;
+        let mut request = WriteBuf::new(512, 0);
+        handshake.write_request(&mut request)?;
+        crate::stream::write_before(&mut stream, request.as_slice(), deadline)?;
+        let mut received = ReadBuf::with_capacity(4 << 10);
+        let accepted = loop {
+            match handshake.read_response(&mut received, Instant::now())? {
+                Parsed::Complete(accepted) => break accepted,
+                Parsed::NeedMore => {
+                    crate::stream::read_before(&mut stream, &mut received, deadline)?
+                }
+            }
         };
         stream.set_write_timeout(self.write_timeout)?;
         stream.set_read_timeout(None)?;
-        let mut conn = Connection::new(Role::Client, self.config, mask, Instant::now());
-        conn.feed(&received[consumed..], Instant::now());
+        let mut conn = accepted.connection;
+        conn.take_received(&mut received, Instant::now());
         let ws = WebSocket::from_parts(stream, conn, Role::Client, self.read_timeout)
             .with_subprotocol(accepted.subprotocol);
         #[cfg(feature = "deflate")]
-        let ws = ws.with_deflate(negotiated);
+        let ws = ws.with_deflate(accepted.deflate);
         Ok(ws)
     }
-}
-
-/// 16 random bytes for Sec-WebSocket-Key (§4.1: a nonce), from the masking generator.
-fn random_key(mask: &mut MaskSource) -> [u8; 16] {
-    let mut key = [0u8; 16];
-    for chunk in key.chunks_exact_mut(4) {
-        chunk.copy_from_slice(&mask.next_key());
-    }
-    key
 }

@@ -4,8 +4,8 @@
 //! for clients, [`accept`] / [`ServerBuilder`] for the server side of an accepted
 //! `TcpStream`, and [`WebSocket`], the connection both return; and [`HttpClient`], a
 //! keep-alive HTTP/1.1 client for REST APIs. Protocol logic lives in
-//! [`tickwire_codec`], re-exported here as [`codec`]; this crate adds sockets, timeouts and
-//! the opening handshake's I/O.
+//! [`tickwire_codec`], re-exported here as [`codec`], the opening handshake included; this
+//! crate adds sockets, timeouts, TLS streams and the handshake's reads and writes.
 //!
 //! ```no_run
 //! use tickwire::{Message, connect};
@@ -30,7 +30,8 @@
 //!
 //! Internal modules depend one way (`a <- b`: `b` uses `a`, never the reverse): `error` and
 //! `stream` (the [`Stream`] trait) at the bottom; `stream <- tls <- maybe_tls <- net`;
-//! `stream <- websocket <- client, server` (both also use `head` for the upgrade's I/O);
+//! `stream <- websocket <- client, server` (both read and write the upgrade's bytes through
+//! `stream`'s deadline helpers and leave every decision to [`tickwire_codec::handshake`]);
 //! `net <- client, http`. The protocol logic is [`tickwire_codec`]'s, below all of them.
 //!
 //! # Features
@@ -54,7 +55,6 @@
 
 mod client;
 mod error;
-mod head;
 mod http;
 mod maybe_tls;
 mod net;

@@ -1,14 +1,20 @@
 //! The blocking server side: an accepted `TcpStream` to an open [`WebSocket`].
+//!
+//! A driver only: it bounds the handshake with its deadline (and runs the TLS handshake for
+//! `accept_tls`), feeds [`ServerHandshake`] what the socket returns, asks the caller's hook
+//! to decide, and writes what the codec wrote. Every protocol decision (validation, statuses,
+//! subprotocol and extension negotiation, the 101) is the codec's.
 
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use tickwire_codec::buf::{ReadBuf, WriteBuf};
 #[cfg(feature = "deflate")]
 use tickwire_codec::deflate::DeflateConfig;
-#[cfg(feature = "deflate")]
-use tickwire_codec::handshake::HandshakeError;
-use tickwire_codec::handshake::{Request, Response, ServerLimits};
-use tickwire_codec::ws::{Config, Connection, Limits, MaskSource, Role};
+use tickwire_codec::handshake::{
+    Outcome, Parsed, Request, Response, ServerHandshake, ServerLimits, ServerOptions,
+};
+use tickwire_codec::ws::{Config, Limits, Role};
 
 #[cfg(feature = "tls")]
 use tickwire_tls::{ServerTlsConfig, TlsCodec};
@@ -28,14 +34,11 @@ pub fn accept(stream: TcpStream) -> Result<WebSocket<TcpStream>, Error> {
 /// read or write timeout.
 #[derive(Debug, Clone)]
 pub struct ServerBuilder {
-    config: Config,
-    head_limits: ServerLimits,
+    options: ServerOptions,
     nodelay: bool,
     handshake_timeout: Duration,
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
-    #[cfg(feature = "deflate")]
-    deflate: Option<DeflateConfig>,
 }
 
 impl Default for ServerBuilder {
@@ -48,45 +51,42 @@ impl ServerBuilder {
     /// The defaults above.
     pub fn new() -> Self {
         Self {
-            config: Config::server(),
-            head_limits: ServerLimits::default(),
+            options: ServerOptions::default(),
             nodelay: true,
             handshake_timeout: Duration::from_secs(10),
             read_timeout: None,
             write_timeout: None,
-            #[cfg(feature = "deflate")]
-            deflate: None,
         }
     }
 
     /// Replaces the whole connection configuration.
     pub fn config(mut self, config: Config) -> Self {
-        self.config = config;
+        self.options.config = config;
         self
     }
 
     /// Sets the receive limits.
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.config.limits = limits;
+        self.options.config.limits = limits;
         self
     }
 
     /// Limits on the upgrade request head.
     pub fn head_limits(mut self, limits: ServerLimits) -> Self {
-        self.head_limits = limits;
+        self.options.limits = limits;
         self
     }
 
     /// Sets the initial read and write buffer sizes.
     pub fn buffer_sizes(mut self, read: usize, write: usize) -> Self {
-        self.config.read_buffer_size = read;
-        self.config.write_buffer_size = write;
+        self.options.config.read_buffer_size = read;
+        self.options.config.write_buffer_size = write;
         self
     }
 
     /// Fails connections that send nothing for `timeout`.
     pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.config.idle_timeout = timeout;
+        self.options.config.idle_timeout = timeout;
         self
     }
 
@@ -121,7 +121,21 @@ impl ServerBuilder {
     /// is ignored (the 101 names no extension, as RFC 7692 §5 allows).
     #[cfg(feature = "deflate")]
     pub fn deflate(mut self, config: DeflateConfig) -> Self {
-        self.deflate = Some(config);
+        self.options.deflate = Some(config);
+        self
+    }
+
+    /// Speaks `protocol`: when the accept hook selects no subprotocol, the first one the
+    /// client offered (in its order of preference) among those given here is selected.
+    pub fn subprotocol(mut self, protocol: impl Into<String>) -> Self {
+        self.options.subprotocols.push(protocol.into());
+        self
+    }
+
+    /// Adds a header to every 101 (before the hook's own). A name that is not an HTTP token,
+    /// or a value with a control byte, fails the handshake with a 500.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.options.headers.push((name.into(), value.into()));
         self
     }
 
@@ -182,76 +196,42 @@ impl ServerBuilder {
         deadline: Instant,
         decide: impl FnOnce(&Request) -> Response,
     ) -> Result<WebSocket<S>, Error> {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(Error::HandshakeTimeout);
-        }
-        stream.set_write_timeout(Some(left))?;
-        let (request, consumed, received) =
-            match crate::head::read_head(&mut stream, deadline, |bytes| {
-                Request::parse(bytes, &self.head_limits)
-            }) {
-                Ok(parsed) => parsed,
-                Err(Error::Handshake(error)) => {
-                    if let Some(response) = error.response() {
-                        let _ = stream.write_all(&response);
-                    }
-                    return Err(Error::Handshake(error));
+        let mut handshake = ServerHandshake::new(&self.options);
+        let mut received = ReadBuf::with_capacity(4 << 10);
+        let mut answer = WriteBuf::new(512, 0);
+        let request = loop {
+            match handshake.read_request(&mut received, &mut answer) {
+                Ok(Parsed::Complete(request)) => break request,
+                Ok(Parsed::NeedMore) => {
+                    crate::stream::read_before(&mut stream, &mut received, deadline)?;
                 }
-                Err(other) => return Err(other),
-            };
-        #[cfg(feature = "deflate")]
-        let negotiated = match &self.deflate {
-            Some(config) => match config.accept(request.extensions()) {
-                Ok(negotiated) => negotiated,
                 Err(error) => {
-                    let error = HandshakeError::BadExtensionOffer(error.to_string());
-                    if let Some(response) = error.response() {
-                        let _ = stream.write_all(&response);
-                    }
+                    // Best effort: the client may already be gone.
+                    let _ = crate::stream::write_before(&mut stream, answer.as_slice(), deadline);
                     return Err(Error::Handshake(error));
                 }
-            },
-            None => None,
+            }
         };
-        let response = decide(&request);
-        let accepted = response.status() == 101;
-        #[cfg(feature = "deflate")]
-        let response = match (accepted, &negotiated) {
-            (true, Some((_, answer))) => response.extensions(answer),
-            _ => response,
+        let outcome = handshake.respond(decide(&request), &mut answer, Instant::now());
+        let written = crate::stream::write_before(&mut stream, answer.as_slice(), deadline);
+        let upgraded = match outcome {
+            Ok(Outcome::Upgraded(upgraded)) => upgraded,
+            Ok(Outcome::Rejected(status)) => {
+                written?;
+                return Err(Error::Rejected(status));
+            }
+            Err(error) => return Err(Error::Handshake(error)),
         };
-        let mut head = Vec::with_capacity(256);
-        if let Err(error) = response.write_to(&mut head) {
-            let internal = Response::reject(500);
-            head.clear();
-            let _ = internal.write_to(&mut head);
-            let _ = stream.write_all(&head);
-            return Err(Error::Handshake(error));
-        }
-        stream.write_all(&head)?;
-        if !accepted {
-            return Err(Error::Rejected(response.status()));
-        }
+        written?;
         stream.set_write_timeout(self.write_timeout)?;
         stream.set_read_timeout(None)?;
-        let now = Instant::now();
-        // Servers never mask; the source is never asked for a key.
-        let mut conn = Connection::new(
-            Role::Server,
-            self.config.clone(),
-            MaskSource::seeded(0),
-            now,
-        );
-        conn.feed(&received[consumed..], now);
-        let subprotocol = response.selected_subprotocol().map(str::to_owned);
+        // The 101 is out: only now do the bytes that followed the request become frames.
+        let mut conn = upgraded.connection;
+        conn.take_received(&mut received, Instant::now());
         let ws = WebSocket::from_parts(stream, conn, Role::Server, self.read_timeout)
-            .with_subprotocol(subprotocol);
+            .with_subprotocol(upgraded.subprotocol);
         #[cfg(feature = "deflate")]
-        let ws = {
-            let deflate = negotiated.zip(self.deflate.as_ref());
-            ws.with_deflate(deflate.map(|((params, _), config)| (params, config)))
-        };
+        let ws = ws.with_deflate(upgraded.deflate);
         Ok(ws)
     }
 }

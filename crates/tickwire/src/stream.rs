@@ -2,9 +2,16 @@
 //! implementation for `TcpStream`. The bottom layer of the transports: the TLS stream, the
 //! WebSocket and the HTTP session are built on it, and it names none of them.
 
-use std::io::{self, Read, Write};
+use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use tickwire_codec::buf::ReadBuf;
+
+use crate::Error;
+
+/// Bytes asked of the socket per read during an opening handshake.
+const HANDSHAKE_READ: usize = 4 << 10;
 
 /// A byte stream a WebSocket or an HTTP session runs over.
 ///
@@ -43,4 +50,52 @@ impl Stream for TcpStream {
     fn shutdown_write(&mut self) -> io::Result<()> {
         self.shutdown(Shutdown::Write)
     }
+}
+
+/// Reads once into `buf` before `deadline` (the opening handshake's bytes): the socket's read
+/// timeout is set to the time left. The codec bounds how far `buf` grows (head limits);
+/// this only reserves room for one read. An end of stream is [`Error::UnexpectedEof`], an
+/// expired deadline [`Error::HandshakeTimeout`].
+pub(crate) fn read_before<S: Stream>(
+    stream: &mut S,
+    buf: &mut ReadBuf,
+    deadline: Instant,
+) -> Result<(), Error> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::HandshakeTimeout);
+        }
+        stream.set_read_timeout(Some(left))?;
+        if buf.spare().is_empty() {
+            buf.reserve(HANDSHAKE_READ);
+        }
+        match stream.read(buf.spare()) {
+            Ok(0) => return Err(Error::UnexpectedEof),
+            Ok(n) => {
+                buf.filled(n);
+                return Ok(());
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return Err(Error::HandshakeTimeout);
+            }
+            Err(e) => return Err(Error::from(e)),
+        }
+    }
+}
+
+/// Writes all of `bytes` before `deadline` (the socket's write timeout is set to the time
+/// left); an expired deadline is [`Error::HandshakeTimeout`].
+pub(crate) fn write_before<S: Stream>(
+    stream: &mut S,
+    bytes: &[u8],
+    deadline: Instant,
+) -> Result<(), Error> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(Error::HandshakeTimeout);
+    }
+    stream.set_write_timeout(Some(left))?;
+    Ok(stream.write_all(bytes)?)
 }

@@ -9,7 +9,7 @@ use std::io::{self, ErrorKind};
 use std::time::{Duration, Instant};
 
 #[cfg(feature = "deflate")]
-use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PerMessageDeflate};
+use tickwire_codec::deflate::DeflateParams;
 #[cfg(feature = "deflate")]
 use tickwire_codec::ws::PreparedMessage;
 use tickwire_codec::ws::{
@@ -74,19 +74,11 @@ impl<S: Stream> WebSocket<S> {
         self
     }
 
-    /// Installs permessage-deflate with the parameters the handshake negotiated.
+    /// Records the permessage-deflate parameters the handshake negotiated (the handshake
+    /// installed the extension on the connection).
     #[cfg(feature = "deflate")]
-    pub(crate) fn with_deflate(
-        mut self,
-        negotiated: Option<(DeflateParams, &DeflateConfig)>,
-    ) -> Self {
-        if let Some((params, config)) = negotiated {
-            let (decoder, encoder) =
-                PerMessageDeflate::new(self.role, &params, config).into_parts();
-            self.conn
-                .set_extension(Box::new(decoder), Box::new(encoder));
-            self.deflate = Some(params);
-        }
+    pub(crate) fn with_deflate(mut self, negotiated: Option<DeflateParams>) -> Self {
+        self.deflate = negotiated;
         self
     }
 

@@ -17,8 +17,8 @@
 //!   that send compressed payloads inside ordinary binary messages, under the same kind of
 //!   limit.
 //!
-//! It does not own the handshake (see [`crate::handshake`]; the transports call the
-//! negotiation functions) or any I/O.
+//! It does not own the handshake (the `handshake` module, a layer above, calls the
+//! negotiation functions and installs the transform) or any I/O.
 //!
 //! Backend: `flate2` over `zlib-rs`. It is pure Rust (no C toolchain), as fast as zlib-ng on
 //! the sizes that matter here, and, unlike `miniz_oxide`, limits the compressor's window to

@@ -2,6 +2,9 @@
 
 use core::fmt;
 
+use crate::buf::WriteBuf;
+use crate::http::{HeadWriter, HttpError, StatusCode};
+
 /// A failed opening handshake. Server-side variants (the request was bad) map to an HTTP
 /// status ([`status`](Self::status)) and a complete response ([`response`](Self::response));
 /// client-side variants (the server's answer was bad, or our own request could not be built)
@@ -10,8 +13,14 @@ use core::fmt;
 #[non_exhaustive]
 pub enum HandshakeError {
     // --- server side: the request ---
-    /// The request head is not valid HTTP/1.1 (RFC 9112 §2-§5). 400.
+    /// The request head is not valid HTTP/1.1 (RFC 9112 §2-§5): the start line or a field
+    /// line does not follow the grammar. 400.
     MalformedRequest(&'static str),
+    /// The request head breaks another rule of the HTTP codec's strict request reader
+    /// ([`crate::http::RequestReader`]): bare LF or obsolete line folding (RFC 9112 §2.2,
+    /// §5.2; 400), a version other than HTTP/1.0 or 1.1 (RFC 9112 §2.3; 505). The status is
+    /// the HTTP codec's ([`HttpError::status`]).
+    Http(HttpError),
     /// The request head exceeds the configured size before it ends. 431 (RFC 6585 §5).
     HeadTooLarge(usize),
     /// More header fields than configured. 431.
@@ -47,13 +56,22 @@ pub enum HandshakeError {
     InvalidUrl(String),
     /// A header name we were asked to write is not an HTTP token.
     InvalidHeaderName(String),
-    /// A header value we were asked to write contains CR, LF or NUL (named by its header).
+    /// A header value we were asked to write holds CR, LF, NUL or another control byte other
+    /// than HTAB (RFC 9110 §5.5), named by its header: the HTTP writers' rule
+    /// ([`crate::http::validate_header_value`]) for every head tickwire writes.
     InvalidHeaderValue(String),
     /// The response head is not valid HTTP/1.1, or is too large.
     MalformedResponse(&'static str),
     /// The server answered with this status instead of 101 (§4.1, "if the status code
     /// received from the server is not 101").
-    UnexpectedStatus(u16),
+    UnexpectedStatus {
+        /// The status the server sent.
+        status: u16,
+        /// The bytes of the response body already received with the head (up to its
+        /// Content-Length when it has one): often the server's reason in words. Possibly
+        /// empty or partial: the handshake does not wait for more.
+        body: Vec<u8>,
+    },
     /// The 101 lacks `Upgrade: websocket` (§4.1, client requirement 2).
     ResponseMissingUpgrade,
     /// The 101 lacks `Connection: upgrade` (§4.1, client requirement 3).
@@ -69,6 +87,12 @@ pub enum HandshakeError {
     BadExtensionResponse(String),
     /// Our own response could not be written: the subprotocol was not offered by the client.
     SubprotocolNotOffered(String),
+    /// Our own refusal could not be written: its status is 1xx (101 is
+    /// [`Response::accept`](super::Response::accept)) or not three digits.
+    InvalidStatus(u16),
+    /// Local misuse: the handshake was driven after it had finished (its connection was
+    /// already handed out) or out of order (a response before the request was read).
+    Finished,
 }
 
 impl HandshakeError {
@@ -86,6 +110,7 @@ impl HandshakeError {
             Self::MissingUpgrade { absent: true } | Self::UnsupportedVersion => 426,
             Self::MethodNotAllowed(_) => 405,
             Self::HeadTooLarge(_) | Self::TooManyHeaders(_) => 431,
+            Self::Http(error) => return error.status().map(StatusCode::as_u16),
             _ => return None,
         })
     }
@@ -93,41 +118,59 @@ impl HandshakeError {
     /// The complete HTTP response for a bad request (status line, the headers the status
     /// requires, `Connection: close`, a short text body); `None` for client-side errors.
     pub fn response(&self) -> Option<Vec<u8>> {
-        let status = self.status()?;
-        let extra = match self {
-            Self::MethodNotAllowed(_) => "Allow: GET\r\n",
-            Self::UnsupportedVersion => "Sec-WebSocket-Version: 13\r\n",
-            Self::MissingUpgrade { absent: true } => "Upgrade: websocket\r\n",
-            _ => "",
+        let mut out = WriteBuf::new(256, 0);
+        self.write_response(&mut out)
+            .then(|| out.as_slice().to_vec())
+    }
+
+    /// Appends [`response`](Self::response) to `out`; false (nothing written) for
+    /// client-side errors.
+    pub fn write_response(&self, out: &mut WriteBuf) -> bool {
+        let Some(status) = self.status() else {
+            return false;
         };
         let body = format!("{self}\n");
-        Some(
-            format!(
-                "HTTP/1.1 {status} {}\r\n{extra}Connection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\r\n{body}",
-                reason_phrase(status),
-                body.len()
-            )
-            .into_bytes(),
-        )
+        write_plain_response(out, status, self.required_header(), body.as_bytes());
+        true
+    }
+
+    /// The header a status requires besides the framing ones (RFC 9110 §15.5.6, §15.5.22;
+    /// RFC 6455 §4.4).
+    fn required_header(&self) -> Option<(&'static str, &'static [u8])> {
+        match self {
+            Self::MethodNotAllowed(_) => Some(("Allow", b"GET")),
+            Self::UnsupportedVersion => Some(("Sec-WebSocket-Version", b"13")),
+            Self::MissingUpgrade { absent: true } => Some(("Upgrade", b"websocket")),
+            _ => None,
+        }
     }
 }
 
-/// The reason phrase for the statuses this crate writes (RFC 9110 §15).
+/// Writes a closing `status` response with a text body (the answer to a bad request). Every
+/// name and value here is a constant that passes the writer's checks.
+fn write_plain_response(
+    out: &mut WriteBuf,
+    status: u16,
+    extra: Option<(&str, &[u8])>,
+    body: &[u8],
+) {
+    let mut head = HeadWriter::response(out, StatusCode(status));
+    if let Some((name, value)) = extra {
+        let _ = head.header(name, value);
+    }
+    let _ = head.header("Connection", b"close");
+    let _ = head.header("Content-Type", b"text/plain; charset=utf-8");
+    head.content_length(body.len() as u64);
+    head.finish();
+    out.extend_from_slice(body);
+}
+
+/// The reason phrase for a status, as the HTTP writer spells it; `Error` for a code without
+/// one (a rejection's default body).
 pub(crate) fn reason_phrase(status: u16) -> &'static str {
-    match status {
-        101 => "Switching Protocols",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        426 => "Upgrade Required",
-        429 => "Too Many Requests",
-        431 => "Request Header Fields Too Large",
-        500 => "Internal Server Error",
-        503 => "Service Unavailable",
-        505 => "HTTP Version Not Supported",
-        _ => "Error",
+    match StatusCode(status).canonical_reason() {
+        "" => "Error",
+        reason => reason,
     }
 }
 
@@ -135,6 +178,7 @@ impl fmt::Display for HandshakeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::MalformedRequest(why) => write!(f, "malformed request: {why}"),
+            Self::Http(error) => write!(f, "bad request: {error}"),
             Self::HeadTooLarge(limit) => write!(f, "request head larger than {limit} bytes"),
             Self::TooManyHeaders(limit) => write!(f, "more than {limit} header fields"),
             Self::MethodNotAllowed(method) => write!(f, "method {method} not allowed, use GET"),
@@ -150,10 +194,15 @@ impl fmt::Display for HandshakeError {
             Self::InvalidUrl(why) => write!(f, "invalid URL: {why}"),
             Self::InvalidHeaderName(name) => write!(f, "invalid header name {name:?}"),
             Self::InvalidHeaderValue(name) => {
-                write!(f, "header {name} has CR, LF or NUL in its value")
+                write!(
+                    f,
+                    "header {name} has CR, LF, NUL or another control byte in its value"
+                )
             }
             Self::MalformedResponse(why) => write!(f, "malformed response: {why}"),
-            Self::UnexpectedStatus(status) => write!(f, "server answered HTTP {status}, not 101"),
+            Self::UnexpectedStatus { status, .. } => {
+                write!(f, "server answered HTTP {status}, not 101")
+            }
             Self::ResponseMissingUpgrade => f.write_str("101 without 'Upgrade: websocket'"),
             Self::ResponseMissingConnection => f.write_str("101 without 'Connection: upgrade'"),
             Self::BadAccept => f.write_str("Sec-WebSocket-Accept missing or wrong"),
@@ -166,6 +215,8 @@ impl fmt::Display for HandshakeError {
             Self::SubprotocolNotOffered(p) => {
                 write!(f, "subprotocol {p:?} was not offered by the client")
             }
+            Self::InvalidStatus(status) => write!(f, "{status} is no status to refuse with"),
+            Self::Finished => f.write_str("handshake driven after it finished or out of order"),
         }
     }
 }

@@ -1,16 +1,31 @@
-//! The server side: validating an upgrade request and writing the 101 or a rejection.
+//! The server role: validating an upgrade request, the caller's decision on it, writing the
+//! 101 or a refusal, and the server [`Connection`] it opens.
+//!
+//! Contract: [`ServerHandshake::read_request`] after each read until it returns
+//! [`Parsed::Complete`] (a [`Request`] for the caller to decide on) or an error (a bad request:
+//! its answer is already in the `WriteBuf`); then [`ServerHandshake::respond`] once with the
+//! caller's [`Response`]. The transport writes the `WriteBuf` and, on an upgrade, hands the
+//! bytes left in the `ReadBuf` to the connection, never before the 101 is written.
+
+use std::time::Instant;
 
 use base64::Engine as _;
 
+use crate::buf::{ReadBuf, WriteBuf};
+#[cfg(feature = "deflate")]
+use crate::deflate::{DeflateConfig, DeflateParams, PerMessageDeflate};
+use crate::http::{HeadWriter, HttpError, Limits, Parsed, RequestReader, StatusCode, Version};
+use crate::ws::{Config, Connection, MaskSource, Role};
+
 use super::error::reason_phrase;
-use super::{HandshakeError, accept_key, check_header, has_token, list_items};
+use super::{HandshakeError, WEBSOCKET_VERSION, accept_key, exactly_one, list_items, write_header};
 
 /// Limits on the upgrade request head, checked on partial input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerLimits {
-    /// Largest request head, request line to blank line (default 8 KiB).
+    /// Largest request head, request line to blank line (default 8 KiB). Answered with 431.
     pub max_head_size: usize,
-    /// Most header fields (default 32).
+    /// Most header fields (default 32). Answered with 431.
     pub max_headers: usize,
 }
 
@@ -23,7 +38,41 @@ impl Default for ServerLimits {
     }
 }
 
-/// A validated WebSocket upgrade request (RFC 6455 §4.2.1).
+/// How a server answers upgrade requests: shared by every handshake it runs (borrowed by
+/// [`ServerHandshake::new`], never copied per connection).
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Limits on the request head.
+    pub limits: ServerLimits,
+    /// Subprotocols this server speaks. When the caller's [`Response`] selects none, the
+    /// first one the client offered (in its order of preference) that is listed here is
+    /// selected. Default: empty (none selected unless the caller does).
+    pub subprotocols: Vec<String>,
+    /// Accept permessage-deflate (RFC 7692) with this configuration: the first valid offer is
+    /// answered, invalid offers are declined, and a request whose every permessage-deflate
+    /// offer is invalid gets 400. `None` (the default) ignores offers, as RFC 7692 §5 allows.
+    #[cfg(feature = "deflate")]
+    pub deflate: Option<DeflateConfig>,
+    /// Headers added to every 101, after the handshake's own and before the caller's.
+    pub headers: Vec<(String, String)>,
+    /// The configuration of each connection once open (default [`Config::server`]).
+    pub config: Config,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            limits: ServerLimits::default(),
+            subprotocols: Vec::new(),
+            #[cfg(feature = "deflate")]
+            deflate: None,
+            headers: Vec::new(),
+            config: Config::server(),
+        }
+    }
+}
+
+/// A validated WebSocket upgrade request (RFC 6455 §4.2.1), for the caller to decide on.
 #[derive(Debug, Clone)]
 pub struct Request {
     path: String,
@@ -35,111 +84,6 @@ pub struct Request {
 }
 
 impl Request {
-    /// Parses and validates the request head at the start of `buf`: `Ok(None)` while
-    /// incomplete (an error as soon as the head is too large or has too many fields),
-    /// `Ok(Some((request, head_len)))` once complete. Bytes after `head_len` are early frames:
-    /// the caller keeps them and parses them only after writing the 101.
-    pub fn parse(
-        buf: &[u8],
-        limits: &ServerLimits,
-    ) -> Result<Option<(Self, usize)>, HandshakeError> {
-        let mut storage = vec![httparse::EMPTY_HEADER; limits.max_headers];
-        let mut request = httparse::Request::new(&mut storage);
-        let head_len = match request.parse(buf) {
-            Ok(httparse::Status::Complete(len)) => len,
-            Ok(httparse::Status::Partial) => {
-                if buf.len() > limits.max_head_size {
-                    return Err(HandshakeError::HeadTooLarge(limits.max_head_size));
-                }
-                return Ok(None);
-            }
-            Err(httparse::Error::TooManyHeaders) => {
-                return Err(HandshakeError::TooManyHeaders(limits.max_headers));
-            }
-            Err(httparse::Error::Version) => {
-                return Err(HandshakeError::MalformedRequest("bad HTTP version"));
-            }
-            Err(_) => {
-                return Err(HandshakeError::MalformedRequest(
-                    "not a valid HTTP/1.1 request head",
-                ));
-            }
-        };
-        if head_len > limits.max_head_size {
-            return Err(HandshakeError::HeadTooLarge(limits.max_head_size));
-        }
-        let method = request.method.unwrap_or("");
-        if method != "GET" {
-            return Err(HandshakeError::MethodNotAllowed(method.to_owned()));
-        }
-        if request.version != Some(1) {
-            return Err(HandshakeError::HttpVersionTooOld);
-        }
-        let all = |name: &'static str| {
-            request
-                .headers
-                .iter()
-                .filter(move |h| h.name.eq_ignore_ascii_case(name))
-        };
-        let hosts: Vec<_> = all("host").collect();
-        if hosts.len() != 1 || hosts[0].value.trim_ascii().is_empty() {
-            return Err(HandshakeError::BadHost);
-        }
-        let host = String::from_utf8(hosts[0].value.trim_ascii().to_vec())
-            .map_err(|_| HandshakeError::BadHost)?;
-        let upgrades: Vec<_> = all("upgrade").collect();
-        if !upgrades.iter().any(|h| has_token(h.value, "websocket")) {
-            return Err(HandshakeError::MissingUpgrade {
-                absent: upgrades.is_empty(),
-            });
-        }
-        if !all("connection").any(|h| has_token(h.value, "upgrade")) {
-            return Err(HandshakeError::MissingConnectionUpgrade);
-        }
-        let versions: Vec<_> = all("sec-websocket-version").collect();
-        if versions.len() != 1 || versions[0].value.trim_ascii() != b"13" {
-            return Err(HandshakeError::UnsupportedVersion);
-        }
-        let keys: Vec<_> = all("sec-websocket-key").collect();
-        let key = match keys.as_slice() {
-            [one] => one.value.trim_ascii(),
-            _ => return Err(HandshakeError::BadKey),
-        };
-        match base64::engine::general_purpose::STANDARD.decode(key) {
-            Ok(nonce) if nonce.len() == 16 => {}
-            _ => return Err(HandshakeError::BadKey),
-        }
-        let key = String::from_utf8(key.to_vec()).map_err(|_| HandshakeError::BadKey)?;
-        if all("transfer-encoding").next().is_some()
-            || all("content-length").any(|h| h.value.trim_ascii() != b"0")
-        {
-            return Err(HandshakeError::UnexpectedBody);
-        }
-        let subprotocols = all("sec-websocket-protocol")
-            .flat_map(|h| list_items(h.value))
-            .collect();
-        let extensions = all("sec-websocket-extensions")
-            .flat_map(|h| list_items(h.value))
-            .collect();
-        let path = request.path.unwrap_or("/").to_owned();
-        let headers = request
-            .headers
-            .iter()
-            .map(|h| (h.name.to_owned(), h.value.to_vec()))
-            .collect();
-        Ok(Some((
-            Self {
-                path,
-                host,
-                key,
-                headers,
-                subprotocols,
-                extensions,
-            },
-            head_len,
-        )))
-    }
-
     /// The request target as sent (path and query).
     pub fn path(&self) -> &str {
         &self.path
@@ -185,12 +129,10 @@ impl Request {
     }
 }
 
-/// The server's answer: a 101 accepting the upgrade, or a rejection.
+/// The caller's decision on a [`Request`]: accept the upgrade, or refuse it with a status.
 #[derive(Debug, Clone)]
 pub struct Response {
     status: u16,
-    accept: Option<String>,
-    offered: Vec<String>,
     subprotocol: Option<String>,
     extensions: Option<String>,
     headers: Vec<(String, String)>,
@@ -198,12 +140,13 @@ pub struct Response {
 }
 
 impl Response {
-    /// A 101 accepting `request`.
+    /// Accepts `request`: a 101. Negotiated permessage-deflate and, unless
+    /// [`subprotocol`](Self::subprotocol) picks one, a subprotocol from
+    /// [`ServerOptions::subprotocols`] are added by [`ServerHandshake::respond`].
     pub fn accept(request: &Request) -> Self {
+        let _ = request;
         Self {
             status: 101,
-            accept: Some(accept_key(request.key.as_bytes())),
-            offered: request.subprotocols.clone(),
             subprotocol: None,
             extensions: None,
             headers: Vec::new(),
@@ -211,12 +154,10 @@ impl Response {
         }
     }
 
-    /// A rejection with `status` (4xx or 5xx); the body defaults to the reason phrase.
+    /// A refusal with `status` (4xx or 5xx); the body defaults to the reason phrase.
     pub fn reject(status: u16) -> Self {
         Self {
             status,
-            accept: None,
-            offered: Vec::new(),
             subprotocol: None,
             extensions: None,
             headers: Vec::new(),
@@ -224,14 +165,15 @@ impl Response {
         }
     }
 
-    /// Selects a subprotocol; it must be one the client offered ([`write_to`](Self::write_to)
-    /// checks).
+    /// Selects a subprotocol; it must be one the client offered
+    /// ([`ServerHandshake::respond`] checks).
     pub fn subprotocol(mut self, protocol: &str) -> Self {
         self.subprotocol = Some(protocol.to_owned());
         self
     }
 
-    /// The `Sec-WebSocket-Extensions` value to send (the negotiated extensions).
+    /// Extension items the caller negotiated itself, for `Sec-WebSocket-Extensions` (after
+    /// permessage-deflate's answer, when there is one). Nothing is installed for them.
     pub fn extensions(mut self, value: &str) -> Self {
         self.extensions = Some(value.to_owned());
         self
@@ -243,7 +185,7 @@ impl Response {
         self
     }
 
-    /// Sets a rejection's body.
+    /// Sets a refusal's body.
     pub fn body(mut self, body: &[u8]) -> Self {
         self.body = body.to_vec();
         self
@@ -258,50 +200,325 @@ impl Response {
     pub fn selected_subprotocol(&self) -> Option<&str> {
         self.subprotocol.as_deref()
     }
+}
 
-    /// Writes the response head (and a rejection's body) into `out`. Fails, writing nothing,
-    /// when a header has CR, LF or NUL or an invalid name, or the subprotocol was not offered.
-    pub fn write_to(&self, out: &mut Vec<u8>) -> Result<(), HandshakeError> {
-        if let Some(protocol) = &self.subprotocol {
-            if !self.offered.iter().any(|offered| offered == protocol) {
-                return Err(HandshakeError::SubprotocolNotOffered(protocol.clone()));
-            }
-        }
-        let mut head = format!(
-            "HTTP/1.1 {} {}\r\n",
-            self.status,
-            reason_phrase(self.status)
-        );
-        let mut write = |name: &str, value: &str| -> Result<(), HandshakeError> {
-            check_header(name, value)?;
-            head.push_str(name);
-            head.push_str(": ");
-            head.push_str(value);
-            head.push_str("\r\n");
-            Ok(())
+/// What [`ServerHandshake::respond`] wrote.
+#[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value per handshake, moved once into the transport: a Box would only add an allocation"
+)]
+pub enum Outcome {
+    /// The 101: the connection is open.
+    Upgraded(Upgraded),
+    /// The caller's refusal with this status.
+    Rejected(u16),
+}
+
+/// An accepted upgrade: the open connection and what was negotiated.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Upgraded {
+    /// The connection, server role, with the negotiated extension installed. Bytes that
+    /// followed the request head are still in the caller's `ReadBuf`: hand them over with
+    /// [`Connection::take_received`] once the 101 is written.
+    pub connection: Connection,
+    /// The subprotocol the 101 selected.
+    pub subprotocol: Option<String>,
+    /// The permessage-deflate parameters in force, `None` when not negotiated.
+    #[cfg(feature = "deflate")]
+    pub deflate: Option<DeflateParams>,
+}
+
+/// A server handshake in progress on one connection.
+#[derive(Debug)]
+pub struct ServerHandshake<'o> {
+    options: &'o ServerOptions,
+    reader: RequestReader,
+    state: State,
+}
+
+#[derive(Debug)]
+enum State {
+    Reading,
+    Deciding(Pending),
+    Done,
+}
+
+/// What the handshake keeps from a valid request until the caller has decided.
+#[derive(Debug)]
+struct Pending {
+    key: String,
+    offered: Vec<String>,
+    /// The negotiated parameters and the answer item.
+    #[cfg(feature = "deflate")]
+    deflate: Option<(DeflateParams, String)>,
+}
+
+impl<'o> ServerHandshake<'o> {
+    /// A handshake answering with `options`.
+    pub fn new(options: &'o ServerOptions) -> Self {
+        let limits = Limits {
+            max_head_bytes: options.limits.max_head_size,
+            max_headers: options.limits.max_headers,
+            // An upgrade request has no body (§4.1: the bytes after the head are frames):
+            // any announced length is refused.
+            max_body_bytes: 0,
+            ..Limits::server()
         };
-        if let Some(accept) = &self.accept {
-            write("Upgrade", "websocket")?;
-            write("Connection", "Upgrade")?;
-            write("Sec-WebSocket-Accept", accept)?;
-            if let Some(protocol) = &self.subprotocol {
-                write("Sec-WebSocket-Protocol", protocol)?;
-            }
-            if let Some(extensions) = &self.extensions {
-                write("Sec-WebSocket-Extensions", extensions)?;
-            }
+        Self {
+            options,
+            reader: RequestReader::new(limits),
+            state: State::Reading,
+        }
+    }
+
+    /// Reads the upgrade request from the front of `buf`, the bytes read so far.
+    ///
+    /// `Ok(Parsed::NeedMore)`: read more into `buf` and call again (the head limits apply to
+    /// the partial head). `Ok(Parsed::Complete(request))`: a valid upgrade request; its head
+    /// was consumed from `buf`, and what follows (early frames) is left there. Decide, then
+    /// call [`respond`](Self::respond). `Err`: a bad request; its answer (the error's
+    /// [`status`](HandshakeError::status), the headers that status requires and a short
+    /// body) has been appended to `out` for the transport to write before closing.
+    pub fn read_request(
+        &mut self,
+        buf: &mut ReadBuf,
+        out: &mut WriteBuf,
+    ) -> Result<Parsed<Request>, HandshakeError> {
+        if !matches!(self.state, State::Reading) {
+            return Err(HandshakeError::Finished);
+        }
+        let result = self.check_request(buf);
+        if let Err(error) = &result {
+            error.write_response(out);
+            self.state = State::Done;
+        }
+        result
+    }
+
+    /// Writes the answer the caller decided on into `out`: the 101 (with the negotiated
+    /// subprotocol and extensions, [`ServerOptions::headers`] and the response's headers),
+    /// or the refusal (`Connection: close`, its headers and body). On an upgrade returns the
+    /// open connection, created at `now`.
+    ///
+    /// A response that cannot be written (a subprotocol the client did not offer, a header
+    /// name that is not a token, a value with a control byte, a refusal status that is 1xx
+    /// or not three digits) is an error; a 500 is appended to `out` instead. Called before
+    /// a request was read, or twice: [`HandshakeError::Finished`].
+    pub fn respond(
+        &mut self,
+        response: Response,
+        out: &mut WriteBuf,
+        now: Instant,
+    ) -> Result<Outcome, HandshakeError> {
+        let State::Deciding(pending) = core::mem::replace(&mut self.state, State::Done) else {
+            return Err(HandshakeError::Finished);
+        };
+        let start = out.len();
+        let result = if response.status == 101 {
+            self.write_upgrade(&pending, &response, out)
+                .map(|subprotocol| Outcome::Upgraded(self.open(&pending, subprotocol, now)))
         } else {
-            write("Connection", "close")?;
-            write("Content-Length", &self.body.len().to_string())?;
+            write_refusal(&response, out).map(|()| Outcome::Rejected(response.status))
+        };
+        if result.is_err() {
+            out.truncate(start);
+            // The default refusal passes every check: it is written.
+            let _ = write_refusal(&Response::reject(500), out);
         }
-        for (name, value) in &self.headers {
-            write(name, value)?;
+        result
+    }
+
+    fn check_request(&mut self, buf: &mut ReadBuf) -> Result<Parsed<Request>, HandshakeError> {
+        let request = match self.reader.read_head(buf) {
+            Ok(Parsed::NeedMore) => return Ok(Parsed::NeedMore),
+            Ok(Parsed::Complete(request)) => request,
+            Err(error) => return Err(request_error(error)),
+        };
+        let method = request.method_token();
+        if method != "GET" {
+            return Err(HandshakeError::MethodNotAllowed(method.to_owned()));
         }
-        head.push_str("\r\n");
-        out.extend_from_slice(head.as_bytes());
-        if self.accept.is_none() {
-            out.extend_from_slice(&self.body);
+        if request.version() != Version::Http11 {
+            return Err(HandshakeError::HttpVersionTooOld);
         }
-        Ok(())
+        let fields = request.headers();
+        // The reader has checked that an HTTP/1.1 request has exactly one Host.
+        let host = match fields.get_str("host") {
+            Some(host) if !host.is_empty() => host.to_owned(),
+            _ => return Err(HandshakeError::BadHost),
+        };
+        if !fields.contains_token("upgrade", "websocket") {
+            return Err(HandshakeError::MissingUpgrade {
+                absent: fields.get("upgrade").is_none(),
+            });
+        }
+        if !fields.contains_token("connection", "upgrade") {
+            return Err(HandshakeError::MissingConnectionUpgrade);
+        }
+        if exactly_one(fields.get_all("sec-websocket-version"))
+            != Some(WEBSOCKET_VERSION.as_bytes())
+        {
+            return Err(HandshakeError::UnsupportedVersion);
+        }
+        let Some(key) = exactly_one(fields.get_all("sec-websocket-key")) else {
+            return Err(HandshakeError::BadKey);
+        };
+        match base64::engine::general_purpose::STANDARD.decode(key) {
+            Ok(nonce) if nonce.len() == 16 => {}
+            _ => return Err(HandshakeError::BadKey),
+        }
+        // Base64 is ASCII: the decode above proved it.
+        let key = String::from_utf8_lossy(key).into_owned();
+        if request.is_chunked() {
+            return Err(HandshakeError::UnexpectedBody);
+        }
+        let request_view = Request {
+            path: request.target().to_owned(),
+            host,
+            key: key.clone(),
+            headers: fields
+                .iter()
+                .map(|(name, value)| (name.to_owned(), value.to_vec()))
+                .collect(),
+            subprotocols: fields
+                .get_all("sec-websocket-protocol")
+                .flat_map(list_items)
+                .collect(),
+            extensions: fields
+                .get_all("sec-websocket-extensions")
+                .flat_map(list_items)
+                .collect(),
+        };
+        // The head is done with: what follows it stays in `buf`, unparsed until the 101.
+        self.reader.release(buf);
+        #[cfg(feature = "deflate")]
+        let deflate = match &self.options.deflate {
+            Some(config) => config
+                .accept(&request_view.extensions)
+                .map_err(|error| HandshakeError::BadExtensionOffer(error.to_string()))?,
+            None => None,
+        };
+        self.state = State::Deciding(Pending {
+            key,
+            offered: request_view.subprotocols.clone(),
+            #[cfg(feature = "deflate")]
+            deflate,
+        });
+        Ok(Parsed::Complete(request_view))
+    }
+
+    /// Writes the 101 for `response`; returns the subprotocol it selected.
+    fn write_upgrade(
+        &self,
+        pending: &Pending,
+        response: &Response,
+        out: &mut WriteBuf,
+    ) -> Result<Option<String>, HandshakeError> {
+        let subprotocol = match &response.subprotocol {
+            Some(chosen) if pending.offered.contains(chosen) => Some(chosen.clone()),
+            Some(chosen) => return Err(HandshakeError::SubprotocolNotOffered(chosen.clone())),
+            None => pending
+                .offered
+                .iter()
+                .find(|offered| self.options.subprotocols.contains(offered))
+                .cloned(),
+        };
+        let mut extensions: Vec<&str> = Vec::new();
+        #[cfg(feature = "deflate")]
+        if let Some((_, answer)) = &pending.deflate {
+            extensions.push(answer);
+        }
+        if let Some(own) = &response.extensions {
+            extensions.push(own);
+        }
+        let mut head = HeadWriter::response(out, StatusCode::SWITCHING_PROTOCOLS);
+        write_header(&mut head, "Upgrade", "websocket")?;
+        write_header(&mut head, "Connection", "Upgrade")?;
+        write_header(
+            &mut head,
+            "Sec-WebSocket-Accept",
+            &accept_key(pending.key.as_bytes()),
+        )?;
+        if let Some(protocol) = &subprotocol {
+            write_header(&mut head, "Sec-WebSocket-Protocol", protocol)?;
+        }
+        if !extensions.is_empty() {
+            write_header(
+                &mut head,
+                "Sec-WebSocket-Extensions",
+                &extensions.join(", "),
+            )?;
+        }
+        for (name, value) in self.options.headers.iter().chain(&response.headers) {
+            write_header(&mut head, name, value)?;
+        }
+        head.finish();
+        Ok(subprotocol)
+    }
+
+    /// The connection for an accepted upgrade, opened at `now`, with the negotiated
+    /// extension installed.
+    fn open(&self, pending: &Pending, subprotocol: Option<String>, now: Instant) -> Upgraded {
+        #[cfg_attr(
+            not(feature = "deflate"),
+            expect(unused_mut, reason = "only permessage-deflate installs an extension")
+        )]
+        let mut connection = Connection::new(
+            Role::Server,
+            self.options.config.clone(),
+            // Servers never mask (§5.1): the source is never asked for a key.
+            MaskSource::seeded(0),
+            now,
+        );
+        #[cfg(feature = "deflate")]
+        if let (Some((params, _)), Some(config)) = (&pending.deflate, &self.options.deflate) {
+            let (decoder, encoder) =
+                PerMessageDeflate::new(Role::Server, params, config).into_parts();
+            connection.set_extension(Box::new(decoder), Box::new(encoder));
+        }
+        #[cfg(not(feature = "deflate"))]
+        let _ = pending;
+        Upgraded {
+            connection,
+            subprotocol,
+            #[cfg(feature = "deflate")]
+            deflate: pending.deflate.as_ref().map(|(params, _)| *params),
+        }
+    }
+}
+
+/// Writes a refusal: its status, `Connection: close`, its length, its headers, its body.
+fn write_refusal(response: &Response, out: &mut WriteBuf) -> Result<(), HandshakeError> {
+    let status = response.status;
+    if !(200..=999).contains(&status) {
+        return Err(HandshakeError::InvalidStatus(status));
+    }
+    let mut head = HeadWriter::response(out, StatusCode(status));
+    write_header(&mut head, "Connection", "close")?;
+    head.content_length(response.body.len() as u64);
+    for (name, value) in &response.headers {
+        write_header(&mut head, name, value)?;
+    }
+    head.finish();
+    out.extend_from_slice(&response.body);
+    Ok(())
+}
+
+/// The handshake error for a request the HTTP reader refused.
+fn request_error(error: HttpError) -> HandshakeError {
+    match error {
+        HttpError::HeadTooLarge { limit } => HandshakeError::HeadTooLarge(limit),
+        HttpError::TooManyHeaders { limit } => HandshakeError::TooManyHeaders(limit),
+        HttpError::MissingHost | HttpError::MultipleHost => HandshakeError::BadHost,
+        HttpError::BodyTooLarge { .. }
+        | HttpError::InvalidContentLength
+        | HttpError::ConflictingContentLength
+        | HttpError::TransferEncodingWithContentLength
+        | HttpError::ChunkedNotLast
+        | HttpError::UnsupportedTransferEncoding => HandshakeError::UnexpectedBody,
+        HttpError::InvalidHead(why) => HandshakeError::MalformedRequest(why),
+        other => HandshakeError::Http(other),
     }
 }

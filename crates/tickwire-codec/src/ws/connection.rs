@@ -22,7 +22,7 @@ use super::{
     CloseCode, Compression, Error, Extension, FrameReader, FrameWriter, Limits, MaskSource,
     Message, OpCode, Role,
 };
-use crate::buf::WriteBuf;
+use crate::buf::{ReadBuf, WriteBuf};
 
 /// Queued control bytes beyond which further automatic pongs are dropped (RFC 6455 §5.5.3
 /// allows answering only the most recent ping); bounds memory against a ping flood from a
@@ -239,6 +239,20 @@ impl Connection {
             self.last_received = now;
         }
         self.last_now = now;
+    }
+
+    /// Takes the bytes that arrived behind the opening handshake's head, left in the
+    /// handshake's read buffer (the first frames): they are parsed before anything read
+    /// later. Leaves `buf` empty. Call once, before the first poll; a server only after its
+    /// 101 has been written (the handshake module's contract).
+    ///
+    /// They are copied once into the reader's buffer, which the reader owns; at most what one
+    /// socket read brought in after the head.
+    pub fn take_received(&mut self, buf: &mut ReadBuf, now: Instant) {
+        if !buf.is_empty() {
+            self.feed(buf.data(), now);
+            buf.clear();
+        }
     }
 
     /// The next event: [`advance`](Self::advance), then [`message`](Self::message) when one is

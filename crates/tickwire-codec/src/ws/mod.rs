@@ -4,7 +4,8 @@
 //! bytes into [`Message`]s that borrow its buffer, [`FrameWriter`] encodes messages into a
 //! [`WriteBuf`](crate::buf::WriteBuf), and [`Connection`] adds the connection-level rules on
 //! top (close handshake, automatic pongs, keepalive pings, timeouts). It does not own sockets,
-//! clocks or the opening handshake (see [`crate::handshake`]).
+//! clocks or the opening handshake (the `handshake` module, a layer above, builds a
+//! [`Connection`] when the upgrade succeeds).
 //!
 //! The extension seam ([`Extension`]) is part of the reader and writer: an extension owns
 //! RSV bits and transforms whole message payloads. With none negotiated the hot path pays one

@@ -112,6 +112,9 @@ pub(super) struct Core {
     chunk_read: usize,
     chunk_out: usize,
     pub(super) body_range: (usize, usize),
+    /// Complete a message at the end of its head, leaving the body (or the bytes of the
+    /// protocol an upgrade switches to) in the buffer: set by the readers' `read_head`.
+    pub(super) head_only: bool,
 }
 
 /// Progress of the search for the blank line that ends a head.
@@ -161,6 +164,7 @@ impl Core {
             chunk_read: 0,
             chunk_out: 0,
             body_range: (0, 0),
+            head_only: false,
         }
     }
 
@@ -247,6 +251,11 @@ impl Core {
             }
             self.chunk_read = head_len;
             self.chunk_out = head_len;
+        }
+        if self.head_only {
+            self.body_range = (self.head_len, self.head_len);
+            self.complete(self.head_len);
+            return Ok(true);
         }
         self.read_body(buf)
     }

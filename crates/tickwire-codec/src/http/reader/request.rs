@@ -55,6 +55,37 @@ impl RequestReader {
         })
     }
 
+    /// Like [`read`](Self::read), but completes at the end of the head and leaves what follows
+    /// it in `buf`: for a request that switches protocols (a WebSocket upgrade, RFC 9110
+    /// §7.8), whose following bytes belong to the new protocol. The head is checked as
+    /// `read` checks it, framing fields included (Transfer-Encoding with Content-Length, a
+    /// Content-Length over [`Limits::max_body_bytes`] are errors); a body it announces is not
+    /// read: [`Request::body`] is empty and [`Request::is_chunked`] / the `Content-Length`
+    /// header tell the caller one was announced. Use either this or `read` for a message.
+    pub fn read_head<'b>(
+        &'b mut self,
+        buf: &'b mut ReadBuf,
+    ) -> Result<Parsed<Request<'b>>, HttpError> {
+        self.core.head_only = true;
+        let complete = self.core.read(buf, RequestHead);
+        self.core.head_only = false;
+        Ok(if complete? {
+            Parsed::Complete(Request {
+                data: buf.data(),
+                core: &self.core,
+            })
+        } else {
+            Parsed::NeedMore
+        })
+    }
+
+    /// Releases the request the last read returned without parsing further: `buf` then
+    /// starts with whatever followed it (after [`read_head`](Self::read_head), the first
+    /// bytes of the new protocol).
+    pub fn release(&mut self, buf: &mut ReadBuf) {
+        self.core.release(buf);
+    }
+
     /// The peer closed the connection. `Ok(None)` when no request had begun;
     /// [`HttpError::IncompleteHead`] or [`HttpError::IncompleteBody`] when one was cut short
     /// (RFC 9112 §8). A request already complete in `buf` is returned as

@@ -70,6 +70,31 @@ impl ResponseReader {
         })
     }
 
+    /// Like [`read`](Self::read), but completes at the end of the head, whatever the status,
+    /// and leaves what follows it in `buf` (reached with [`Response::head_len`]): for a
+    /// client that needs the status before the body is complete, such as a WebSocket client
+    /// reading the answer to its upgrade (a 101, or a refusal whose body may never end). The
+    /// head is checked as `read` checks it; [`Response::body`] is empty. Use either this or
+    /// `read` for a message.
+    pub fn read_head<'b>(
+        &'b mut self,
+        buf: &'b mut ReadBuf,
+    ) -> Result<Parsed<Response<'b>>, HttpError> {
+        let expected = self.expected;
+        self.core.head_only = true;
+        let complete = self.core.read(buf, ResponseHead { expected });
+        self.core.head_only = false;
+        Ok(if complete? {
+            self.finish();
+            Parsed::Complete(Response {
+                data: buf.data(),
+                core: &self.core,
+            })
+        } else {
+            Parsed::NeedMore
+        })
+    }
+
     /// The peer closed the connection: completes a read-until-close body. `Ok(None)` when no
     /// response had begun; [`HttpError::IncompleteHead`] or [`HttpError::IncompleteBody`]
     /// when one was cut short (RFC 9112 §8). A response already complete in `buf` is returned
