@@ -6,9 +6,7 @@ use std::io::{self, ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
-use tickwire_codec::http::{
-    ClientSession, Failure, Method, Parsed, Probe, ResponseReader, Reuse,
-};
+use tickwire_codec::http::{ClientSession, Failure, Method, Parsed, Probe, ResponseReader, Reuse};
 
 use super::gunzip::Gunzip;
 use super::response::ClientResponse;
