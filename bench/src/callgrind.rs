@@ -53,7 +53,7 @@ struct Counted {
 }
 
 /// The workloads counted.
-const WORKLOADS: [Counted; 9] = [
+const WORKLOADS: [Counted; 12] = [
     Counted {
         id: "parse_text_128",
         title: "Instructions: parse 128 B text, 64 frames per read (client role)",
@@ -79,8 +79,32 @@ const WORKLOADS: [Counted; 9] = [
         iterations: ITERATIONS,
     },
     Counted {
+        id: "encode_text_128_client",
+        title: "Instructions: encode 128 B text, client role (masked, fresh key)",
+        libraries: &ws_encode::LIBRARIES,
+        quick: usize::MAX,
+        baseline: "tickwire",
+        iterations: ITERATIONS,
+    },
+    Counted {
         id: "apply_mask_128",
         title: "Instructions: apply_mask 128 B",
+        libraries: &ws_encode::MASKERS,
+        quick: usize::MAX,
+        baseline: "tickwire",
+        iterations: ITERATIONS,
+    },
+    Counted {
+        id: "apply_mask_512",
+        title: "Instructions: apply_mask 512 B",
+        libraries: &ws_encode::MASKERS,
+        quick: usize::MAX,
+        baseline: "tickwire",
+        iterations: ITERATIONS,
+    },
+    Counted {
+        id: "apply_mask_4096",
+        title: "Instructions: apply_mask 4096 B",
         libraries: &ws_encode::MASKERS,
         quick: usize::MAX,
         baseline: "tickwire",
@@ -294,8 +318,17 @@ pub fn run_target(workload: &str, library: &str, iterations: u64) -> Result<(), 
                 black_box(encoder.encode());
             }
         }
-        "apply_mask_128" => {
-            let mut data = wire::json_payload(128);
+        "encode_text_128_client" => {
+            let mut encoder = ws_encode::Encoder::new(library, true);
+            for _ in 0..iterations {
+                black_box(encoder.encode());
+            }
+        }
+        "apply_mask_128" | "apply_mask_512" | "apply_mask_4096" => {
+            let size: usize = workload["apply_mask_".len()..]
+                .parse()
+                .map_err(|_| format!("unknown workload {workload}"))?;
+            let mut data = wire::json_payload(size);
             let apply: fn(&mut [u8], [u8; 4]) = match library {
                 "tickwire" => |buf, key| tickwire_codec::ws::apply_mask(buf, key, 0),
                 "nexus-web" => nexus_web::ws::apply_mask,

@@ -32,6 +32,10 @@ pub struct ReadBuf {
     storage: Vec<u8>,
     start: usize,
     end: usize,
+    /// `ALIAS_PERIOD - 1` in a buffer of at least four periods, else 0: where moved data
+    /// goes is `offset & home_mask` (see [`home`](Self::home)). Kept beside the length so the
+    /// per-read check is one AND.
+    home_mask: usize,
 }
 
 impl ReadBuf {
@@ -41,6 +45,7 @@ impl ReadBuf {
             storage: vec![0; capacity.max(16)],
             start: 0,
             end: 0,
+            home_mask: Self::home_mask_for(capacity.max(16)),
         }
     }
 
@@ -143,10 +148,14 @@ impl ReadBuf {
     /// Where data starting at `at` goes when it moves: the same offset modulo
     /// [`ALIAS_PERIOD`] in a buffer of at least four periods (giving up under 4 KiB of space
     /// for it), else the front.
-    #[inline]
+    #[inline(always)]
     fn home(&self, at: usize) -> usize {
-        if self.storage.len() >= 4 * ALIAS_PERIOD {
-            at % ALIAS_PERIOD
+        at & self.home_mask
+    }
+
+    const fn home_mask_for(len: usize) -> usize {
+        if len >= 4 * ALIAS_PERIOD {
+            ALIAS_PERIOD - 1
         } else {
             0
         }
@@ -163,6 +172,7 @@ impl ReadBuf {
         if needed > self.storage.len() {
             let target = needed.max(self.storage.len().saturating_mul(2));
             self.storage.resize(target, 0);
+            self.home_mask = Self::home_mask_for(target);
         }
     }
 

@@ -39,7 +39,9 @@ pub fn apply_mask(buf: &mut [u8], key: [u8; 4], offset: usize) {
 #[inline(never)]
 fn mask_long(buf: &mut [u8], key: [u8; 4]) {
     let done = simd::xor_in_place(buf, key);
-    xor_portable(&mut buf[done..], key);
+    if done < buf.len() {
+        xor_portable(&mut buf[done..], key);
+    }
 }
 
 /// The portable path of [`apply_mask`] (key already rotated): what runs without AVX2, and what
@@ -96,7 +98,9 @@ pub fn copy_masked(dst: &mut [u8], src: &[u8], key: [u8; 4]) {
 #[inline(never)]
 fn copy_masked_long(dst: &mut [u8], src: &[u8], key: [u8; 4]) {
     let done = simd::copy_xor(dst, src, key);
-    copy_portable(&mut dst[done..], &src[done..], key);
+    if done < src.len() {
+        copy_portable(&mut dst[done..], &src[done..], key);
+    }
 }
 
 /// The portable path of [`copy_masked`].
