@@ -370,21 +370,9 @@ impl FrameWriter {
     /// [`fragments`](Self::fragments) into a slice the caller checked is long enough.
     fn fragments_into(&mut self, dst: &mut [u8], opcode: OpCode, rsv: u8, payload: &[u8]) -> usize {
         let mut at = 0;
-        let mut chunks = payload.chunks(self.fragment_size.max(1)).peekable();
-        let mut first = true;
-        if payload.is_empty() {
-            return self.write_checked(dst, opcode, true, rsv, payload);
-        }
-        while let Some(chunk) = chunks.next() {
-            let fin = chunks.peek().is_none();
-            let (op, bits) = if first {
-                (opcode, rsv)
-            } else {
-                (OpCode::Continuation, 0)
-            };
-            at += self.write_checked(&mut dst[at..], op, fin, bits, chunk);
-            first = false;
-        }
+        self.for_each_fragment(opcode, rsv, payload, |writer, op, fin, bits, chunk| {
+            at += writer.write_checked(&mut dst[at..], op, fin, bits, chunk);
+        });
         at
     }
 
@@ -430,8 +418,23 @@ impl FrameWriter {
     }
 
     fn fragments(&mut self, out: &mut WriteBuf, opcode: OpCode, rsv: u8, payload: &[u8]) {
+        self.for_each_fragment(opcode, rsv, payload, |writer, op, fin, bits, chunk| {
+            writer.frame(out, op, fin, bits, chunk);
+        });
+    }
+
+    /// Splits `payload` at the fragment size and hands each frame's opcode, FIN and RSV bits
+    /// to `emit`: the first frame carries `opcode` and `rsv`, the rest are continuations, the
+    /// last has FIN. A payload within the fragment size (an empty one too) is one frame.
+    fn for_each_fragment(
+        &mut self,
+        opcode: OpCode,
+        rsv: u8,
+        payload: &[u8],
+        mut emit: impl FnMut(&mut Self, OpCode, bool, u8, &[u8]),
+    ) {
         if payload.len() <= self.fragment_size {
-            self.frame(out, opcode, true, rsv, payload);
+            emit(self, opcode, true, rsv, payload);
             return;
         }
         let mut chunks = payload.chunks(self.fragment_size).peekable();
@@ -443,7 +446,7 @@ impl FrameWriter {
             } else {
                 (OpCode::Continuation, 0)
             };
-            self.frame(out, op, fin, bits, chunk);
+            emit(self, op, fin, bits, chunk);
             first = false;
         }
     }
