@@ -384,6 +384,7 @@ impl tokio::io::AsyncRead for MemStream {
 /// its blocking transport).
 struct Tickwire {
     reader: tickwire_codec::ws::FrameReader,
+    buf: tickwire_codec::buf::ReadBuf,
     stream: MemStream,
 }
 
@@ -396,7 +397,8 @@ impl Tickwire {
             (Role::Client, Limits::client())
         };
         Self {
-            reader: FrameReader::new(role, limits, 1 << 20),
+            reader: FrameReader::new(role, limits),
+            buf: tickwire_codec::buf::ReadBuf::with_capacity(1 << 20),
             stream: MemStream::new(),
         }
     }
@@ -411,14 +413,14 @@ impl Parser for Tickwire {
     fn next(&mut self) -> usize {
         use tickwire_codec::ws::{Message, ReadEvent};
         loop {
-            match self.reader.poll().expect("tickwire parse") {
+            match self.reader.poll(&mut self.buf).expect("tickwire parse") {
                 ReadEvent::Message(Message::Text(t)) => return black_box(t).len(),
                 ReadEvent::Message(Message::Binary(b)) => return black_box(b).len(),
                 ReadEvent::Message(_) => continue,
                 ReadEvent::NeedMore => {
-                    let n = self.stream.fill(self.reader.spare());
+                    let n = self.stream.fill(self.reader.spare(&mut self.buf));
                     assert!(n > 0, "tickwire: stream exhausted");
-                    self.reader.filled(n);
+                    self.buf.filled(n);
                 }
             }
         }

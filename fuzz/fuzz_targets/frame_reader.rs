@@ -4,6 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use tickwire_codec::buf::ReadBuf;
 use tickwire_codec::ws::{Error, FrameReader, Limits, Message, ReadEvent, Role};
 
 #[derive(Debug, PartialEq)]
@@ -13,13 +14,14 @@ enum Seen {
 }
 
 fn run(role: Role, limits: Limits, data: &[u8], pieces: &[u8]) -> Vec<Seen> {
-    let mut reader = FrameReader::new(role, limits, 32);
+    let mut reader = FrameReader::new(role, limits);
+    let mut buf = ReadBuf::with_capacity(32);
     let mut seen = Vec::new();
     let mut at = 0;
     let mut piece = pieces.iter().cycle();
     loop {
         loop {
-            match reader.poll() {
+            match reader.poll(&mut buf) {
                 Ok(ReadEvent::Message(m)) => seen.push(Seen::Message(describe(m))),
                 Ok(ReadEvent::NeedMore) => break,
                 Err(e) => {
@@ -36,7 +38,7 @@ fn run(role: Role, limits: Limits, data: &[u8], pieces: &[u8]) -> Vec<Seen> {
         } else {
             usize::from(*piece.next().unwrap_or(&1)).max(1)
         };
-        let spare = reader.spare();
+        let spare = reader.spare(&mut buf);
         assert!(!spare.is_empty());
         assert!(
             spare.len() <= 4 * (limits.max_frame_size + 64),
@@ -44,7 +46,7 @@ fn run(role: Role, limits: Limits, data: &[u8], pieces: &[u8]) -> Vec<Seen> {
         );
         let n = want.min(spare.len()).min(data.len() - at);
         spare[..n].copy_from_slice(&data[at..at + n]);
-        reader.filled(n);
+        buf.filled(n);
         at += n;
     }
 }

@@ -9,7 +9,7 @@
 use std::hint::black_box;
 
 use flate2::{Compress, Decompress, FlushCompress, FlushDecompress};
-use tickwire_codec::buf::WriteBuf;
+use tickwire_codec::buf::{ReadBuf, WriteBuf};
 use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PerMessageDeflate};
 use tickwire_codec::ws::{FrameReader, FrameWriter, Limits, MaskSource, Message, OpCode, Role};
 
@@ -212,7 +212,7 @@ pub struct Decompressor {
 
 enum Inflater {
     /// The client's reader with the extension: each message's frame arrives in one read.
-    Tickwire(FrameReader),
+    Tickwire(FrameReader, ReadBuf),
     /// One `decompress_vec` of the deflate data, tail included, into a reused buffer.
     Flate2 {
         inflate: Decompress,
@@ -228,10 +228,10 @@ impl Decompressor {
     /// most one window, which the cycle refills with the same messages.
     pub fn new(variant: Variant, prime: &[Vec<u8>], steady: Vec<Vec<u8>>) -> (Self, Vec<Vec<u8>>) {
         let side = if variant.is_tickwire() {
-            let mut reader = FrameReader::new(Role::Client, Limits::client(), 64 << 10);
+            let mut reader = FrameReader::new(Role::Client, Limits::client());
             let (decoder, _) = variant.extension(Role::Client).into_parts();
             reader.set_extension(Box::new(decoder));
-            Inflater::Tickwire(reader)
+            Inflater::Tickwire(reader, ReadBuf::with_capacity(64 << 10))
         } else {
             Inflater::Flate2 {
                 inflate: Decompress::new(false),
@@ -268,16 +268,16 @@ impl Decompressor {
         let input = &self.inputs[self.next];
         self.next = (self.next + 1) % self.inputs.len();
         match &mut self.side {
-            Inflater::Tickwire(reader) => {
+            Inflater::Tickwire(reader, buf) => {
                 // The transport's path: read into spare(), then advance and take the message,
                 // as `Connection` does. Not `poll`: a second caller of it in this binary makes
                 // the compiler stop inlining it into `ws_parse`, which would move the parse
                 // tables (~27 instructions per message).
-                reader.spare()[..input.len()].copy_from_slice(input);
-                reader.filled(input.len());
+                reader.spare(buf)[..input.len()].copy_from_slice(input);
+                buf.filled(input.len());
                 match reader
-                    .advance()
-                    .map(|ready| ready.then(|| reader.message()))
+                    .advance(buf)
+                    .map(|ready| ready.then(|| reader.message(buf)))
                 {
                     Ok(Some(Ok(Message::Text(text)))) => text.as_bytes(),
                     other => panic!("tickwire: expected an inflated text message, got {other:?}"),

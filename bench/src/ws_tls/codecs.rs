@@ -12,7 +12,7 @@ use std::io::Read;
 use std::time::Instant;
 
 use rustls::pki_types::ServerName;
-use tickwire_codec::ws::{Config, Connection, Event, MaskSource, Message, Role};
+use tickwire_codec::ws::{Buffers, Config, Connection, Event, MaskSource, Message, Role};
 use tickwire_tls::{Plaintext, TlsCodec};
 
 use super::pki;
@@ -73,6 +73,7 @@ impl Variant {
 /// server that encrypts its input.
 pub struct Receiver {
     conn: Connection,
+    bufs: Buffers,
     /// The time passed to the connection with every read: taken once (sans-IO, time comes
     /// in from the caller; a clock read per record would be the same for every row).
     now: Instant,
@@ -128,6 +129,7 @@ impl Receiver {
         };
         Self {
             conn: Connection::new(Role::Client, Config::client(), MaskSource::random(), now),
+            bufs: Buffers::new(&Config::client()),
             now,
             tls,
             server,
@@ -177,7 +179,7 @@ impl Receiver {
     #[inline]
     pub fn receive<R>(&mut self, inspect: impl FnOnce(&str) -> R) -> R {
         loop {
-            match self.conn.poll().expect("tickwire parse") {
+            match self.conn.poll(&mut self.bufs).expect("tickwire parse") {
                 Event::Message(Message::Text(text)) => return inspect(text),
                 Event::NeedMore => self.feed_one(),
                 other => panic!("expected a text message, got {other:?}"),
@@ -192,12 +194,12 @@ impl Receiver {
         self.at += self.stride;
         let n = match &mut self.tls {
             Tls::None => {
-                self.conn.spare()[..record.len()].copy_from_slice(record);
+                self.conn.spare(&mut self.bufs)[..record.len()].copy_from_slice(record);
                 record.len()
             }
             Tls::Tickwire(codec) => {
                 codec.read_tls(record).expect("tickwire: read_tls");
-                match codec.read_plaintext(self.conn.spare()) {
+                match codec.read_plaintext(self.conn.spare(&mut self.bufs)) {
                     Ok(Plaintext::Data(n)) => n,
                     other => panic!("tickwire: read_plaintext: {other:?}"),
                 }
@@ -205,10 +207,12 @@ impl Receiver {
             Tls::Rustls(conn) => {
                 conn.read_tls(&mut &record[..]).expect("rustls: read_tls");
                 conn.process_new_packets().expect("rustls: process");
-                conn.reader().read(self.conn.spare()).expect("rustls: read")
+                conn.reader()
+                    .read(self.conn.spare(&mut self.bufs))
+                    .expect("rustls: read")
             }
         };
-        self.conn.filled(n, self.now);
+        self.conn.filled(&mut self.bufs, n, self.now);
     }
 }
 

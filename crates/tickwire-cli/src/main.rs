@@ -207,7 +207,7 @@ fn client_tls(args: &ConnectArgs) -> Result<Option<ClientTlsConfig>, String> {
 
 fn echo_connection<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), Error> {
     loop {
-        let (message, sender) = ws.recv_with_sender()?;
+        let (message, mut sender) = ws.recv_with_sender()?;
         match message {
             Message::Text(text) => sender.text(text)?,
             Message::Binary(data) => sender.binary(data)?,
@@ -284,7 +284,7 @@ fn connect(args: &ConnectArgs) -> Result<(), String> {
 
 fn echo_until_close<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), String> {
     loop {
-        let (message, sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
+        let (message, mut sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
         match message {
             Message::Text(text) => sender.text(text).map_err(|e| e.to_string())?,
             Message::Binary(data) => sender.binary(data).map_err(|e| e.to_string())?,

@@ -11,7 +11,7 @@ use std::time::Instant;
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PerMessageDeflate};
 use tickwire_codec::ws::{
-    CloseCode, Config, Connection, Error, Event, FrameWriter, Limits, MaskSource, OpCode, Role,
+    Buffers, CloseCode, Config, Connection, Error, Event, FrameWriter, MaskSource, OpCode, Role,
 };
 
 #[path = "support/tracking.rs"]
@@ -47,23 +47,21 @@ fn main() {
         server_max_window_bits: 15,
         client_max_window_bits: 15,
     };
-    let config = Config {
-        limits: Limits {
-            max_message_size: LIMIT,
-            ..Limits::server()
-        },
-        ..Config::server()
-    };
+    let mut config = Config::server();
+    config.limits.max_message_size = LIMIT;
     let now = Instant::now();
+    let mut bufs = Buffers::new(&config);
     let mut conn = Connection::new(Role::Server, config, MaskSource::seeded(0), now);
     let (decoder, encoder) =
         PerMessageDeflate::new(Role::Server, &params, &DeflateConfig::default()).into_parts();
     conn.set_extension(Box::new(decoder), Box::new(encoder));
-    conn.feed(&frame, now);
+    conn.feed(&mut bufs, &frame, now);
 
     let before = tracking::live();
     tracking::reset_peak();
-    let result = conn.poll().map(|event| matches!(event, Event::NeedMore));
+    let result = conn
+        .poll(&mut bufs)
+        .map(|event| matches!(event, Event::NeedMore));
     let peak = tracking::peak() - before;
 
     assert_eq!(result, Err(Error::MessageTooLarge { limit: LIMIT }));
@@ -75,8 +73,8 @@ fn main() {
     );
     // The close on the wire carries 1009 (RFC 6455 §7.4.1).
     let close = [0x88, 0x02, 0x03, 0xf1];
-    assert!(conn.wants_write());
-    assert_eq!(conn.output(), close, "close frame queued");
+    assert!(conn.wants_write(&bufs));
+    assert_eq!(conn.output(&bufs), close, "close frame queued");
     assert_eq!(CloseCode::MESSAGE_TOO_BIG.0, 1009);
     println!(
         "deflate_bomb: {} compressed bytes for {BOMB} zeros refused with 1009; peak heap growth {peak} bytes (limit {LIMIT})",

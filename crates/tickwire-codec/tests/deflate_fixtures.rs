@@ -2,7 +2,7 @@
 //! each kept as a fixture under `tests/data/`. Every test here states what RFC 7692 (or the
 //! crate's own documentation) requires; each failed before the fix in the commit that added it.
 
-use tickwire_codec::buf::WriteBuf;
+use tickwire_codec::buf::{ReadBuf, WriteBuf};
 use tickwire_codec::deflate::{
     DeflateConfig, DeflateParams, InflateError, PerMessageDeflate, inflate_raw,
 };
@@ -24,7 +24,7 @@ fn params(no_context_takeover: bool) -> DeflateParams {
 }
 
 fn reader(role: Role, params: &DeflateParams, limits: Limits) -> FrameReader {
-    let mut reader = FrameReader::new(role, limits, 64);
+    let mut reader = FrameReader::new(role, limits);
     let (decoder, _) = PerMessageDeflate::new(role, params, &DeflateConfig::default()).into_parts();
     reader.set_extension(Box::new(decoder));
     reader
@@ -32,10 +32,11 @@ fn reader(role: Role, params: &DeflateParams, limits: Limits) -> FrameReader {
 
 /// Every data message (as bytes) until the first error.
 fn read_all(reader: &mut FrameReader, wire: &[u8]) -> Vec<Result<Vec<u8>, Error>> {
-    reader.feed(wire);
+    let mut buf = ReadBuf::with_capacity(64);
+    reader.feed(&mut buf, wire);
     let mut seen = Vec::new();
     loop {
-        match reader.poll() {
+        match reader.poll(&mut buf) {
             Ok(ReadEvent::Message(Message::Text(text))) => seen.push(Ok(text.as_bytes().to_vec())),
             Ok(ReadEvent::Message(Message::Binary(bytes))) => seen.push(Ok(bytes.to_vec())),
             Ok(ReadEvent::Message(other)) => panic!("unexpected {other:?}"),

@@ -6,7 +6,7 @@
 //! A tracking global allocator counts live bytes for this binary only; it has its own `main`
 //! so libtest's threads do not allocate meanwhile.
 
-use tickwire_codec::buf::WriteBuf;
+use tickwire_codec::buf::{ReadBuf, WriteBuf};
 use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PerMessageDeflate};
 use tickwire_codec::ws::{FrameReader, FrameWriter, Limits, MaskSource, ReadEvent, Role};
 
@@ -42,7 +42,8 @@ fn state_bytes(no_context_takeover: bool, bits: u8) -> (usize, usize) {
     let config = DeflateConfig::default();
     let mut out = WriteBuf::new(64 << 10, 14);
     let mut writer = FrameWriter::new(Role::Server, MaskSource::seeded(1));
-    let mut reader = FrameReader::new(Role::Client, Limits::client(), 64 << 10);
+    let mut reader = FrameReader::new(Role::Client, Limits::client());
+    let mut buf = ReadBuf::with_capacity(64 << 10);
     // Warm the buffers without the extension so only the deflate state is counted.
     let mut scratch_warm = FrameWriter::new(Role::Server, MaskSource::seeded(1));
     for i in 0..200 {
@@ -61,9 +62,9 @@ fn state_bytes(no_context_takeover: bool, bits: u8) -> (usize, usize) {
     let before = live();
     let (decoder, _) = PerMessageDeflate::new(Role::Client, &params, &config).into_parts();
     reader.set_extension(Box::new(decoder));
-    reader.feed(out.as_slice());
+    reader.feed(&mut buf, out.as_slice());
     let mut received = 0;
-    while let Ok(ReadEvent::Message(_)) = reader.poll() {
+    while let Ok(ReadEvent::Message(_)) = reader.poll(&mut buf) {
         received += 1;
     }
     assert_eq!(received, 200);

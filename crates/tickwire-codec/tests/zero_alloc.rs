@@ -1,13 +1,17 @@
 //! Proves DESIGN rule 6: after warm-up, receiving a single-frame message and sending one
-//! allocate nothing, in both roles. A counting global allocator wraps the system allocator
-//! for this test binary only.
+//! allocate nothing, in both roles; and rule 11: a server connection whose buffers went back
+//! to a pool holds no heap at all, in at most 256 bytes of state. A counting global allocator
+//! wraps the system allocator for this test binary only.
 
 use std::alloc::System;
+use std::sync::Arc;
 use std::time::Instant;
 
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use tickwire_codec::buf::WriteBuf;
-use tickwire_codec::ws::{Config, Connection, Event, FrameWriter, MaskSource, Message, Role};
+use tickwire_codec::ws::{
+    Buffers, Config, Connection, Event, FrameWriter, MaskSource, Message, Role,
+};
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
@@ -29,13 +33,13 @@ fn peer_frames(role: Role) -> Vec<u8> {
 
 /// Feeds one batch through the socket-facing path, echoes data messages while they are
 /// borrowed, and drains the output as a transport would. Returns messages seen.
-fn round(conn: &mut Connection, input: &[u8], now: Instant) -> usize {
-    let spare = conn.spare();
+fn round(conn: &mut Connection, bufs: &mut Buffers, input: &[u8], now: Instant) -> usize {
+    let spare = conn.spare(bufs);
     spare[..input.len()].copy_from_slice(input);
-    conn.filled(input.len(), now);
+    conn.filled(bufs, input.len(), now);
     let mut seen = 0;
     loop {
-        let (event, sender) = conn.poll_with_sender().expect("valid frames");
+        let (event, mut sender) = conn.poll_with_sender(bufs).expect("valid frames");
         match event {
             Event::Message(Message::Text(text)) => sender.text(text).unwrap(),
             Event::Message(Message::Binary(data)) => sender.binary(data).unwrap(),
@@ -45,9 +49,9 @@ fn round(conn: &mut Connection, input: &[u8], now: Instant) -> usize {
         }
         seen += 1;
     }
-    while conn.wants_write() {
-        let n = conn.output().len();
-        conn.advance_output(n);
+    while conn.wants_write(bufs) {
+        let n = conn.output(bufs).len();
+        conn.advance_output(bufs, n);
     }
     seen
 }
@@ -60,14 +64,15 @@ fn assert_steady_state_allocates_nothing(role: Role) {
     } else {
         Config::client()
     };
+    let mut bufs = Buffers::new(&config);
     let mut conn = Connection::new(role, config, MaskSource::seeded(1), now);
     for _ in 0..100 {
-        assert_eq!(round(&mut conn, &input, now), 3);
+        assert_eq!(round(&mut conn, &mut bufs, &input, now), 3);
     }
     let region = Region::new(GLOBAL);
     let mut seen = 0;
     for _ in 0..10_000 {
-        seen += round(&mut conn, &input, now);
+        seen += round(&mut conn, &mut bufs, &input, now);
     }
     let change = region.change();
     assert_eq!(seen, 30_000);
@@ -75,6 +80,66 @@ fn assert_steady_state_allocates_nothing(role: Role) {
         (change.allocations, change.reallocations),
         (0, 0),
         "{role:?}: steady-state receive + echo + pong allocated"
+    );
+}
+
+/// 1,000 server connections share one configuration and one pooled set of buffers, as a
+/// reactor worker runs them: each receives a burst (a fragmented message among the frames),
+/// echoes it, and gives the buffers back once it is idle. Afterwards the connections hold
+/// no heap: everything allocated on their behalf was freed, and their state is inline.
+fn idle_connections_hold_no_buffer() {
+    const CONNECTIONS: usize = 1_000;
+    let state = size_of::<Connection>();
+    assert!(state <= 256, "per-connection state is {state} bytes");
+
+    let config = Arc::new(Config::server());
+    let now = Instant::now();
+    let mut input = peer_frames(Role::Server);
+    let mut writer = FrameWriter::new(Role::Client, MaskSource::seeded(3));
+    writer.set_fragment_size(Some(16));
+    let mut out = WriteBuf::new(256, 14);
+    writer.text(&mut out, "a fragmented message of several frames");
+    input.extend_from_slice(out.as_slice());
+
+    let mut pool = vec![Buffers::new(&config)];
+    let mut conns = Vec::with_capacity(CONNECTIONS);
+    let region = Region::new(GLOBAL);
+    for i in 0..CONNECTIONS {
+        conns.push(Connection::new(
+            Role::Server,
+            Arc::clone(&config),
+            MaskSource::seeded(i as u64),
+            now,
+        ));
+    }
+    let made = region.change();
+    assert_eq!(
+        (made.allocations, made.bytes_allocated),
+        (0, 0),
+        "opening a server connection allocated"
+    );
+    for conn in &mut conns {
+        let mut bufs = pool.pop().expect("the set was given back");
+        assert_eq!(round(conn, &mut bufs, &input, now), 4);
+        conn.release(&mut bufs);
+        assert!(conn.is_idle(&bufs), "nothing buffered after the burst");
+        conn.trim();
+        pool.push(bufs);
+    }
+    let change = region.change();
+    let held = change.bytes_allocated as i64 - change.bytes_deallocated as i64;
+    assert_eq!(
+        held, 0,
+        "{CONNECTIONS} idle connections still hold heap ({} allocations during the bursts)",
+        change.allocations
+    );
+    assert_eq!(
+        Arc::strong_count(&config),
+        CONNECTIONS + 1,
+        "one shared Config"
+    );
+    println!(
+        "zero_alloc: {CONNECTIONS} idle server connections: {state} bytes of state each, 0 bytes of heap, one shared Config"
     );
 }
 
@@ -90,5 +155,7 @@ fn main() {
         println!("zero_alloc: {role:?}: receive + echo + pong, 30 000 messages, 0 allocations");
         passed += 1;
     }
+    idle_connections_hold_no_buffer();
+    passed += 1;
     println!("zero_alloc: {passed} passed, 0 failed");
 }

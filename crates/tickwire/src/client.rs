@@ -11,7 +11,7 @@ use tickwire_codec::buf::{ReadBuf, WriteBuf};
 #[cfg(feature = "deflate")]
 use tickwire_codec::deflate::DeflateConfig;
 use tickwire_codec::handshake::{ClientHandshake, ClientOptions, Parsed};
-use tickwire_codec::ws::{Config, Limits, MaskSource, Role};
+use tickwire_codec::ws::{Buffers, Config, Limits, MaskSource, Role};
 
 #[cfg(feature = "tls")]
 use tickwire_tls::ClientTlsConfig;
@@ -229,9 +229,9 @@ impl ClientBuilder {
         };
         stream.set_write_timeout(self.write_timeout)?;
         stream.set_read_timeout(None)?;
-        let mut conn = accepted.connection;
-        conn.take_received(&mut received, Instant::now());
-        let ws = WebSocket::from_parts(stream, conn, Role::Client, self.read_timeout)
+        let conn = accepted.connection;
+        let bufs = Buffers::with_read(received, conn.config());
+        let ws = WebSocket::from_parts(stream, conn, bufs, Role::Client, self.read_timeout)
             .with_subprotocol(accepted.subprotocol);
         #[cfg(feature = "deflate")]
         let ws = ws.with_deflate(accepted.deflate);

@@ -15,7 +15,7 @@
 //! ws.flush()?;
 //! loop {
 //!     // Reply while the received message is still borrowed: no copy.
-//!     let (message, sender) = ws.recv_with_sender()?;
+//!     let (message, mut sender) = ws.recv_with_sender()?;
 //!     match message {
 //!         Message::Text(text) => sender.text(text)?,
 //!         Message::Close(_) => break,

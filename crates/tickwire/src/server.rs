@@ -14,7 +14,7 @@ use tickwire_codec::deflate::DeflateConfig;
 use tickwire_codec::handshake::{
     Outcome, Parsed, Request, Response, ServerHandshake, ServerLimits, ServerOptions,
 };
-use tickwire_codec::ws::{Config, Limits, Role};
+use tickwire_codec::ws::{Buffers, Config, Limits, Role};
 
 #[cfg(feature = "tls")]
 use tickwire_tls::{ServerTlsConfig, TlsCodec};
@@ -226,9 +226,9 @@ impl ServerBuilder {
         stream.set_write_timeout(self.write_timeout)?;
         stream.set_read_timeout(None)?;
         // The 101 is out: only now do the bytes that followed the request become frames.
-        let mut conn = upgraded.connection;
-        conn.take_received(&mut received, Instant::now());
-        let ws = WebSocket::from_parts(stream, conn, Role::Server, self.read_timeout)
+        let conn = upgraded.connection;
+        let bufs = Buffers::with_read(received, conn.config());
+        let ws = WebSocket::from_parts(stream, conn, bufs, Role::Server, self.read_timeout)
             .with_subprotocol(upgraded.subprotocol);
         #[cfg(feature = "deflate")]
         let ws = ws.with_deflate(upgraded.deflate);

@@ -13,7 +13,8 @@ use tickwire_codec::deflate::DeflateParams;
 #[cfg(feature = "deflate")]
 use tickwire_codec::ws::PreparedMessage;
 use tickwire_codec::ws::{
-    CloseCode, Compression, Connection, ConnectionState, Message, OpCode, Progress, Role, Sender,
+    Buffers, CloseCode, Compression, Connection, ConnectionState, Message, OpCode, Progress, Role,
+    Sender,
 };
 
 use crate::{Error, Stream};
@@ -34,6 +35,8 @@ pub enum Recv<'a> {
 pub struct WebSocket<S: Stream> {
     stream: S,
     conn: Connection,
+    /// The connection's buffers, lent to it on every call.
+    bufs: Buffers,
     role: Role,
     /// Read timeout the user asked for; connection timers may shorten a read below it.
     read_timeout: Option<Duration>,
@@ -46,18 +49,20 @@ pub struct WebSocket<S: Stream> {
 }
 
 impl<S: Stream> WebSocket<S> {
-    /// Wraps a stream whose opening handshake is done. `conn` holds any bytes that arrived
-    /// after the handshake. `read_timeout` is the user's read timeout (already set on the
-    /// stream or not; it is applied before the next read).
+    /// Wraps a stream whose opening handshake is done. `bufs.read` holds any bytes that
+    /// arrived after the handshake (see [`Buffers::with_read`]). `read_timeout` is the user's
+    /// read timeout (already set on the stream or not; it is applied before the next read).
     pub fn from_parts(
         stream: S,
         conn: Connection,
+        bufs: Buffers,
         role: Role,
         read_timeout: Option<Duration>,
     ) -> Self {
         Self {
             stream,
             conn,
+            bufs,
             role,
             read_timeout,
             applied_timeout: None,
@@ -105,7 +110,7 @@ impl<S: Stream> WebSocket<S> {
 
     /// Like [`recv`](Self::recv), and also lends the [`Sender`] so a reply (an echo, a pong,
     /// an order) can be queued while the message is still borrowed, with no copy.
-    pub fn recv_with_sender(&mut self) -> Result<(Message<'_>, &mut Sender), Error> {
+    pub fn recv_with_sender(&mut self) -> Result<(Message<'_>, Sender<'_>), Error> {
         match self.fill(true)? {
             Progress::Ready => self.take_message(),
             Progress::Closed => Err(Error::ConnectionClosed),
@@ -127,21 +132,22 @@ impl<S: Stream> WebSocket<S> {
 
     /// Queues a text message (not written until [`flush`](Self::flush)).
     pub fn send_text(&mut self, text: &str) -> Result<(), Error> {
-        Ok(self.conn.sender().text(text)?)
+        Ok(self.conn.sender(&mut self.bufs).text(text)?)
     }
 
     /// Queues a binary message.
     pub fn send_binary(&mut self, payload: &[u8]) -> Result<(), Error> {
-        Ok(self.conn.sender().binary(payload)?)
+        Ok(self.conn.sender(&mut self.bufs).binary(payload)?)
     }
 
     /// Queues a text message, overriding the permessage-deflate policy for this one message
     /// (`Compression::Never` for a latency-critical order, `Always` for a snapshot).
     pub fn send_text_with(&mut self, text: &str, compression: Compression) -> Result<(), Error> {
-        Ok(self
-            .conn
-            .sender()
-            .message_with(OpCode::Text, text.as_bytes(), compression)?)
+        Ok(self.conn.sender(&mut self.bufs).message_with(
+            OpCode::Text,
+            text.as_bytes(),
+            compression,
+        )?)
     }
 
     /// Queues a binary message, overriding the permessage-deflate policy for this one
@@ -153,19 +159,19 @@ impl<S: Stream> WebSocket<S> {
     ) -> Result<(), Error> {
         Ok(self
             .conn
-            .sender()
+            .sender(&mut self.bufs)
             .message_with(OpCode::Binary, payload, compression)?)
     }
 
     /// Queues a message compressed once for many connections (see [`PreparedMessage`]).
     #[cfg(feature = "deflate")]
     pub fn send_prepared(&mut self, message: &PreparedMessage) -> Result<(), Error> {
-        Ok(self.conn.sender().prepared(message)?)
+        Ok(self.conn.sender(&mut self.bufs).prepared(message)?)
     }
 
     /// Queues a ping (at most 125 bytes).
     pub fn ping(&mut self, payload: &[u8]) -> Result<(), Error> {
-        Ok(self.conn.sender().ping(payload)?)
+        Ok(self.conn.sender(&mut self.bufs).ping(payload)?)
     }
 
     /// Queues a text message and writes everything queued.
@@ -181,20 +187,20 @@ impl<S: Stream> WebSocket<S> {
     }
 
     /// The sending half, to queue several messages before one flush.
-    pub fn sender(&mut self) -> &mut Sender {
-        self.conn.sender()
+    pub fn sender(&mut self) -> Sender<'_> {
+        self.conn.sender(&mut self.bufs)
     }
 
     /// Writes everything queued.
     pub fn flush(&mut self) -> Result<(), Error> {
-        while self.conn.wants_write() {
-            let n = match self.stream.write(self.conn.output()) {
+        while self.conn.wants_write(&self.bufs) {
+            let n = match self.stream.write(self.conn.output(&self.bufs)) {
                 Ok(0) => return Err(Error::Io(ErrorKind::WriteZero.into())),
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => return Err(Error::from(e)),
             };
-            self.conn.advance_output(n);
+            self.conn.advance_output(&mut self.bufs, n);
         }
         self.stream.flush()?;
         Ok(())
@@ -204,13 +210,19 @@ impl<S: Stream> WebSocket<S> {
     /// calling [`recv`](Self::recv) to drain messages until it returns
     /// [`Error::ConnectionClosed`] (the peer's reply) or a close timeout error.
     pub fn close(&mut self, code: CloseCode, reason: &str) -> Result<(), Error> {
-        self.conn.close(code, reason, Instant::now())?;
+        self.conn
+            .close(&mut self.bufs, code, reason, Instant::now())?;
         self.flush()
     }
 
     /// The sans-IO connection (state, configuration).
     pub fn connection(&self) -> &Connection {
         &self.conn
+    }
+
+    /// The connection's buffers (received bytes not yet parsed, queued output).
+    pub fn buffers(&self) -> &Buffers {
+        &self.bufs
     }
 
     /// The stream.
@@ -232,7 +244,7 @@ impl<S: Stream> WebSocket<S> {
     /// stream has nothing more.
     fn fill(&mut self, blocking: bool) -> Result<Progress, Error> {
         loop {
-            match self.conn.advance() {
+            match self.conn.advance(&mut self.bufs) {
                 Ok(Progress::Ready) => return Ok(Progress::Ready),
                 Ok(Progress::Closed) => {
                     self.finish_transport();
@@ -247,7 +259,7 @@ impl<S: Stream> WebSocket<S> {
                 continue;
             }
             self.apply_read_timeout()?;
-            let read = self.stream.read(self.conn.spare());
+            let read = self.stream.read(self.conn.spare(&mut self.bufs));
             let now = Instant::now();
             match read {
                 Ok(0) => {
@@ -258,12 +270,12 @@ impl<S: Stream> WebSocket<S> {
                         Err(Error::UnexpectedEof)
                     };
                 }
-                Ok(n) => self.conn.filled(n, now),
+                Ok(n) => self.conn.filled(&mut self.bufs, n, now),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                     let timer_due = self.conn.poll_timeout().is_some_and(|at| at <= now);
                     if timer_due {
-                        if let Err(error) = self.conn.handle_timeout(now) {
+                        if let Err(error) = self.conn.handle_timeout(&mut self.bufs, now) {
                             return Err(self.failed(error));
                         }
                     } else if !blocking || self.read_timeout.is_some() {
@@ -279,7 +291,7 @@ impl<S: Stream> WebSocket<S> {
         }
     }
 
-    fn take_message(&mut self) -> Result<(Message<'_>, &mut Sender), Error> {
+    fn take_message(&mut self) -> Result<(Message<'_>, Sender<'_>), Error> {
         let closing = self.conn.state() == ConnectionState::Closed;
         if closing {
             // The peer's close was answered: write the reply now so the peer is not kept
@@ -289,7 +301,9 @@ impl<S: Stream> WebSocket<S> {
         }
         // Invalid text fails here, after the borrow-free part: the close frame it queues is
         // written by the next call on this connection, or when it is dropped.
-        self.conn.message_with_sender().map_err(Error::Protocol)
+        self.conn
+            .message_with_sender(&mut self.bufs)
+            .map_err(Error::Protocol)
     }
 
     /// A protocol error or timer failure: send the queued close (best effort), close the
@@ -304,7 +318,7 @@ impl<S: Stream> WebSocket<S> {
         if self.transport_closed {
             return;
         }
-        if !self.transport_closed && self.conn.should_close_transport() {
+        if !self.transport_closed && self.conn.should_close_transport(&self.bufs) {
             self.transport_closed = true;
             if self.role == Role::Server {
                 let _ = self.stream.shutdown_write();
@@ -357,7 +371,7 @@ impl<S: Stream> Drop for WebSocket<S> {
             self.conn.state(),
             ConnectionState::Failed | ConnectionState::Closed
         );
-        if terminal && self.conn.wants_write() {
+        if terminal && self.conn.wants_write(&self.bufs) {
             let _ = self.stream.set_write_timeout(Some(Duration::from_secs(1)));
             let _ = self.flush();
         }

@@ -22,7 +22,7 @@ fn deflate_echo(
         let mut ws = builder.accept(stream).map_err(|e| e.to_string())?;
         let negotiated = ws.deflate().map(|p| format!("{p:?}"));
         loop {
-            let (message, sender) = match ws.recv_with_sender() {
+            let (message, mut sender) = match ws.recv_with_sender() {
                 Ok(received) => received,
                 Err(e) => return Err(e.to_string()),
             };

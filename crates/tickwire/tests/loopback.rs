@@ -18,7 +18,7 @@ fn echo_server() -> (String, thread::JoinHandle<Result<(), String>>) {
             .accept(stream)
             .map_err(|e| e.to_string())?;
         loop {
-            let (message, sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
+            let (message, mut sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
             match message {
                 Message::Text(text) => sender.text(text).map_err(|e| e.to_string())?,
                 Message::Binary(data) => sender.binary(data).map_err(|e| e.to_string())?,
@@ -64,7 +64,7 @@ fn reply_while_holding_the_received_message() {
     let (url, handle) = echo_server();
     let mut ws = ClientBuilder::new().connect(&url).unwrap();
     ws.send_text_now("ping-pong").unwrap();
-    let (message, sender) = ws.recv_with_sender().unwrap();
+    let (message, mut sender) = ws.recv_with_sender().unwrap();
     let Message::Text(text) = message else {
         panic!("{message:?}")
     };
@@ -365,7 +365,7 @@ fn ipv6_loopback_works() {
     let handle = thread::spawn(move || {
         let (stream, _) = listener.accept().unwrap();
         let mut ws = tickwire::accept(stream).unwrap();
-        let (message, sender) = ws.recv_with_sender().unwrap();
+        let (message, mut sender) = ws.recv_with_sender().unwrap();
         if let Message::Text(t) = message {
             sender.text(t).unwrap();
         }

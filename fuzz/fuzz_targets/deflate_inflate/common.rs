@@ -3,6 +3,7 @@
 //! ([`read_all`]), plus the wire helpers for crafted frames. It owns no mode and no oracle
 //! beyond the limit and close-code checks every reader run makes.
 
+use tickwire_codec::buf::ReadBuf;
 use tickwire_codec::ws::{CloseCode, Error, FrameReader, Message, ReadEvent};
 
 /// The bytes a sync flush ends with (RFC 7692 §7.2.1).
@@ -29,12 +30,13 @@ pub(crate) fn read_all(
     pieces: &[u8],
     limit: usize,
 ) -> Vec<Seen> {
+    let mut buf = ReadBuf::with_capacity(64);
     let mut seen = Vec::new();
     let mut at = 0;
     let mut piece = pieces.iter().cycle();
     loop {
         loop {
-            match reader.poll() {
+            match reader.poll(&mut buf) {
                 Ok(ReadEvent::Message(message)) => {
                     let event = match message {
                         Message::Text(text) => Seen::Text(text.as_bytes().to_vec()),
@@ -56,7 +58,7 @@ pub(crate) fn read_all(
                     check_error(&error, limit);
                     // Errors are terminal and keep their close code.
                     assert_eq!(
-                        reader.poll(),
+                        reader.poll(&mut buf),
                         Err(Error::Failed(error.close_code().unwrap()))
                     );
                     seen.push(Seen::Error(error));
@@ -73,7 +75,7 @@ pub(crate) fn read_all(
             usize::from(*piece.next().unwrap_or(&1)).max(1)
         };
         let n = want.min(wire.len() - at);
-        reader.feed(&wire[at..at + n]);
+        reader.feed(&mut buf, &wire[at..at + n]);
         at += n;
     }
 }

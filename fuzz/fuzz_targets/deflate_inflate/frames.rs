@@ -234,7 +234,7 @@ pub(crate) fn run(mut input: Bytes<'_>) {
         max_fragments: 64,
     };
     let reader = || {
-        let mut reader = FrameReader::new(reader_role, limits, 64);
+        let mut reader = FrameReader::new(reader_role, limits);
         let decoder = PerMessageDeflate::new(reader_role, &params, &config)
             .into_parts()
             .0;

@@ -137,7 +137,7 @@ pub(crate) fn run(mut input: Bytes<'_>) {
         max_fragments: usize::MAX,
     };
     let reader = || {
-        let mut reader = FrameReader::new(reader_role, limits, 64);
+        let mut reader = FrameReader::new(reader_role, limits);
         let decoder = PerMessageDeflate::new(reader_role, &params, &config)
             .into_parts()
             .0;

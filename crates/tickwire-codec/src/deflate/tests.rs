@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use super::*;
-use crate::buf::WriteBuf;
+use crate::buf::{ReadBuf, WriteBuf};
 use crate::ws::{
     CloseCode, Compression, Error, FrameReader, FrameWriter, Limits, MAX_HEADER_LEN, MaskSource,
     Message, OpCode, ReadEvent, Role,
@@ -43,7 +43,7 @@ fn pair(writer_role: Role, params: &DeflateParams, config: &DeflateConfig, limit
     let mut writer = FrameWriter::new(writer_role, MaskSource::seeded(3));
     let (_, encoder) = PerMessageDeflate::new(writer_role, params, config).into_parts();
     writer.set_extension(Box::new(encoder));
-    let mut reader = FrameReader::new(reader_role, limits, 64);
+    let mut reader = FrameReader::new(reader_role, limits);
     let (decoder, _) = PerMessageDeflate::new(reader_role, params, config).into_parts();
     reader.set_extension(Box::new(decoder));
     Pair {
@@ -55,11 +55,12 @@ fn pair(writer_role: Role, params: &DeflateParams, config: &DeflateConfig, limit
 
 /// Everything the reader makes of `bytes`, fed in chunks of `chunk` bytes.
 fn read_all(reader: &mut FrameReader, bytes: &[u8], chunk: usize) -> Vec<Result<Vec<u8>, Error>> {
+    let mut buf = ReadBuf::with_capacity(64);
     let mut seen = Vec::new();
     for piece in bytes.chunks(chunk.max(1)) {
-        reader.feed(piece);
+        reader.feed(&mut buf, piece);
         loop {
-            match reader.poll() {
+            match reader.poll(&mut buf) {
                 Ok(ReadEvent::Message(Message::Text(t))) => seen.push(Ok(t.as_bytes().to_vec())),
                 Ok(ReadEvent::Message(Message::Binary(b))) => seen.push(Ok(b.to_vec())),
                 Ok(ReadEvent::Message(_)) => {}

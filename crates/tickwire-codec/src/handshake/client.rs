@@ -64,8 +64,8 @@ impl Default for ClientOptions {
 #[non_exhaustive]
 pub struct Accepted {
     /// The connection, client role, with the negotiated extension installed. Bytes that
-    /// followed the 101 are still in the caller's `ReadBuf`: hand them over with
-    /// [`Connection::take_received`] before reading the socket again.
+    /// followed the 101 are still in the caller's `ReadBuf`: make it the connection's receive
+    /// buffer with [`Buffers::with_read`](crate::ws::Buffers::with_read).
     pub connection: Connection,
     /// The selected subprotocol, one of those offered.
     pub subprotocol: Option<String>,
@@ -192,8 +192,8 @@ impl ClientHandshake {
     ///
     /// `Ok(Parsed::NeedMore)`: read more into `buf` and call again (limits apply to the
     /// partial head). `Ok(Parsed::Complete(accepted))`: the 101 was valid; the head was
-    /// consumed from `buf`, and what follows it (the first frames) is left there, for
-    /// [`Connection::take_received`]. `now` is when the connection opened. An error is final,
+    /// consumed from `buf`, and what follows it (the first frames) is left there, for the
+    /// connection to parse first (see [`Accepted::connection`]). `now` is when the connection opened. An error is final,
     /// as is completion: a later call returns [`HandshakeError::Finished`].
     pub fn read_response(
         &mut self,

@@ -21,9 +21,9 @@
 //! [`http::ResponseReader`](crate::http::ResponseReader) and written by
 //! [`http::HeadWriter`](crate::http::HeadWriter), so one set of rules covers every head
 //! tickwire reads or writes. Bytes after a head stay in the caller's `ReadBuf`, unconsumed:
-//! they are the first frames, and the transport hands them to the connection
-//! ([`Connection::take_received`](crate::ws::Connection::take_received)) before reading the
-//! socket again (a server only after writing its 101).
+//! they are the first frames, and that `ReadBuf` becomes the connection's receive buffer
+//! ([`Buffers::with_read`](crate::ws::Buffers::with_read)), with no copy (a server only after
+//! writing its 101).
 //!
 //! It does not own sockets, timeouts or the clock: time comes in as an `Instant`, bytes come in
 //! through the buffers.

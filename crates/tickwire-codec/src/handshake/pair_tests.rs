@@ -6,12 +6,15 @@ use std::time::Instant;
 
 use super::*;
 use crate::buf::{ReadBuf, WriteBuf};
-use crate::ws::{Connection, Event, MaskSource, Message};
+use crate::ws::{Buffers, Connection, Event, MaskSource, Message, Sender};
 
 /// One connection's two ends after a handshake in memory.
 struct Pair {
     client: Accepted,
     server: Upgraded,
+    /// The client's buffers: its handshake ReadBuf became their receive side.
+    client_bufs: Buffers,
+    server_bufs: Buffers,
     /// What the client's ReadBuf held after the 101 (given to the connection).
     client_leftover: Vec<u8>,
     /// What the server's ReadBuf held after the request.
@@ -77,36 +80,32 @@ fn handshake(
     wire.extend_from_slice(client_early);
     let mut server = ServerHandshake::new(server_options);
     let mut answer = WriteBuf::new(64, 0);
-    let (request, mut server_buf) = feed_in_pieces(&wire, request_len, request_cuts, |buf| {
+    let (request, server_buf) = feed_in_pieces(&wire, request_len, request_cuts, |buf| {
         server.read_request(buf, &mut answer)
     })
     .unwrap();
     let server_leftover = server_buf.data().to_vec();
-    let Outcome::Upgraded(mut upgraded) = server
+    let Outcome::Upgraded(upgraded) = server
         .respond(decide(&request), &mut answer, Instant::now())
         .unwrap()
     else {
         panic!("refused")
     };
-    upgraded
-        .connection
-        .take_received(&mut server_buf, Instant::now());
-    assert!(server_buf.is_empty());
+    let server_bufs = Buffers::with_read(server_buf, upgraded.connection.config());
     let mut wire = answer.as_slice().to_vec();
     let response_len = wire.len();
     wire.extend_from_slice(server_early);
-    let (mut accepted, mut client_buf) =
-        feed_in_pieces(&wire, response_len, response_cuts, |buf| {
-            client.read_response(buf, Instant::now())
-        })
-        .unwrap();
+    let (accepted, client_buf) = feed_in_pieces(&wire, response_len, response_cuts, |buf| {
+        client.read_response(buf, Instant::now())
+    })
+    .unwrap();
     let client_leftover = client_buf.data().to_vec();
-    accepted
-        .connection
-        .take_received(&mut client_buf, Instant::now());
+    let client_bufs = Buffers::with_read(client_buf, accepted.connection.config());
     Pair {
         client: accepted,
         server: upgraded,
+        client_bufs,
+        server_bufs,
         client_leftover,
         server_leftover,
     }
@@ -120,15 +119,58 @@ fn whole(
     handshake(client_options, server_options, decide, &[], &[], &[], &[])
 }
 
-/// Moves everything `from` has queued into `to`.
-fn deliver(from: &mut Connection, to: &mut Connection) {
-    let output = from.output().to_vec();
-    from.advance_output(output.len());
-    to.feed(&output, Instant::now());
+impl Pair {
+    fn client_sender(&mut self) -> Sender<'_> {
+        self.client.connection.sender(&mut self.client_bufs)
+    }
+
+    fn server_sender(&mut self) -> Sender<'_> {
+        self.server.connection.sender(&mut self.server_bufs)
+    }
+
+    fn client_to_server(&mut self) {
+        let (from, from_bufs) = (&mut self.client.connection, &mut self.client_bufs);
+        deliver(
+            from,
+            from_bufs,
+            &mut self.server.connection,
+            &mut self.server_bufs,
+        );
+    }
+
+    fn server_to_client(&mut self) {
+        let (from, from_bufs) = (&mut self.server.connection, &mut self.server_bufs);
+        deliver(
+            from,
+            from_bufs,
+            &mut self.client.connection,
+            &mut self.client_bufs,
+        );
+    }
+
+    fn server_next_text(&mut self) -> String {
+        next_text(&mut self.server.connection, &mut self.server_bufs)
+    }
+
+    fn client_next_text(&mut self) -> String {
+        next_text(&mut self.client.connection, &mut self.client_bufs)
+    }
 }
 
-fn next_text(conn: &mut Connection) -> String {
-    match conn.poll().unwrap() {
+/// Moves everything `from` has queued into `to`.
+fn deliver(
+    from: &mut Connection,
+    from_bufs: &mut Buffers,
+    to: &mut Connection,
+    to_bufs: &mut Buffers,
+) {
+    let output = from.output(from_bufs).to_vec();
+    from.advance_output(from_bufs, output.len());
+    to.feed(to_bufs, &output, Instant::now());
+}
+
+fn next_text(conn: &mut Connection, bufs: &mut Buffers) -> String {
+    match conn.poll(bufs).unwrap() {
         Event::Message(Message::Text(text)) => text.to_owned(),
         other => panic!("expected a text message, got {other:?}"),
     }
@@ -152,12 +194,12 @@ fn both_roles_open_connections_that_talk() {
     );
     assert_eq!(pair.client.subprotocol, None);
     assert_eq!(pair.server.subprotocol, None);
-    pair.client.connection.sender().text("to server").unwrap();
-    deliver(&mut pair.client.connection, &mut pair.server.connection);
-    assert_eq!(next_text(&mut pair.server.connection), "to server");
-    pair.server.connection.sender().text("to client").unwrap();
-    deliver(&mut pair.server.connection, &mut pair.client.connection);
-    assert_eq!(next_text(&mut pair.client.connection), "to client");
+    pair.client_sender().text("to server").unwrap();
+    pair.client_to_server();
+    assert_eq!(pair.server_next_text(), "to server");
+    pair.server_sender().text("to client").unwrap();
+    pair.server_to_client();
+    assert_eq!(pair.client_next_text(), "to client");
 }
 
 #[test]
@@ -210,9 +252,9 @@ fn heads_arriving_one_byte_at_a_time() {
         &[],
         &[],
     );
-    pair.server.connection.sender().text("after").unwrap();
-    deliver(&mut pair.server.connection, &mut pair.client.connection);
-    assert_eq!(next_text(&mut pair.client.connection), "after");
+    pair.server_sender().text("after").unwrap();
+    pair.server_to_client();
+    assert_eq!(pair.client_next_text(), "after");
 }
 
 #[test]
@@ -234,8 +276,8 @@ fn first_frames_in_the_same_read_as_the_head_are_delivered_by_the_connection() {
         "left in the ReadBuf, unparsed"
     );
     assert_eq!(pair.client_leftover, server_frame);
-    assert_eq!(next_text(&mut pair.server.connection), "hi");
-    assert_eq!(next_text(&mut pair.client.connection), "hello");
+    assert_eq!(pair.server_next_text(), "hi");
+    assert_eq!(pair.client_next_text(), "hello");
     // Split inside the frame that follows the head: the head completes, the frame waits.
     let request_len = request_bytes(&client_for(ClientOptions::default())).len();
     let mut pair = handshake(
@@ -251,7 +293,7 @@ fn first_frames_in_the_same_read_as_the_head_are_delivered_by_the_connection() {
         pair.server_leftover, client_frame,
         "the later read appended the rest"
     );
-    assert_eq!(next_text(&mut pair.server.connection), "hi");
+    assert_eq!(pair.server_next_text(), "hi");
 }
 
 #[test]
@@ -435,15 +477,15 @@ mod deflate {
         assert!(pair.client.connection.has_extension());
         assert!(pair.server.connection.has_extension());
         let text = "{\"price\":1,\"qty\":2}".repeat(20);
-        pair.client.connection.sender().text(&text).unwrap();
-        let output = pair.client.connection.output().to_vec();
+        pair.client_sender().text(&text).unwrap();
+        let output = pair.client.connection.output(&pair.client_bufs).to_vec();
         assert!(output.len() < text.len() / 2, "compressed on the wire");
         assert_eq!(output[0] & 0x40, 0x40, "RSV1 set");
-        deliver(&mut pair.client.connection, &mut pair.server.connection);
-        assert_eq!(next_text(&mut pair.server.connection), text);
-        pair.server.connection.sender().text(&text).unwrap();
-        deliver(&mut pair.server.connection, &mut pair.client.connection);
-        assert_eq!(next_text(&mut pair.client.connection), text);
+        pair.client_to_server();
+        assert_eq!(pair.server_next_text(), text);
+        pair.server_sender().text(&text).unwrap();
+        pair.server_to_client();
+        assert_eq!(pair.client_next_text(), text);
     }
 
     #[test]

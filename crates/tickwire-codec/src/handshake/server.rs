@@ -220,8 +220,9 @@ pub enum Outcome {
 #[non_exhaustive]
 pub struct Upgraded {
     /// The connection, server role, with the negotiated extension installed. Bytes that
-    /// followed the request head are still in the caller's `ReadBuf`: hand them over with
-    /// [`Connection::take_received`] once the 101 is written.
+    /// followed the request head are still in the caller's `ReadBuf`: once the 101 is
+    /// written, make it the connection's receive buffer with
+    /// [`Buffers::with_read`](crate::ws::Buffers::with_read).
     pub connection: Connection,
     /// The subprotocol the 101 selected.
     pub subprotocol: Option<String>,

@@ -5,22 +5,28 @@
 //! [`Connection::filled`] and [`Connection::handle_timeout`]; the next deadline goes out
 //! through [`Connection::poll_timeout`].
 //!
-//! The read path never writes: replies it owes (a pong, the close reply) are queued in the
+//! The read path never writes: replies it owes (a pong, the close reply) are queued for the
 //! [`Sender`] and reported by [`Connection::wants_write`]; the transport writes
-//! [`Connection::output`]. Pongs go ahead of queued data frames that have not started going
+//! [`Connection::output`].
+//!
+//! A connection holds only state. Its bytes live in [`Buffers`] that the transport lends to
+//! each call: a blocking transport keeps one set per connection; a reactor may give them back
+//! to a pool whenever [`Connection::is_idle`] says nothing is in them, so an idle connection
+//! holds no buffer. The [`Config`] is shared (an `Arc`), not copied per connection. Pongs go ahead of queued data frames that have not started going
 //! out: only the one frame already partly written finishes first, never split. A close goes
 //! after all queued data. Under a ping flood from a peer that never reads, queued pongs are
 //! bounded and the most recent ping is still answered (RFC 6455 §5.5.3).
 //!
 //! It does not own the opening handshake or any socket.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[cfg(feature = "deflate")]
 use super::PreparedMessage;
 use super::{
-    CloseCode, Compression, Error, Extension, FrameReader, FrameWriter, Limits, MaskSource,
-    Message, OpCode, Role,
+    CloseCode, Compression, Error, Extension, FrameReader, FrameWriter, Limits, LimitsSource,
+    MaskSource, Message, OpCode, Role,
 };
 use crate::buf::{ReadBuf, WriteBuf};
 
@@ -30,8 +36,9 @@ use crate::buf::{ReadBuf, WriteBuf};
 const MAX_QUEUED_CONTROL: usize = 16 << 10;
 
 /// Connection configuration. [`Config::client`] and [`Config::server`] give the documented
-/// defaults; every field may be changed.
+/// defaults; every field may be changed. Connections share one (`Arc<Config>`).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Config {
     /// Receive limits.
     pub limits: Limits,
@@ -117,18 +124,61 @@ pub enum Progress {
     Closed,
 }
 
-/// The sending half: encodes into the outgoing buffers. Borrowable while a received message
-/// is held (see [`Connection::poll_with_sender`]).
-#[derive(Debug)]
-pub struct Sender {
-    writer: FrameWriter,
+impl LimitsSource for Arc<Config> {
+    #[inline(always)]
+    fn limits(&self) -> &Limits {
+        &self.limits
+    }
+}
+
+/// The bytes of one connection: received bytes not yet parsed, and queued output. Lent to
+/// every [`Connection`] call that reads or writes them; any set may be lent to any connection
+/// while [`Connection::is_idle`] holds for it (a pool), else it must be the same set, or one
+/// whose [`read`](Self::read) holds the same unparsed bytes.
+#[derive(Debug, Clone)]
+pub struct Buffers {
+    /// Received bytes: the transport reads into [`Connection::spare`] or
+    /// [`FrameReader::spare`] and calls [`Connection::filled`].
+    pub read: ReadBuf,
+    /// Queued data frames and the close.
     out: WriteBuf,
+    /// Queued pings and pongs: they go out ahead of data frames not yet started.
     control: WriteBuf,
+}
+
+impl Buffers {
+    /// Buffers of the sizes `config` asks for.
+    pub fn new(config: &Config) -> Self {
+        Self::with_read(ReadBuf::with_capacity(config.read_buffer_size), config)
+    }
+
+    /// Buffers whose receive side is `read`, for example the handshake's buffer with the
+    /// bytes that followed the head still in it: they are parsed first, without a copy.
+    pub fn with_read(mut read: ReadBuf, config: &Config) -> Self {
+        read.reserve(config.read_buffer_size.saturating_sub(read.capacity()));
+        Self {
+            read,
+            out: WriteBuf::new(config.write_buffer_size, super::MAX_HEADER_LEN),
+            control: WriteBuf::new(256, 0),
+        }
+    }
+
+    /// True when no received byte and no output is buffered.
+    pub fn is_empty(&self) -> bool {
+        self.read.is_empty() && self.out.is_empty() && self.control.is_empty()
+    }
+}
+
+/// Sending state: the writer and what is queued where.
+#[derive(Debug)]
+struct SendState {
+    writer: FrameWriter,
     /// Bytes of the frame at the front of `out` still to be written after a partial write
     /// stopped inside it; 0 at a frame boundary. Control frames wait only for these.
     out_frame_left: usize,
-    /// The most recent ping received while `control` was full: answered once it drains.
-    latest_pong: Option<([u8; super::MAX_CONTROL_PAYLOAD], u8)>,
+    /// Length of the pong at the end of `control` that stands for the most recent ping seen
+    /// while `control` was full, replaced by the next one (0: none).
+    latest_pong: u8,
     /// A close frame is queued in `out` (or was written).
     close_queued: bool,
     /// The close frame has left `out`; nothing may follow it.
@@ -136,49 +186,58 @@ pub struct Sender {
     auto_pong: bool,
 }
 
+/// The sending half: encodes into the lent output buffers. Can be held while a received
+/// message is borrowed (see [`Connection::poll_with_sender`]).
+#[derive(Debug)]
+pub struct Sender<'a> {
+    state: &'a mut SendState,
+    out: &'a mut WriteBuf,
+    control: &'a mut WriteBuf,
+}
+
 /// A WebSocket connection after the opening handshake, sans-IO.
 #[derive(Debug)]
 pub struct Connection {
-    reader: FrameReader,
-    sender: Sender,
+    /// The reader holds the shared configuration (for its limits; the connection reads its
+    /// timers from the same `Arc`).
+    reader: FrameReader<Arc<Config>>,
+    send: SendState,
     state: ConnectionState,
     /// The close code of the error that failed the connection.
     failure: CloseCode,
-    config: Config,
+    extension: bool,
     last_received: Instant,
-    last_now: Instant,
     ping_sent_at: Option<Instant>,
     close_started_at: Option<Instant>,
-    pings_sent: u64,
-    extension: bool,
+    /// Keepalive pings sent; the next one's payload is the count as 8 big-endian bytes.
+    pings_sent: u32,
 }
 
 impl Connection {
-    /// A connection in the open state, `now` being when the handshake completed.
-    pub fn new(role: Role, config: Config, mask: MaskSource, now: Instant) -> Self {
+    /// A connection in the open state, `now` being when the handshake completed. `config`
+    /// may be shared by many connections (pass an `Arc<Config>`) or owned (a `Config`).
+    pub fn new(role: Role, config: impl Into<Arc<Config>>, mask: MaskSource, now: Instant) -> Self {
+        let config = config.into();
         let mut writer = FrameWriter::new(role, mask);
         writer.set_fragment_size(config.fragment_size);
+        let auto_pong = config.auto_pong;
         Self {
-            reader: FrameReader::new(role, config.limits, config.read_buffer_size),
-            sender: Sender {
+            reader: FrameReader::new(role, config),
+            send: SendState {
                 writer,
-                out: WriteBuf::new(config.write_buffer_size, super::MAX_HEADER_LEN),
-                control: WriteBuf::new(256, 0),
                 out_frame_left: 0,
-                latest_pong: None,
+                latest_pong: 0,
                 close_queued: false,
                 close_written: false,
-                auto_pong: config.auto_pong,
+                auto_pong,
             },
             state: ConnectionState::Open,
             failure: CloseCode::ABNORMAL,
-            config,
+            extension: false,
             last_received: now,
-            last_now: now,
             ping_sent_at: None,
             close_started_at: None,
             pings_sent: 0,
-            extension: false,
         }
     }
 
@@ -188,12 +247,12 @@ impl Connection {
     }
 
     /// The configuration in force.
-    pub fn config(&self) -> &Config {
-        &self.config
+    pub fn config(&self) -> &Arc<Config> {
+        self.reader.config()
     }
 
     /// The frame reader.
-    pub fn reader_mut(&mut self) -> &mut FrameReader {
+    pub fn reader_mut(&mut self) -> &mut FrameReader<Arc<Config>> {
         &mut self.reader
     }
 
@@ -202,7 +261,7 @@ impl Connection {
     /// provides). Call once, right after the handshake and before the first poll or send.
     pub fn set_extension(&mut self, decoder: Box<dyn Extension>, encoder: Box<dyn Extension>) {
         self.reader.set_extension(decoder);
-        self.sender.writer.set_extension(encoder);
+        self.send.writer.set_extension(encoder);
         self.extension = true;
     }
 
@@ -211,48 +270,56 @@ impl Connection {
         self.extension
     }
 
-    /// The sending half.
-    pub fn sender(&mut self) -> &mut Sender {
-        &mut self.sender
+    /// The sending half, writing into `bufs`.
+    #[inline]
+    pub fn sender<'b>(&'b mut self, bufs: &'b mut Buffers) -> Sender<'b> {
+        Sender {
+            state: &mut self.send,
+            out: &mut bufs.out,
+            control: &mut bufs.control,
+        }
     }
 
-    /// Writable space for the next socket read (see [`FrameReader::spare`]).
+    /// Writable space in `bufs` for the next socket read (see [`FrameReader::spare`]).
     #[inline]
-    pub fn spare(&mut self) -> &mut [u8] {
-        self.reader.spare()
+    pub fn spare<'b>(&mut self, bufs: &'b mut Buffers) -> &'b mut [u8] {
+        self.reader.spare(&mut bufs.read)
     }
 
     /// Records `n` bytes read into [`spare`](Self::spare) at `now`.
     #[inline]
-    pub fn filled(&mut self, n: usize, now: Instant) {
-        self.reader.filled(n);
+    pub fn filled(&mut self, bufs: &mut Buffers, n: usize, now: Instant) {
+        bufs.read.filled(n);
         if n > 0 {
             self.last_received = now;
         }
-        self.last_now = now;
     }
 
     /// Copies received bytes in (for transports that do not read into `spare`).
-    pub fn feed(&mut self, bytes: &[u8], now: Instant) {
-        self.reader.feed(bytes);
+    pub fn feed(&mut self, bufs: &mut Buffers, bytes: &[u8], now: Instant) {
+        self.reader.feed(&mut bufs.read, bytes);
         if !bytes.is_empty() {
             self.last_received = now;
         }
-        self.last_now = now;
     }
 
-    /// Takes the bytes that arrived behind the opening handshake's head, left in the
-    /// handshake's read buffer (the first frames): they are parsed before anything read
-    /// later. Leaves `buf` empty. Call once, before the first poll; a server only after its
-    /// 101 has been written (the handshake module's contract).
-    ///
-    /// They are copied once into the reader's buffer, which the reader owns; at most what one
-    /// socket read brought in after the head.
-    pub fn take_received(&mut self, buf: &mut ReadBuf, now: Instant) {
-        if !buf.is_empty() {
-            self.feed(buf.data(), now);
-            buf.clear();
-        }
+    /// True when `bufs` may be given back (to a pool) and another set lent on the next call:
+    /// no received byte is waiting, no frame or message is partly received, nothing returned
+    /// is still borrowed and no output is queued. Call [`release`](Self::release) first.
+    pub fn is_idle(&self, bufs: &Buffers) -> bool {
+        self.reader.is_between_messages() && bufs.is_empty()
+    }
+
+    /// Releases the message last returned, so that `bufs` holds only what is still owed:
+    /// unparsed bytes and queued output (see [`is_idle`](Self::is_idle)).
+    pub fn release(&mut self, bufs: &mut Buffers) {
+        self.reader.release(&mut bufs.read);
+    }
+
+    /// Frees memory the connection keeps between messages (the reassembly buffer of the
+    /// last fragmented message), for a connection about to sit idle.
+    pub fn trim(&mut self) {
+        self.reader.trim();
     }
 
     /// The next event: [`advance`](Self::advance), then [`message`](Self::message) when one is
@@ -262,9 +329,9 @@ impl Connection {
     /// already sent), the state becomes [`ConnectionState::Failed`], and later calls return
     /// [`Error::Failed`].
     #[inline]
-    pub fn poll(&mut self) -> Result<Event<'_>, Error> {
-        match self.advance()? {
-            Progress::Ready => self.message().map(Event::Message),
+    pub fn poll<'b>(&'b mut self, bufs: &'b mut Buffers) -> Result<Event<'b>, Error> {
+        match self.advance(bufs)? {
+            Progress::Ready => self.message(bufs).map(Event::Message),
             Progress::NeedMore => Ok(Event::NeedMore),
             Progress::Closed => Ok(Event::Closed),
         }
@@ -272,52 +339,54 @@ impl Connection {
 
     /// Like [`poll`](Self::poll), and also lends the [`Sender`], so a reply can be queued while
     /// the received message is still borrowed (no copy of the message).
-    pub fn poll_with_sender(&mut self) -> Result<(Event<'_>, &mut Sender), Error> {
-        match self.advance()? {
+    pub fn poll_with_sender<'b>(
+        &'b mut self,
+        bufs: &'b mut Buffers,
+    ) -> Result<(Event<'b>, Sender<'b>), Error> {
+        match self.advance(bufs)? {
             Progress::Ready => self
-                .message_with_sender()
+                .message_with_sender(bufs)
                 .map(|(m, s)| (Event::Message(m), s)),
-            Progress::NeedMore => Ok((Event::NeedMore, &mut self.sender)),
-            Progress::Closed => Ok((Event::Closed, &mut self.sender)),
+            Progress::NeedMore => Ok((Event::NeedMore, self.sender(bufs))),
+            Progress::Closed => Ok((Event::Closed, self.sender(bufs))),
         }
     }
 
     /// Parses buffered bytes up to the next message without borrowing it out, and queues
     /// the replies it owes (pong, close reply). Releases the previous message.
-    pub fn advance(&mut self) -> Result<Progress, Error> {
+    pub fn advance(&mut self, bufs: &mut Buffers) -> Result<Progress, Error> {
         match self.state {
             ConnectionState::Open | ConnectionState::CloseSent => {}
             ConnectionState::Closed => return Ok(Progress::Closed),
             ConnectionState::Failed => return Err(Error::Failed(self.failure)),
         }
-        let ready = match self.reader.advance() {
+        let ready = match self.reader.advance(&mut bufs.read) {
             Ok(ready) => ready,
-            Err(error) => return Err(self.fail(error)),
+            Err(error) => return Err(self.fail(bufs, error)),
         };
         if !ready {
             return Ok(Progress::NeedMore);
         }
         if self.reader.ready_opcode().is_some_and(OpCode::is_control) {
-            let sender = &mut self.sender;
-            match self.reader.message() {
+            let mut sender = Sender {
+                state: &mut self.send,
+                out: &mut bufs.out,
+                control: &mut bufs.control,
+            };
+            match self.reader.message(&bufs.read) {
                 Ok(Message::Ping(payload)) => {
-                    if sender.auto_pong && !sender.close_queued {
+                    if sender.state.auto_pong && !sender.state.close_queued {
                         sender.queue_auto_pong(payload);
                     }
                 }
                 Ok(Message::Pong(_)) => self.ping_sent_at = None,
                 Ok(Message::Close(frame)) => {
-                    if !sender.close_queued {
-                        // §5.5.1: echo the status code received.
-                        let _ = sender
-                            .writer
-                            .close(&mut sender.out, frame.map(|f| f.code), "");
-                        sender.close_queued = true;
-                    }
+                    // §5.5.1: echo the status code received.
+                    sender.queue_close(frame.map(|f| f.code));
                     self.state = ConnectionState::Closed;
                 }
                 Ok(_) => {}
-                Err(error) => return Err(self.fail(error)),
+                Err(error) => return Err(self.fail(bufs, error)),
             }
         }
         Ok(Progress::Ready)
@@ -325,19 +394,37 @@ impl Connection {
 
     /// The message [`advance`](Self::advance) made ready (text is validated here, once).
     #[inline]
-    pub fn message(&mut self) -> Result<Message<'_>, Error> {
-        self.message_with_sender().map(|(message, _)| message)
+    pub fn message<'b>(&'b mut self, bufs: &'b mut Buffers) -> Result<Message<'b>, Error> {
+        self.message_with_sender(bufs).map(|(message, _)| message)
     }
 
     /// The ready message and the [`Sender`] together.
     #[inline]
-    pub fn message_with_sender(&mut self) -> Result<(Message<'_>, &mut Sender), Error> {
-        match self.reader.message() {
-            Ok(message) => Ok((message, &mut self.sender)),
+    pub fn message_with_sender<'b>(
+        &'b mut self,
+        bufs: &'b mut Buffers,
+    ) -> Result<(Message<'b>, Sender<'b>), Error> {
+        let Buffers { read, out, control } = bufs;
+        match self.reader.message(read) {
+            Ok(message) => Ok((
+                message,
+                Sender {
+                    state: &mut self.send,
+                    out,
+                    control,
+                },
+            )),
             Err(error) => {
-                let code = error.close_code().unwrap_or(CloseCode::PROTOCOL_ERROR);
                 if error != Error::NotReady {
-                    fail_fields(&mut self.sender, &mut self.state, &mut self.failure, code);
+                    let code = error.close_code().unwrap_or(CloseCode::PROTOCOL_ERROR);
+                    let mut sender = Sender {
+                        state: &mut self.send,
+                        out,
+                        control,
+                    };
+                    sender.queue_close(Some(code));
+                    self.failure = code;
+                    self.state = ConnectionState::Failed;
                 }
                 Err(error)
             }
@@ -347,38 +434,52 @@ impl Connection {
     /// Starts the close handshake: queues a close after any queued data. Further sends fail;
     /// received messages are still delivered until the peer's close arrives or the close
     /// timeout expires.
-    pub fn close(&mut self, code: CloseCode, reason: &str, now: Instant) -> Result<(), Error> {
-        self.sender.close(code, reason)?;
+    pub fn close(
+        &mut self,
+        bufs: &mut Buffers,
+        code: CloseCode,
+        reason: &str,
+        now: Instant,
+    ) -> Result<(), Error> {
+        self.sender(bufs).close(code, reason)?;
         self.note_close_started(now);
         Ok(())
     }
 
     /// True when there are bytes to write.
     #[inline]
-    pub fn wants_write(&self) -> bool {
-        !self.output().is_empty()
+    pub fn wants_write(&self, bufs: &Buffers) -> bool {
+        !self.output(bufs).is_empty()
     }
 
     /// The bytes to write next. Call [`advance_output`](Self::advance_output) with how many
     /// were written, then ask again: queued control frames and data come out in turn.
     #[inline]
-    pub fn output(&self) -> &[u8] {
-        self.sender.output()
+    pub fn output<'b>(&self, bufs: &'b Buffers) -> &'b [u8] {
+        let send = &self.send;
+        if send.out_frame_left > 0 {
+            // Finish the frame in progress before anything else (it may not be split).
+            return &bufs.out.as_slice()[..send.out_frame_left];
+        }
+        if !bufs.control.is_empty() && !send.close_written {
+            return bufs.control.as_slice();
+        }
+        bufs.out.as_slice()
     }
 
     /// Records that `n` bytes of the last [`output`](Self::output) were written.
     #[inline]
-    pub fn advance_output(&mut self, n: usize) {
-        self.sender.advance_output(n);
+    pub fn advance_output(&mut self, bufs: &mut Buffers, n: usize) {
+        self.sender(bufs).advance_output(n);
     }
 
     /// True when the transport should be closed: the handshake is over (or failed) and every
     /// queued byte is written.
-    pub fn should_close_transport(&self) -> bool {
+    pub fn should_close_transport(&self, bufs: &Buffers) -> bool {
         matches!(
             self.state,
             ConnectionState::Closed | ConnectionState::Failed
-        ) && !self.wants_write()
+        ) && !self.wants_write(bufs)
     }
 
     /// The next instant at which [`handle_timeout`](Self::handle_timeout) must be called, if
@@ -392,63 +493,62 @@ impl Connection {
         }
         let mut deadline: Option<Instant> = None;
         let mut consider = |at: Instant| deadline = Some(deadline.map_or(at, |d| d.min(at)));
-        if self.sender.close_queued {
-            // A close queued through the Sender arms its timer at the next call.
+        if self.send.close_queued {
+            // A close queued through the Sender arms its timer at the next call: an instant
+            // already past says "call now".
             consider(
                 self.close_started_at
-                    .map_or(self.last_now, |t| t + self.config.close_timeout),
+                    .map_or(self.last_received, |t| t + self.config().close_timeout),
             );
         }
-        if let Some(idle) = self.config.idle_timeout {
+        if let Some(idle) = self.config().idle_timeout {
             consider(self.last_received + idle);
         }
-        if let Some(interval) = self.config.ping_interval {
+        if let Some(interval) = self.config().ping_interval {
             match self.ping_sent_at {
-                Some(sent) => consider(sent + self.config.pong_timeout),
+                Some(sent) => consider(sent + self.config().pong_timeout),
                 // No keepalive ping goes out once a close is queued, so its deadline would
                 // be one `handle_timeout` never acts on (a transport would spin on it).
-                None if !self.sender.close_queued => consider(self.last_received + interval),
+                None if !self.send.close_queued => consider(self.last_received + interval),
                 None => {}
             }
         }
         deadline
     }
 
-    /// Runs the timers due at `now`: sends a keepalive ping, or fails the connection with
-    /// [`Error::PongTimeout`], [`Error::IdleTimeout`] or [`Error::CloseTimeout`].
-    pub fn handle_timeout(&mut self, now: Instant) -> Result<(), Error> {
-        self.last_now = now;
+    /// Runs the timers due at `now`: queues a keepalive ping in `bufs`, or fails the
+    /// connection with [`Error::PongTimeout`], [`Error::IdleTimeout`] or
+    /// [`Error::CloseTimeout`].
+    pub fn handle_timeout(&mut self, bufs: &mut Buffers, now: Instant) -> Result<(), Error> {
         if matches!(
             self.state,
             ConnectionState::Closed | ConnectionState::Failed
         ) {
             return Ok(());
         }
-        if self.sender.close_queued {
+        if self.send.close_queued {
             self.note_close_started(now);
             if let Some(started) = self.close_started_at {
-                if now >= started + self.config.close_timeout {
+                if now >= started + self.config().close_timeout {
                     self.state = ConnectionState::Closed;
                     return Err(Error::CloseTimeout);
                 }
             }
         }
-        if let Some(idle) = self.config.idle_timeout {
+        if let Some(idle) = self.config().idle_timeout {
             if now >= self.last_received + idle {
-                return Err(self.fail_timeout(Error::IdleTimeout));
+                return Err(self.fail_timeout(bufs, Error::IdleTimeout));
             }
         }
-        if let Some(interval) = self.config.ping_interval {
+        if let Some(interval) = self.config().ping_interval {
             match self.ping_sent_at {
-                Some(sent) if now >= sent + self.config.pong_timeout => {
-                    return Err(self.fail_timeout(Error::PongTimeout));
+                Some(sent) if now >= sent + self.config().pong_timeout => {
+                    return Err(self.fail_timeout(bufs, Error::PongTimeout));
                 }
-                None if now >= self.last_received + interval && !self.sender.close_queued => {
-                    self.pings_sent += 1;
-                    let payload = self.pings_sent.to_be_bytes();
-                    self.sender
-                        .writer
-                        .ping(&mut self.sender.control, &payload)?;
+                None if now >= self.last_received + interval && !self.send.close_queued => {
+                    self.pings_sent = self.pings_sent.wrapping_add(1);
+                    let payload = u64::from(self.pings_sent).to_be_bytes();
+                    self.send.writer.ping(&mut bufs.control, &payload)?;
                     self.ping_sent_at = Some(now);
                 }
                 _ => {}
@@ -466,42 +566,25 @@ impl Connection {
         }
     }
 
-    fn fail(&mut self, error: Error) -> Error {
+    /// Fails the connection: queues a close with the error's code unless one was queued,
+    /// and records it.
+    fn fail(&mut self, bufs: &mut Buffers, error: Error) -> Error {
         let code = error.close_code().unwrap_or(CloseCode::PROTOCOL_ERROR);
-        fail_fields(&mut self.sender, &mut self.state, &mut self.failure, code);
+        self.sender(bufs).queue_close(Some(code));
+        self.failure = code;
+        self.state = ConnectionState::Failed;
         error
     }
 
-    fn fail_timeout(&mut self, error: Error) -> Error {
+    fn fail_timeout(&mut self, bufs: &mut Buffers, error: Error) -> Error {
+        self.sender(bufs).queue_close(Some(CloseCode::GOING_AWAY));
         self.failure = CloseCode::GOING_AWAY;
-        if !self.sender.close_queued {
-            let _ = self
-                .sender
-                .writer
-                .close(&mut self.sender.out, Some(CloseCode::GOING_AWAY), "");
-            self.sender.close_queued = true;
-        }
         self.state = ConnectionState::Failed;
         error
     }
 }
 
-/// Fails the connection: queues a close with `code` unless one was queued, and records it.
-fn fail_fields(
-    sender: &mut Sender,
-    state: &mut ConnectionState,
-    failure: &mut CloseCode,
-    code: CloseCode,
-) {
-    if !sender.close_queued {
-        let _ = sender.writer.close(&mut sender.out, Some(code), "");
-        sender.close_queued = true;
-    }
-    *failure = code;
-    *state = ConnectionState::Failed;
-}
-
-impl Sender {
+impl Sender<'_> {
     /// Queues a text message.
     #[inline]
     pub fn text(&mut self, text: &str) -> Result<(), Error> {
@@ -517,10 +600,10 @@ impl Sender {
     /// Queues a data message (`opcode` Text or Binary; a Text payload must be UTF-8).
     #[inline]
     pub fn message(&mut self, opcode: OpCode, payload: &[u8]) -> Result<(), Error> {
-        if self.close_queued {
+        if self.state.close_queued {
             return Err(Error::SendAfterClose);
         }
-        self.writer.message(&mut self.out, opcode, payload);
+        self.state.writer.message(self.out, opcode, payload);
         Ok(())
     }
 
@@ -532,11 +615,12 @@ impl Sender {
         payload: &[u8],
         compression: Compression,
     ) -> Result<(), Error> {
-        if self.close_queued {
+        if self.state.close_queued {
             return Err(Error::SendAfterClose);
         }
-        self.writer
-            .message_with(&mut self.out, opcode, payload, compression);
+        self.state
+            .writer
+            .message_with(self.out, opcode, payload, compression);
         Ok(())
     }
 
@@ -544,43 +628,43 @@ impl Sender {
     /// connection negotiated permessage-deflate with a window that fits, plain otherwise.
     #[cfg(feature = "deflate")]
     pub fn prepared(&mut self, message: &PreparedMessage) -> Result<(), Error> {
-        if self.close_queued {
+        if self.state.close_queued {
             return Err(Error::SendAfterClose);
         }
-        self.writer.prepared(&mut self.out, message);
+        self.state.writer.prepared(self.out, message);
         Ok(())
     }
 
     /// Queues a ping (at most 125 bytes), ahead of data not yet started.
     pub fn ping(&mut self, payload: &[u8]) -> Result<(), Error> {
-        if self.close_queued {
+        if self.state.close_queued {
             return Err(Error::SendAfterClose);
         }
-        self.writer.ping(&mut self.control, payload)
+        self.state.writer.ping(self.control, payload)
     }
 
     /// Queues a pong (at most 125 bytes), ahead of data not yet started.
     pub fn pong(&mut self, payload: &[u8]) -> Result<(), Error> {
-        if self.close_queued {
+        if self.state.close_queued {
             return Err(Error::SendAfterClose);
         }
-        self.writer.pong(&mut self.control, payload)
+        self.state.writer.pong(self.control, payload)
     }
 
     /// Queues a close after any queued data. The close timeout starts at the connection's
     /// next timer call; prefer [`Connection::close`] when not holding a message.
     pub fn close(&mut self, code: CloseCode, reason: &str) -> Result<(), Error> {
-        if self.close_queued {
+        if self.state.close_queued {
             return Err(Error::SendAfterClose);
         }
-        self.writer.close(&mut self.out, Some(code), reason)?;
-        self.close_queued = true;
+        self.state.writer.close(self.out, Some(code), reason)?;
+        self.state.close_queued = true;
         Ok(())
     }
 
     /// True once a close frame is queued or sent.
     pub fn is_closing(&self) -> bool {
-        self.close_queued
+        self.state.close_queued
     }
 
     /// Bytes queued and not yet written.
@@ -588,28 +672,30 @@ impl Sender {
         self.out.len() + self.control.len()
     }
 
-    /// Queues the pong that auto-pong owes for `payload` (at most 125 bytes, checked by the
-    /// reader). Past [`MAX_QUEUED_CONTROL`] only the latest is kept, sent once `control` drains.
-    fn queue_auto_pong(&mut self, payload: &[u8]) {
-        if self.control.len() < MAX_QUEUED_CONTROL {
-            let _ = self.writer.pong(&mut self.control, payload);
-            return;
+    /// Queues a close with `code` (no reason) unless one is already queued.
+    fn queue_close(&mut self, code: Option<CloseCode>) {
+        if !self.state.close_queued {
+            let _ = self.state.writer.close(self.out, code, "");
+            self.state.close_queued = true;
         }
-        let mut latest = [0u8; super::MAX_CONTROL_PAYLOAD];
-        latest[..payload.len()].copy_from_slice(payload);
-        self.latest_pong = Some((latest, payload.len() as u8));
     }
 
-    #[inline]
-    fn output(&self) -> &[u8] {
-        if self.out_frame_left > 0 {
-            // Finish the frame in progress before anything else (it may not be split).
-            return &self.out.as_slice()[..self.out_frame_left];
+    /// Queues the pong that auto-pong owes for `payload` (at most 125 bytes, checked by the
+    /// reader). Past [`MAX_QUEUED_CONTROL`] only the most recent ping is answered: its pong
+    /// replaces the one queued for the previous ping past the bound (RFC 6455 §5.5.3).
+    fn queue_auto_pong(&mut self, payload: &[u8]) {
+        if self.control.len() < MAX_QUEUED_CONTROL {
+            self.state.latest_pong = 0;
+            let _ = self.state.writer.pong(self.control, payload);
+            return;
         }
-        if !self.control.is_empty() && !self.close_written {
-            return self.control.as_slice();
-        }
-        self.out.as_slice()
+        // The bound is far above one pong, so the one being replaced has not started going
+        // out.
+        let latest = usize::from(self.state.latest_pong);
+        self.control.truncate(self.control.len() - latest);
+        let before = self.control.len();
+        let _ = self.state.writer.pong(self.control, payload);
+        self.state.latest_pong = (self.control.len() - before) as u8;
     }
 
     #[inline]
@@ -617,28 +703,26 @@ impl Sender {
         if n == 0 {
             return;
         }
-        if self.out_frame_left == 0 && !self.control.is_empty() && !self.close_written {
+        let state = &mut *self.state;
+        if state.out_frame_left == 0 && !self.control.is_empty() && !state.close_written {
             self.control.consume(n);
-            if self.control.is_empty() {
-                if let Some((payload, len)) = self.latest_pong.take() {
-                    let _ = self
-                        .writer
-                        .pong(&mut self.control, &payload[..usize::from(len)]);
-                }
+            if self.control.len() < usize::from(state.latest_pong) {
+                // The replaceable pong started going out: it stays as it is.
+                state.latest_pong = 0;
             }
             return;
         }
-        self.out_frame_left = if self.out_frame_left > 0 {
-            self.out_frame_left - n
+        state.out_frame_left = if state.out_frame_left > 0 {
+            state.out_frame_left - n
         } else {
             remainder_of_frame_at(self.out.as_slice(), n)
         };
         self.out.consume(n);
-        if self.out.is_empty() && self.close_queued {
+        if self.out.is_empty() && state.close_queued {
             // The close went out last; nothing may follow it (§5.5.1).
-            self.close_written = true;
+            state.close_written = true;
             self.control.clear();
-            self.latest_pong = None;
+            state.latest_pong = 0;
         }
     }
 }

@@ -9,6 +9,7 @@
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::buf::ReadBuf;
 
 /// What a connection produced, owned so sequences can be compared.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,8 +48,74 @@ fn keepalive_payload(n: u64) -> Vec<u8> {
     n.to_be_bytes().to_vec()
 }
 
+/// A connection with the buffers a transport would lend it, kept together: the tests drive
+/// it as a transport does.
+#[derive(Debug)]
+struct Peer {
+    conn: Connection,
+    bufs: Buffers,
+}
+
+impl Peer {
+    fn new(role: Role, config: Config, mask: MaskSource, now: Instant) -> Self {
+        let bufs = Buffers::new(&config);
+        Self {
+            conn: Connection::new(role, config, mask, now),
+            bufs,
+        }
+    }
+
+    fn state(&self) -> ConnectionState {
+        self.conn.state()
+    }
+
+    fn poll(&mut self) -> Result<Event<'_>, Error> {
+        self.conn.poll(&mut self.bufs)
+    }
+
+    fn poll_with_sender(&mut self) -> Result<(Event<'_>, Sender<'_>), Error> {
+        self.conn.poll_with_sender(&mut self.bufs)
+    }
+
+    fn feed(&mut self, bytes: &[u8], now: Instant) {
+        self.conn.feed(&mut self.bufs, bytes, now);
+    }
+
+    fn sender(&mut self) -> Sender<'_> {
+        self.conn.sender(&mut self.bufs)
+    }
+
+    fn close(&mut self, code: CloseCode, reason: &str, now: Instant) -> Result<(), Error> {
+        self.conn.close(&mut self.bufs, code, reason, now)
+    }
+
+    fn wants_write(&self) -> bool {
+        self.conn.wants_write(&self.bufs)
+    }
+
+    fn output(&self) -> &[u8] {
+        self.conn.output(&self.bufs)
+    }
+
+    fn advance_output(&mut self, n: usize) {
+        self.conn.advance_output(&mut self.bufs, n);
+    }
+
+    fn should_close_transport(&self) -> bool {
+        self.conn.should_close_transport(&self.bufs)
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.conn.poll_timeout()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) -> Result<(), Error> {
+        self.conn.handle_timeout(&mut self.bufs, now)
+    }
+}
+
 /// Polls until `NeedMore`, `Closed` or an error, recording everything.
-fn events(conn: &mut Connection) -> Vec<Got> {
+fn events(conn: &mut Peer) -> Vec<Got> {
     let mut seen = Vec::new();
     loop {
         match conn.poll() {
@@ -67,7 +134,7 @@ fn events(conn: &mut Connection) -> Vec<Got> {
 }
 
 /// Writes everything queued, at most `chunk` bytes per `advance_output`, and returns it.
-fn drain(conn: &mut Connection, chunk: usize) -> Vec<u8> {
+fn drain(conn: &mut Peer, chunk: usize) -> Vec<u8> {
     let mut written = Vec::new();
     while conn.wants_write() {
         let out = conn.output();
@@ -80,11 +147,12 @@ fn drain(conn: &mut Connection, chunk: usize) -> Vec<u8> {
 
 /// Decodes frames a client wrote (masked), as a server reads them.
 fn client_frames(bytes: &[u8]) -> Vec<Got> {
-    let mut reader = FrameReader::new(Role::Server, Limits::client(), 64);
-    reader.feed(bytes);
+    let mut reader = FrameReader::new(Role::Server, Limits::client());
+    let mut buf = ReadBuf::with_capacity(64);
+    reader.feed(&mut buf, bytes);
     let mut seen = Vec::new();
     loop {
-        match reader.poll() {
+        match reader.poll(&mut buf) {
             Ok(ReadEvent::Message(m)) => seen.push(Got::of(m)),
             Ok(ReadEvent::NeedMore) => return seen,
             Err(e) => {
@@ -109,8 +177,8 @@ fn masked(b0: u8, payload: &[u8]) -> Vec<u8> {
 
 /// A client and a server connected by a simulated socket that moves bytes only on request.
 struct Pair {
-    client: Connection,
-    server: Connection,
+    client: Peer,
+    server: Peer,
     t0: Instant,
     /// Bytes per simulated socket write (and read).
     chunk: usize,
@@ -124,8 +192,8 @@ impl Pair {
     fn with(client: Config, server: Config) -> Self {
         let t0 = Instant::now();
         Self {
-            client: Connection::new(Role::Client, client, MaskSource::seeded(0x5eed), t0),
-            server: Connection::new(Role::Server, server, MaskSource::seeded(0xfeed), t0),
+            client: Peer::new(Role::Client, client, MaskSource::seeded(0x5eed), t0),
+            server: Peer::new(Role::Server, server, MaskSource::seeded(0xfeed), t0),
             t0,
             chunk: 3,
         }
@@ -148,7 +216,7 @@ impl Pair {
 }
 
 /// Partial writes of `chunk` bytes from `from`, each fed to `to` as one read.
-fn shuttle(from: &mut Connection, to: &mut Connection, chunk: usize, now: Instant) -> usize {
+fn shuttle(from: &mut Peer, to: &mut Peer, chunk: usize, now: Instant) -> usize {
     let mut moved = 0;
     while from.wants_write() {
         let out = from.output();
@@ -415,7 +483,7 @@ fn close_queued_through_the_sender_arms_the_timer_at_the_next_timer_call() {
     pair.client.sender().text("please leave").unwrap();
     pair.client_writes(pair.at(2000));
     {
-        let (event, sender) = pair.server.poll_with_sender().unwrap();
+        let (event, mut sender) = pair.server.poll_with_sender().unwrap();
         assert_eq!(event, Event::Message(Message::Text("please leave")));
         sender.close(CloseCode::POLICY_VIOLATION, "ok").unwrap();
     }
@@ -554,7 +622,7 @@ fn idle_timeout_fails_when_nothing_arrives_and_bytes_push_it_back() {
 /// Feeds `bytes` to a fresh server, expects `error`, then checks the close it queued.
 fn server_fails_with(bytes: &[u8], config: Config, error: Error, close: [u8; 4]) {
     let t0 = Instant::now();
-    let mut server = Connection::new(Role::Server, config, MaskSource::seeded(1), t0);
+    let mut server = Peer::new(Role::Server, config, MaskSource::seeded(1), t0);
     server.feed(bytes, t0);
     assert_eq!(events(&mut server), [Got::Error(error.clone())], "{error}");
     assert_eq!(server.state(), ConnectionState::Failed);
@@ -663,7 +731,7 @@ fn poll_with_sender_echoes_a_borrowed_message_without_copying() {
     pair.client.sender().text("echo me").unwrap();
     pair.client_writes(pair.at(1));
     {
-        let (event, sender) = pair.server.poll_with_sender().unwrap();
+        let (event, mut sender) = pair.server.poll_with_sender().unwrap();
         let Event::Message(Message::Text(received)) = event else {
             panic!("expected text, got {event:?}");
         };

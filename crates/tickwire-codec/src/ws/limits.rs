@@ -42,3 +42,18 @@ impl Default for Limits {
         Self::client()
     }
 }
+
+/// Where a [`FrameReader`](super::FrameReader) finds its limits: its own [`Limits`], or a
+/// configuration shared by many connections (a [`Connection`](super::Connection) reads them
+/// from its `Arc<Config>`, so they are not copied per connection).
+pub trait LimitsSource {
+    /// The limits in force.
+    fn limits(&self) -> &Limits;
+}
+
+impl LimitsSource for Limits {
+    #[inline(always)]
+    fn limits(&self) -> &Limits {
+        self
+    }
+}

@@ -29,10 +29,10 @@ mod connection_tests;
 mod tests;
 
 pub use close::CloseCode;
-pub use connection::{Config, Connection, ConnectionState, Event, Progress, Sender};
+pub use connection::{Buffers, Config, Connection, ConnectionState, Event, Progress, Sender};
 pub use error::{Error, Fault};
 pub use extension::{Compression, Extension};
-pub use limits::Limits;
+pub use limits::{Limits, LimitsSource};
 pub use mask::{MaskSource, apply_mask};
 #[cfg(feature = "deflate")]
 pub use prepared::PreparedMessage;

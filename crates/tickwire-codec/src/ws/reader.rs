@@ -1,7 +1,9 @@
 //! The frame reader: received bytes in, one [`Message`] at a time out.
 //!
-//! Owns the receive buffer, frame parsing and validation, reassembly of fragmented messages,
-//! incremental UTF-8 checking and the receive limits. It does not answer pings or closes (the
+//! Owns frame parsing and validation, reassembly of fragmented messages, incremental UTF-8
+//! checking and the receive limits. The receive buffer is lent by the caller on every call
+//! (a [`ReadBuf`]), as the HTTP readers take theirs: a transport may keep one per connection,
+//! or lend a shared scratch buffer and keep only the bytes of a partial frame between reads. It does not answer pings or closes (the
 //! [`Connection`](super::Connection) queues those for the writer) and never writes.
 //!
 //! Zero-copy contract: a single-frame message, and every control frame, is returned as a slice
@@ -11,10 +13,13 @@
 
 use super::utf8::Utf8Stream;
 use super::{
-    CloseCode, CloseFrame, Error, Extension, Limits, MAX_CONTROL_PAYLOAD, Message, OpCode, Role,
-    mask,
+    CloseCode, CloseFrame, Error, Extension, Limits, LimitsSource, MAX_CONTROL_PAYLOAD, Message,
+    OpCode, Role, mask,
 };
 use crate::buf::ReadBuf;
+
+/// Room [`FrameReader::spare`] makes in a full buffer beyond the frame in progress.
+const MIN_READ: usize = 4096;
 
 /// What [`FrameReader::poll`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,14 +32,17 @@ pub enum ReadEvent<'a> {
 }
 
 /// Sans-IO WebSocket frame reader for one connection.
-pub struct FrameReader {
+///
+/// It holds only parsing state; the bytes are in the [`ReadBuf`] passed to each call. The
+/// buffer may change between calls (another `ReadBuf`, or the same one moved) provided that,
+/// after [`release`](Self::release), its data still starts with the bytes it held: the reader
+/// refers to the unparsed bytes by their offset from the start of the buffer's data.
+///
+/// `L` is where the limits come from: a [`Limits`] of its own (the default), or a
+/// configuration shared with other connections (see [`LimitsSource`]).
+pub struct FrameReader<L = Limits> {
     role: Role,
-    limits: Limits,
-    buf: ReadBuf,
-    /// Bytes of the last returned frame, released on the next call.
-    pending_consume: usize,
-    /// The reassembly buffer holds a message that was returned; clear it on the next call.
-    pending_clear: bool,
+    config: L,
     /// A frame whose header was parsed but whose payload is still arriving.
     partial: Option<Partial>,
     /// The fragmented (or transformed) message being assembled.
@@ -58,7 +66,8 @@ struct Header {
     rsv: u8,
     opcode: OpCode,
     mask: Option<[u8; 4]>,
-    header_len: usize,
+    /// At most 14.
+    header_len: u8,
     payload_len: usize,
 }
 
@@ -72,7 +81,9 @@ struct Partial {
 #[derive(Debug, Clone, Copy)]
 struct Assembly {
     opcode: OpCode,
-    fragments: usize,
+    /// Frames so far; saturates (a `u32` keeps the per-connection state small, and no
+    /// fragment limit above 4 billion is meaningful).
+    fragments: u32,
     transformed: bool,
 }
 
@@ -81,22 +92,21 @@ enum Step {
     NeedMore,
     Frame {
         opcode: OpCode,
-        start: usize,
+        /// The header's length: the frame starts the buffer's data.
+        start: u8,
         len: usize,
     },
     Assembled(OpCode),
 }
 
-impl FrameReader {
-    /// A reader for `role` with `limits` and an initial buffer of `buffer_size` bytes (the
-    /// buffer grows to hold the largest frame the limits allow, when one arrives).
-    pub fn new(role: Role, limits: Limits, buffer_size: usize) -> Self {
+impl<L: LimitsSource> FrameReader<L> {
+    /// A reader for `role` with the limits `config` gives (a [`Limits`], or a shared
+    /// configuration). The buffers passed in grow to hold the largest frame the limits allow,
+    /// when one arrives.
+    pub fn new(role: Role, config: L) -> Self {
         Self {
             role,
-            limits,
-            buf: ReadBuf::with_capacity(buffer_size),
-            pending_consume: 0,
-            pending_clear: false,
+            config,
             partial: None,
             message: None,
             assembly: Vec::new(),
@@ -115,35 +125,69 @@ impl FrameReader {
 
     /// The limits in force.
     pub fn limits(&self) -> &Limits {
-        &self.limits
+        self.config.limits()
     }
 
-    /// Writable space for the transport's next read. Releases the last returned message.
+    /// Where the limits come from.
+    pub fn config(&self) -> &L {
+        &self.config
+    }
+
+    /// Writable space in `buf` for the transport's next read. Releases the last returned
+    /// message.
     ///
     /// After [`poll`](Self::poll) has returned [`ReadEvent::NeedMore`] this is never empty:
     /// the reader reserves room for the whole frame it is waiting for (bounded by
-    /// [`Limits::max_frame_size`]). Read only after polling to `NeedMore`.
+    /// [`Limits::max_frame_size`]). Read only after polling to `NeedMore`, then call
+    /// [`ReadBuf::filled`].
+    ///
+    /// The buffer may be another one than before (a reactor parks a partial frame in a small
+    /// buffer): when it has no room, room is made here for the rest of the frame in progress.
     #[inline]
-    pub fn spare(&mut self) -> &mut [u8] {
-        self.release();
-        self.buf.spare()
+    pub fn spare<'b>(&mut self, buf: &'b mut ReadBuf) -> &'b mut [u8] {
+        self.release(buf);
+        if buf.spare().is_empty() {
+            self.make_room(buf);
+        }
+        buf.spare()
     }
 
-    /// Records that the transport read `n` bytes into [`spare`](Self::spare).
-    #[inline]
-    pub fn filled(&mut self, n: usize) {
-        self.buf.filled(n);
+    /// Grows a full buffer to hold the rest of the frame in progress, and at least
+    /// [`MIN_READ`] bytes more.
+    #[cold]
+    #[inline(never)]
+    fn make_room(&self, buf: &mut ReadBuf) {
+        let rest = self.partial.map_or(0, |p| {
+            (usize::from(p.header.header_len) + p.header.payload_len).saturating_sub(buf.len())
+        });
+        buf.reserve(rest.max(MIN_READ));
     }
 
-    /// Copies `bytes` in (for transports that do not read into [`spare`](Self::spare)).
-    pub fn feed(&mut self, bytes: &[u8]) {
-        self.release();
-        self.buf.extend_from_slice(bytes);
+    /// Copies `bytes` into `buf` (for transports that do not read into [`spare`](Self::spare)).
+    pub fn feed(&mut self, buf: &mut ReadBuf, bytes: &[u8]) {
+        self.release(buf);
+        buf.extend_from_slice(bytes);
     }
 
-    /// Bytes buffered and not yet returned as messages.
-    pub fn buffered(&self) -> usize {
-        self.buf.len() - self.pending_consume
+    /// Bytes of `buf` not yet returned as messages.
+    pub fn buffered(&self, buf: &ReadBuf) -> usize {
+        buf.len() - self.ready_frame_len()
+    }
+
+    /// True when the reader is between messages: no frame or fragmented message is partly
+    /// received and nothing returned is still borrowed. With an empty buffer after
+    /// [`release`](Self::release), the buffer may then be given back (to a pool) and a
+    /// different one lent on the next call.
+    pub fn is_between_messages(&self) -> bool {
+        self.partial.is_none() && self.message.is_none() && self.ready.is_none()
+    }
+
+    /// Frees the reassembly buffer's memory when no fragmented message is in progress (for a
+    /// connection about to sit idle; the next fragmented message allocates it again).
+    pub fn trim(&mut self) {
+        if self.message.is_none() && !matches!(self.ready, Some(Step::Assembled(_))) {
+            self.assembly = Vec::new();
+        }
     }
 
     /// The next message, or [`ReadEvent::NeedMore`]: [`advance`](Self::advance) then
@@ -152,9 +196,9 @@ impl FrameReader {
     /// Errors are terminal: the first one leaves the reader failed, and every later call
     /// returns [`Error::Failed`] with the close code of the first.
     #[inline]
-    pub fn poll(&mut self) -> Result<ReadEvent<'_>, Error> {
-        if self.advance()? {
-            self.message().map(ReadEvent::Message)
+    pub fn poll<'b>(&'b mut self, buf: &'b mut ReadBuf) -> Result<ReadEvent<'b>, Error> {
+        if self.advance(buf)? {
+            self.message(buf).map(ReadEvent::Message)
         } else {
             Ok(ReadEvent::NeedMore)
         }
@@ -167,32 +211,29 @@ impl FrameReader {
     /// This split lets a transport loop "advance, read more, advance" and then borrow the
     /// message once, outside the loop.
     #[inline(always)]
-    pub fn advance(&mut self) -> Result<bool, Error> {
+    pub fn advance(&mut self, buf: &mut ReadBuf) -> Result<bool, Error> {
         if self.failed.is_none() {
-            self.release();
-            if let Some(step) = self.complete_single_frame() {
+            self.release(buf);
+            if let Some(step) = self.complete_single_frame(buf) {
                 self.ready = Some(step);
                 return Ok(true);
             }
         }
-        self.advance_general()
+        self.advance_general(buf)
     }
 
     /// [`advance`](Self::advance) for everything but a complete plain frame: partial frames,
     /// fragments, control frames, extensions, errors. Out of line so the fast path stays small
     /// where it is inlined.
     #[inline(never)]
-    fn advance_general(&mut self) -> Result<bool, Error> {
+    fn advance_general(&mut self, buf: &mut ReadBuf) -> Result<bool, Error> {
         if let Some(code) = self.failed {
             return Err(Error::Failed(code));
         }
-        self.release();
-        match self.step() {
+        self.release(buf);
+        match self.step(buf) {
             Ok(Step::NeedMore) => Ok(false),
             Ok(step) => {
-                if let Step::Assembled(_) = step {
-                    self.pending_clear = true;
-                }
                 self.ready = Some(step);
                 Ok(true)
             }
@@ -209,14 +250,15 @@ impl FrameReader {
         }
     }
 
-    /// The message [`advance`](Self::advance) made ready, borrowing the buffer. Text (and a
-    /// close reason) is validated as UTF-8 here, once; invalid text fails the reader.
-    /// Returns [`Error::NotReady`] when no message is ready.
+    /// The message [`advance`](Self::advance) made ready, borrowing `buf` (the buffer that
+    /// `advance` was given). Text (and a close reason) is validated as UTF-8 here, once;
+    /// invalid text fails the reader. Returns [`Error::NotReady`] when no message is ready.
     #[inline]
-    pub fn message(&mut self) -> Result<Message<'_>, Error> {
+    pub fn message<'b>(&'b mut self, buf: &'b ReadBuf) -> Result<Message<'b>, Error> {
         let (opcode, payload) = match self.ready {
             Some(Step::Frame { opcode, start, len }) => {
-                (opcode, &self.buf.data()[start..start + len])
+                let start = usize::from(start);
+                (opcode, &buf.data()[start..start + len])
             }
             Some(Step::Assembled(opcode)) => (opcode, &self.assembly[..]),
             _ => return Err(Error::NotReady),
@@ -236,20 +278,31 @@ impl FrameReader {
         error
     }
 
+    /// Releases the last returned message: its bytes leave `buf`, which then holds only bytes
+    /// not parsed yet. Every call that parses releases first; a transport calls this itself
+    /// before it gives the buffer back or moves its bytes elsewhere.
     #[inline]
-    fn release(&mut self) {
-        self.ready = None;
-        if self.pending_consume > 0 {
-            self.buf.consume(self.pending_consume);
-            self.pending_consume = 0;
+    pub fn release(&mut self, buf: &mut ReadBuf) {
+        match self.ready.take() {
+            None => {}
+            Some(Step::Frame { start, len, .. }) => buf.consume(usize::from(start) + len),
+            Some(_) => self.release_assembly(),
         }
-        if self.pending_clear {
-            self.pending_clear = false;
-            self.assembly.clear();
-            if self.assembly.capacity() > self.limits.max_frame_size.max(1 << 20) {
-                // A huge message was assembled once: do not pin its memory forever.
-                self.assembly = Vec::new();
-            }
+    }
+
+    /// Bytes at the front of the buffer that the ready message (a single frame) still holds.
+    fn ready_frame_len(&self) -> usize {
+        match self.ready {
+            Some(Step::Frame { start, len, .. }) => usize::from(start) + len,
+            _ => 0,
+        }
+    }
+
+    fn release_assembly(&mut self) {
+        self.assembly.clear();
+        if self.assembly.capacity() > self.config.limits().max_frame_size.max(1 << 20) {
+            // A huge message was assembled once: do not pin its memory forever.
+            self.assembly = Vec::new();
         }
     }
 
@@ -259,11 +312,11 @@ impl FrameReader {
     /// path, which re-parses from the same bytes, so the two paths cannot disagree on a
     /// verdict, only on speed. Measured with `tickwire-bench ws --callgrind` (docs/BENCHMARKS.md).
     #[inline(always)]
-    fn complete_single_frame(&mut self) -> Option<Step> {
+    fn complete_single_frame(&mut self, buf: &mut ReadBuf) -> Option<Step> {
         if self.partial.is_some() || self.message.is_some() {
             return None;
         }
-        let data = self.buf.data();
+        let data = buf.data();
         let [b0, b1, ..] = *data else { return None };
         // 0x81 / 0x82: FIN, RSV 000, Text or Binary (§5.2).
         let opcode = match b0 {
@@ -289,7 +342,8 @@ impl FrameReader {
             }
             short => (usize::from(short), 2),
         };
-        if len > self.limits.max_frame_size || len > self.limits.max_message_size {
+        if len > self.config.limits().max_frame_size || len > self.config.limits().max_message_size
+        {
             return None;
         }
         let key_at = start;
@@ -301,7 +355,7 @@ impl FrameReader {
             return None;
         }
         if masked {
-            let data = self.buf.data_mut();
+            let data = buf.data_mut();
             let key = [
                 data[key_at],
                 data[key_at + 1],
@@ -310,15 +364,18 @@ impl FrameReader {
             ];
             mask::apply_mask(&mut data[start..total], key, 0);
         }
-        self.pending_consume = total;
-        Some(Step::Frame { opcode, start, len })
+        Some(Step::Frame {
+            opcode,
+            start: start as u8,
+            len,
+        })
     }
 
     /// Parses frames until one completes a message or the bytes run out. Borrows of the
     /// buffer end before it returns, so `poll` can hand out the message.
-    fn step(&mut self) -> Result<Step, Error> {
+    fn step(&mut self, buf: &mut ReadBuf) -> Result<Step, Error> {
         loop {
-            let step = match self.step_frame() {
+            let step = match self.step_frame(buf) {
                 Ok(step) => step,
                 Err(error) => {
                     // Unchecked text came earlier in the stream than this error: its verdict
@@ -352,38 +409,36 @@ impl FrameReader {
     }
 
     /// Parses at most one frame: `None` when it was a fragment that did not end a message.
-    fn step_frame(&mut self) -> Result<Option<Step>, Error> {
+    fn step_frame(&mut self, buf: &mut ReadBuf) -> Result<Option<Step>, Error> {
         let (header, processed) = match self.partial.take() {
             Some(partial) => (partial.header, partial.processed),
-            None => match self.parse_header()? {
+            None => match self.parse_header(buf.data())? {
                 Some(header) => (header, 0),
                 None => return Ok(Some(Step::NeedMore)),
             },
         };
-        let total = header.header_len + header.payload_len;
-        let available = self.buf.len();
+        let start = usize::from(header.header_len);
+        let total = start + header.payload_len;
+        let available = buf.len();
         if available < total {
-            self.process_partial(header, processed, available - header.header_len)?;
-            self.buf.reserve(total - available);
+            self.process_partial(buf, header, processed, available - start)?;
+            buf.reserve(total - available);
             return Ok(Some(Step::NeedMore));
         }
-        let start = header.header_len;
         let len = header.payload_len;
         if let Some(key) = header.mask {
-            let payload = &mut self.buf.data_mut()[start + processed..start + len];
+            let payload = &mut buf.data_mut()[start + processed..start + len];
             mask::apply_mask(payload, key, processed);
         }
         if header.opcode.is_control() {
-            self.pending_consume = total;
             return Ok(Some(Step::Frame {
                 opcode: header.opcode,
-                start,
+                start: header.header_len,
                 len,
             }));
         }
         let plain_single = header.fin && header.rsv == 0 && self.message.is_none();
         if plain_single {
-            self.pending_consume = total;
             if processed > 0 {
                 // The prefix was checked incrementally; the whole payload is validated again
                 // when the &str is made, so the stream state is no longer needed.
@@ -391,15 +446,14 @@ impl FrameReader {
             }
             return Ok(Some(Step::Frame {
                 opcode: header.opcode,
-                start,
+                start: header.header_len,
                 len,
             }));
         }
-        self.assemble(header, processed, total)
+        self.assemble(buf, header, processed, total)
     }
 
-    fn parse_header(&mut self) -> Result<Option<Header>, Error> {
-        let data = self.buf.data();
+    fn parse_header(&self, data: &[u8]) -> Result<Option<Header>, Error> {
         let [b0, b1, ..] = *data else { return Ok(None) };
         let opcode = OpCode::from_bits(b0 & 0x0f).ok_or(Error::ReservedOpcode(b0 & 0x0f))?;
         let fin = b0 & 0x80 != 0;
@@ -466,29 +520,31 @@ impl FrameReader {
         } else {
             None
         };
-        if payload_len > self.limits.max_frame_size as u64 {
+        if payload_len > self.config.limits().max_frame_size as u64 {
             return Err(Error::FrameTooLarge {
                 len: payload_len,
-                limit: self.limits.max_frame_size,
+                limit: self.config.limits().max_frame_size,
             });
         }
         let payload_len = payload_len as usize;
         if !opcode.is_control() {
             let transformed = rsv != 0 || self.message.is_some_and(|m| m.transformed);
-            if !transformed && self.assembly.len() + payload_len > self.limits.max_message_size {
+            if !transformed
+                && self.assembly.len() + payload_len > self.config.limits().max_message_size
+            {
                 return Err(Error::MessageTooLarge {
-                    limit: self.limits.max_message_size,
+                    limit: self.config.limits().max_message_size,
                 });
             }
             if let Some(message) = &self.message {
-                if message.fragments >= self.limits.max_fragments {
+                if message.fragments as usize >= self.config.limits().max_fragments {
                     return Err(Error::TooManyFragments {
-                        limit: self.limits.max_fragments,
+                        limit: self.config.limits().max_fragments,
                     });
                 }
-            } else if !fin && self.limits.max_fragments < 2 {
+            } else if !fin && self.config.limits().max_fragments < 2 {
                 return Err(Error::TooManyFragments {
-                    limit: self.limits.max_fragments,
+                    limit: self.config.limits().max_fragments,
                 });
             }
         }
@@ -497,7 +553,7 @@ impl FrameReader {
             rsv,
             opcode,
             mask,
-            header_len,
+            header_len: header_len as u8,
             payload_len,
         }))
     }
@@ -506,6 +562,7 @@ impl FrameReader {
     /// so invalid UTF-8 fails before the frame completes.
     fn process_partial(
         &mut self,
+        buf: &mut ReadBuf,
         header: Header,
         processed: usize,
         arrived: usize,
@@ -519,15 +576,15 @@ impl FrameReader {
         };
         let mut done = processed;
         if arrived > processed && (text || header.mask.is_some()) {
-            let start = header.header_len;
-            let fresh = &mut self.buf.data_mut()[start + processed..start + arrived];
+            let start = usize::from(header.header_len);
+            let fresh = &mut buf.data_mut()[start + processed..start + arrived];
             if let Some(key) = header.mask {
                 mask::apply_mask(fresh, key, processed);
             }
             if text {
                 // Keep the stream in order: earlier fragments first.
                 self.feed_deferred_utf8()?;
-                let fresh = &self.buf.data()[start + processed..start + arrived];
+                let fresh = &buf.data()[start + processed..start + arrived];
                 self.utf8.feed(fresh).map_err(|_| Error::InvalidUtf8)?;
             }
             done = arrived;
@@ -543,13 +600,14 @@ impl FrameReader {
     /// reassembly buffer.
     fn assemble(
         &mut self,
+        buf: &mut ReadBuf,
         header: Header,
         processed: usize,
         total: usize,
     ) -> Result<Option<Step>, Error> {
         let message = match self.message {
             Some(mut message) => {
-                message.fragments += 1;
+                message.fragments = message.fragments.saturating_add(1);
                 message
             }
             None => Assembly {
@@ -562,22 +620,22 @@ impl FrameReader {
             // RFC 7692 §6.1: only the first frame of a message carries RSV1.
             return Err(Error::ReservedBits(header.rsv));
         }
-        let payload_range = header.header_len..total;
+        let payload_range = usize::from(header.header_len)..total;
         let before = self.assembly.len();
         if message.transformed {
             let Some(extension) = self.extension.as_mut() else {
                 return Err(Error::ReservedBits(header.rsv));
             };
-            let payload = &self.buf.data()[payload_range];
+            let payload = &buf.data()[payload_range];
             extension.decode(
                 payload,
                 header.fin,
                 &mut self.assembly,
-                self.limits.max_message_size,
+                self.config.limits().max_message_size,
             )?;
-            if self.assembly.len() > self.limits.max_message_size {
+            if self.assembly.len() > self.config.limits().max_message_size {
                 return Err(Error::MessageTooLarge {
-                    limit: self.limits.max_message_size,
+                    limit: self.config.limits().max_message_size,
                 });
             }
             // A compressed text message that is one frame is validated once, whole, when
@@ -589,7 +647,7 @@ impl FrameReader {
                     .map_err(|_| Error::InvalidUtf8)?;
             }
         } else {
-            let payload = &self.buf.data()[payload_range];
+            let payload = &buf.data()[payload_range];
             self.assembly.extend_from_slice(payload);
             if message.opcode == OpCode::Text && processed > 0 {
                 // The first `processed` bytes were fed while the frame was arriving (after
@@ -597,7 +655,7 @@ impl FrameReader {
                 self.utf8_fed = before + processed;
             }
         }
-        self.buf.consume(total);
+        buf.consume(total);
         if header.fin {
             self.message = None;
             if message.opcode == OpCode::Text {
@@ -618,12 +676,12 @@ impl FrameReader {
     }
 }
 
-impl core::fmt::Debug for FrameReader {
+impl<L: LimitsSource> core::fmt::Debug for FrameReader<L> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("FrameReader")
             .field("role", &self.role)
-            .field("limits", &self.limits)
-            .field("buffered", &self.buf.len())
+            .field("limits", self.config.limits())
+            .field("partial", &self.partial.is_some())
             .field("failed", &self.failed)
             .finish_non_exhaustive()
     }

@@ -1,7 +1,7 @@
 //! Frame-level tests: round trips and split invariance, strictness, limits, the extension seam.
 
 use super::*;
-use crate::buf::WriteBuf;
+use crate::buf::{ReadBuf, WriteBuf};
 
 /// An owned copy of what the reader produced, for comparing runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,13 +34,30 @@ pub(crate) fn read_in_chunks(
     bytes: &[u8],
     chunks: &[usize],
 ) -> Vec<Seen> {
-    let mut reader = FrameReader::new(role, limits, 64);
+    read_lent(role, limits, bytes, chunks, false)
+}
+
+/// [`read_in_chunks`] as a reactor lends buffers: after every `NeedMore` the bytes not parsed
+/// yet (a partial frame) move into a fresh, small buffer, and the next read goes there.
+fn read_in_chunks_moving(role: Role, limits: Limits, bytes: &[u8], chunks: &[usize]) -> Vec<Seen> {
+    read_lent(role, limits, bytes, chunks, true)
+}
+
+fn read_lent(
+    role: Role,
+    limits: Limits,
+    bytes: &[u8],
+    chunks: &[usize],
+    moving: bool,
+) -> Vec<Seen> {
+    let mut reader = FrameReader::new(role, limits);
+    let mut buf = ReadBuf::with_capacity(64);
     let mut seen = Vec::new();
     let mut at = 0;
     let mut chunk = chunks.iter().copied().cycle();
     loop {
         loop {
-            match reader.poll() {
+            match reader.poll(&mut buf) {
                 Ok(ReadEvent::Message(m)) => seen.push(Seen::of(m)),
                 Ok(ReadEvent::NeedMore) => break,
                 Err(e) => {
@@ -52,12 +69,18 @@ pub(crate) fn read_in_chunks(
         if at == bytes.len() {
             return seen;
         }
+        if moving {
+            reader.release(&mut buf);
+            let mut parked = ReadBuf::with_capacity(16);
+            parked.extend_from_slice(buf.data());
+            buf = parked;
+        }
         let want = chunk.next().unwrap_or(usize::MAX).max(1);
-        let spare = reader.spare();
+        let spare = reader.spare(&mut buf);
         assert!(!spare.is_empty(), "spare() empty after NeedMore");
         let n = want.min(spare.len()).min(bytes.len() - at);
         spare[..n].copy_from_slice(&bytes[at..at + n]);
-        reader.filled(n);
+        buf.filled(n);
         at += n;
     }
 }
@@ -176,6 +199,8 @@ fn every_split_point_gives_identical_events() {
             for split in 0..=bytes.len() {
                 let events = read_in_chunks(role, Limits::client(), &bytes, &[split, usize::MAX]);
                 assert_eq!(events, whole, "{role:?} len {len} split {split}");
+                let moved = read_in_chunks_moving(role, Limits::client(), &bytes, &[split, 5]);
+                assert_eq!(moved, whole, "{role:?} len {len} split {split}, moved");
             }
         }
         // Large classes: every split inside and around the header, and a stride through.
@@ -343,11 +368,15 @@ fn strictness_violations_carry_their_close_codes() {
 
 #[test]
 fn reader_stays_failed_after_an_error() {
-    let mut reader = FrameReader::new(Role::Client, Limits::client(), 64);
-    reader.feed(&raw(0x83, b"", false));
-    assert_eq!(reader.poll(), Err(Error::ReservedOpcode(3)));
-    reader.feed(&raw(0x81, b"ok", false));
-    assert_eq!(reader.poll(), Err(Error::Failed(CloseCode::PROTOCOL_ERROR)));
+    let mut reader = FrameReader::new(Role::Client, Limits::client());
+    let mut buf = ReadBuf::with_capacity(64);
+    reader.feed(&mut buf, &raw(0x83, b"", false));
+    assert_eq!(reader.poll(&mut buf), Err(Error::ReservedOpcode(3)));
+    reader.feed(&mut buf, &raw(0x81, b"ok", false));
+    assert_eq!(
+        reader.poll(&mut buf),
+        Err(Error::Failed(CloseCode::PROTOCOL_ERROR))
+    );
 }
 
 #[test]
@@ -357,16 +386,18 @@ fn invalid_utf8_fails_before_the_frame_completes() {
     payload[10] = 0xff;
     for (role, masked) in both_roles() {
         let frame = raw(0x81, &payload, masked);
-        let mut reader = FrameReader::new(role, Limits::client(), 64);
-        reader.feed(&frame[..20]);
-        assert_eq!(reader.poll(), Err(Error::InvalidUtf8), "{role:?}");
+        let mut reader = FrameReader::new(role, Limits::client());
+        let mut buf = ReadBuf::with_capacity(64);
+        reader.feed(&mut buf, &frame[..20]);
+        assert_eq!(reader.poll(&mut buf), Err(Error::InvalidUtf8), "{role:?}");
     }
     // Also inside a continuation frame of a fragmented message.
     let mut bytes = raw(0x01, b"ok", false);
     bytes.extend(raw(0x80, &payload, false));
-    let mut reader = FrameReader::new(Role::Client, Limits::client(), 64);
-    reader.feed(&bytes[..30]);
-    assert_eq!(reader.poll(), Err(Error::InvalidUtf8));
+    let mut reader = FrameReader::new(Role::Client, Limits::client());
+    let mut buf = ReadBuf::with_capacity(64);
+    reader.feed(&mut buf, &bytes[..30]);
+    assert_eq!(reader.poll(&mut buf), Err(Error::InvalidUtf8));
 }
 
 /// Found by the frame_reader fuzz target (its input layout: a control byte, split sizes, then
@@ -390,20 +421,22 @@ fn fixture_deferred_utf8_error_comes_before_a_later_frame_error() {
 #[test]
 fn invalid_complete_fragment_fails_before_waiting_for_the_next() {
     for (role, masked) in both_roles() {
-        let mut reader = FrameReader::new(role, Limits::client(), 64);
-        reader.feed(&raw(0x01, b"ok \xce\xba\xff then more", masked));
+        let mut reader = FrameReader::new(role, Limits::client());
+        let mut buf = ReadBuf::with_capacity(64);
+        reader.feed(&mut buf, &raw(0x01, b"ok \xce\xba\xff then more", masked));
         assert_eq!(
-            reader.poll(),
+            reader.poll(&mut buf),
             Err(Error::InvalidUtf8),
             "{role:?}: whole fragment"
         );
 
         let mut bytes = raw(0x01, b"bad \xff", masked);
         bytes.extend(raw(0x89, b"ping", masked));
-        let mut reader = FrameReader::new(role, Limits::client(), 64);
-        reader.feed(&bytes);
+        let mut reader = FrameReader::new(role, Limits::client());
+        let mut buf = ReadBuf::with_capacity(64);
+        reader.feed(&mut buf, &bytes);
         assert_eq!(
-            reader.poll(),
+            reader.poll(&mut buf),
             Err(Error::InvalidUtf8),
             "{role:?}: before the ping"
         );
@@ -481,10 +514,11 @@ fn read_buffer_growth_is_bounded_by_the_frame_limit() {
         max_fragments: 4,
     };
     let frame = raw(0x82, &vec![5; 100_000], false);
-    let mut reader = FrameReader::new(Role::Client, limits, 1024);
-    reader.feed(&frame[..50]);
-    assert_eq!(reader.poll(), Ok(ReadEvent::NeedMore));
-    let spare = reader.spare().len();
+    let mut reader = FrameReader::new(Role::Client, limits);
+    let mut buf = ReadBuf::with_capacity(1024);
+    reader.feed(&mut buf, &frame[..50]);
+    assert_eq!(reader.poll(&mut buf), Ok(ReadEvent::NeedMore));
+    let spare = reader.spare(&mut buf).len();
     assert!(
         spare >= frame.len() - 50,
         "room reserved for the whole frame"
@@ -616,11 +650,13 @@ fn extension_seam_owns_rsv1_and_transforms_messages() {
     let bytes = out.as_slice().to_vec();
     assert_eq!(bytes[0], 0xc1, "RSV1 set on the transformed message");
 
-    let mut reader = FrameReader::new(Role::Client, Limits::client(), 64);
+    let mut reader = FrameReader::new(Role::Client, Limits::client());
+
+    let mut buf = ReadBuf::with_capacity(64);
     reader.set_extension(Box::new(Xor));
-    reader.feed(&bytes);
+    reader.feed(&mut buf, &bytes);
     let mut seen = Vec::new();
-    while let Ok(ReadEvent::Message(m)) = reader.poll() {
+    while let Ok(ReadEvent::Message(m)) = reader.poll(&mut buf) {
         seen.push(Seen::of(m));
     }
     assert_eq!(
@@ -637,19 +673,27 @@ fn extension_seam_owns_rsv1_and_transforms_messages() {
         Error::ReservedBits(0b100)
     );
     // RSV1 on a continuation frame is an error even with the extension.
-    let mut reader = FrameReader::new(Role::Client, Limits::client(), 64);
+    let mut reader = FrameReader::new(Role::Client, Limits::client());
+    let mut buf = ReadBuf::with_capacity(64);
     reader.set_extension(Box::new(Xor));
-    reader.feed(&[raw(0x41, b"ab", false), raw(0xc0, b"cd", false)].concat());
-    assert_eq!(reader.poll(), Err(Error::ReservedBits(0b100)));
+    reader.feed(
+        &mut buf,
+        &[raw(0x41, b"ab", false), raw(0xc0, b"cd", false)].concat(),
+    );
+    assert_eq!(reader.poll(&mut buf), Err(Error::ReservedBits(0b100)));
     // The message limit applies to decoded bytes, enforced by the extension.
     let limits = Limits {
         max_message_size: 10,
         ..Limits::client()
     };
-    let mut reader = FrameReader::new(Role::Client, limits, 64);
+    let mut reader = FrameReader::new(Role::Client, limits);
+    let mut buf = ReadBuf::with_capacity(64);
     reader.set_extension(Box::new(Xor));
-    reader.feed(&raw(0xc2, &[0; 11], false));
-    assert_eq!(reader.poll(), Err(Error::MessageTooLarge { limit: 10 }));
+    reader.feed(&mut buf, &raw(0xc2, &[0; 11], false));
+    assert_eq!(
+        reader.poll(&mut buf),
+        Err(Error::MessageTooLarge { limit: 10 })
+    );
 }
 
 mod properties {
@@ -691,7 +735,9 @@ mod properties {
             let whole = read_in_chunks(role, limits, &bytes, &[usize::MAX]);
             let split = split.min(bytes.len());
             let parts = read_in_chunks(role, limits, &bytes, &[split.max(1), usize::MAX]);
-            prop_assert_eq!(whole, parts);
+            prop_assert_eq!(&whole, &parts);
+            let moved = read_in_chunks_moving(role, limits, &bytes, &[split.max(1), 3]);
+            prop_assert_eq!(whole, moved);
         }
     }
 }

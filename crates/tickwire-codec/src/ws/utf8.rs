@@ -10,7 +10,8 @@
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Utf8Stream {
     carry: [u8; 4],
-    carry_len: usize,
+    /// At most 3 (a `u8` keeps the per-connection state small).
+    carry_len: u8,
 }
 
 /// The bytes fed so far cannot be valid UTF-8.
@@ -21,12 +22,13 @@ impl Utf8Stream {
     /// Validates the next piece.
     pub(crate) fn feed(&mut self, mut input: &[u8]) -> Result<(), InvalidUtf8> {
         if self.carry_len > 0 {
+            let carried = usize::from(self.carry_len);
             let width = sequence_width(self.carry[0]);
-            let take = (width - self.carry_len).min(input.len());
-            self.carry[self.carry_len..self.carry_len + take].copy_from_slice(&input[..take]);
-            self.carry_len += take;
+            let take = (width - carried).min(input.len());
+            self.carry[carried..carried + take].copy_from_slice(&input[..take]);
+            self.carry_len += take as u8;
             input = &input[take..];
-            match core::str::from_utf8(&self.carry[..self.carry_len]) {
+            match core::str::from_utf8(&self.carry[..usize::from(self.carry_len)]) {
                 Ok(_) => self.carry_len = 0,
                 Err(e) if e.error_len().is_none() => return Ok(()),
                 Err(_) => return Err(InvalidUtf8),
@@ -37,7 +39,7 @@ impl Utf8Stream {
             Err(e) if e.error_len().is_none() => {
                 let tail = &input[e.valid_up_to()..];
                 self.carry[..tail.len()].copy_from_slice(tail);
-                self.carry_len = tail.len();
+                self.carry_len = tail.len() as u8;
                 Ok(())
             }
             Err(_) => Err(InvalidUtf8),

@@ -12,18 +12,42 @@ use super::{
 };
 use crate::buf::WriteBuf;
 
+std::thread_local! {
+    /// What an extension encoded (a compressed payload) before it is framed: one buffer per
+    /// thread, so a writer holds none between messages.
+    static ENCODED: core::cell::RefCell<Vec<u8>> = const { core::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with this thread's encode buffer, cleared; capacity past 1 MiB is given back after
+/// a message that needed it.
+fn with_encoded<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    ENCODED.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => {
+            scratch.clear();
+            let result = f(&mut scratch);
+            if scratch.capacity() > 1 << 20 {
+                *scratch = Vec::new();
+            }
+            result
+        }
+        // Not reachable (an extension does not encode through a writer), but never a panic.
+        Err(_) => f(&mut Vec::new()),
+    })
+}
+
 /// Sans-IO WebSocket frame writer for one connection.
 pub struct FrameWriter {
     role: Role,
     mask: MaskSource,
     extension: Option<Box<dyn Extension>>,
-    scratch: Vec<u8>,
-    fragment_size: usize,
+    /// Largest frame payload of a data message; `u32::MAX` (the default) never fragments in
+    /// practice. A `u32` keeps the per-connection state small.
+    fragment_size: u32,
     /// Payloads shorter than this go out as one unmasked frame with a 7- or 16-bit length and
     /// no extension: up to 0x10000 for a server without an extension (less when the fragment
     /// size is smaller), else 0 (the fast path is off). Recomputed whenever what it depends on
     /// changes.
-    plain_below: usize,
+    plain_below: u32,
 }
 
 impl FrameWriter {
@@ -33,8 +57,7 @@ impl FrameWriter {
             role,
             mask,
             extension: None,
-            scratch: Vec::new(),
-            fragment_size: usize::MAX,
+            fragment_size: u32::MAX,
             plain_below: 0,
         }
         .with_fast_path()
@@ -75,8 +98,13 @@ impl FrameWriter {
     /// Data messages with payloads longer than `size` are sent as frames of at most `size`
     /// bytes. `None` (the default) sends every message as one frame.
     pub fn set_fragment_size(&mut self, size: Option<usize>) {
-        self.fragment_size = size.map_or(usize::MAX, |s| s.max(1));
+        self.fragment_size = size.map_or(u32::MAX, |s| s.clamp(1, u32::MAX as usize) as u32);
         self.update_fast_path();
+    }
+
+    #[inline(always)]
+    fn fragment_size(&self) -> usize {
+        self.fragment_size as usize
     }
 
     /// The role this writer encodes for.
@@ -103,7 +131,7 @@ impl FrameWriter {
     pub fn message(&mut self, out: &mut WriteBuf, opcode: OpCode, payload: &[u8]) {
         debug_assert!(matches!(opcode, OpCode::Text | OpCode::Binary));
         let len = payload.len();
-        if len < self.plain_below {
+        if len < self.plain_below as usize {
             // The hot server send: FIN + opcode, a 7- or 16-bit length, the payload (§5.2).
             if len < 0x7e {
                 let slot = out.append_slot(2 + len);
@@ -159,7 +187,7 @@ impl FrameWriter {
         payload: &[u8],
         compression: Compression,
     ) {
-        if self.extension.is_none() && payload.len() <= self.fragment_size {
+        if self.extension.is_none() && payload.len() <= self.fragment_size() {
             self.frame(out, opcode, true, 0, payload);
             return;
         }
@@ -175,15 +203,16 @@ impl FrameWriter {
         payload: &[u8],
         compression: Compression,
     ) {
-        if let Some(extension) = self.extension.as_mut() {
-            let mut scratch = core::mem::take(&mut self.scratch);
-            scratch.clear();
-            if let Some(rsv) = extension.encode(payload, &mut scratch, compression) {
-                self.fragments(out, opcode, rsv, &scratch);
-                self.scratch = scratch;
+        if let Some(mut extension) = self.extension.take() {
+            let encoded = with_encoded(|scratch| {
+                let rsv = extension.encode(payload, scratch, compression)?;
+                self.fragments(out, opcode, rsv, scratch);
+                Some(())
+            });
+            self.extension = Some(extension);
+            if encoded.is_some() {
                 return;
             }
-            self.scratch = scratch;
         }
         self.fragments(out, opcode, 0, payload);
     }
@@ -277,19 +306,19 @@ impl FrameWriter {
     ) -> Result<usize, Error> {
         debug_assert!(matches!(opcode, OpCode::Text | OpCode::Binary));
         let len = payload.len();
-        if self.extension.is_none() && len <= self.fragment_size {
+        if self.extension.is_none() && len <= self.fragment_size() {
             return self.frame_into(dst, opcode, true, 0, payload);
         }
         let needed = self.max_encoded_len(len);
         if dst.len() < needed {
             return Err(Error::OutputTooSmall { needed });
         }
-        if let Some(extension) = self.extension.as_mut() {
-            let mut scratch = core::mem::take(&mut self.scratch);
-            scratch.clear();
-            let encoded = extension.encode(payload, &mut scratch, Compression::Auto);
-            let written = encoded.map(|rsv| self.fragments_into(dst, opcode, rsv, &scratch));
-            self.scratch = scratch;
+        if let Some(mut extension) = self.extension.take() {
+            let written = with_encoded(|scratch| {
+                let rsv = extension.encode(payload, scratch, Compression::Auto)?;
+                Some(self.fragments_into(dst, opcode, rsv, scratch))
+            });
+            self.extension = Some(extension);
             if let Some(written) = written {
                 return Ok(written);
             }
@@ -306,10 +335,10 @@ impl FrameWriter {
         } else {
             payload_len
         };
-        if self.extension.is_none() && body <= self.fragment_size {
+        if self.extension.is_none() && body <= self.fragment_size() {
             return self.frame_size(body).total(body);
         }
-        let frames = body.div_ceil(self.fragment_size).max(1);
+        let frames = body.div_ceil(self.fragment_size()).max(1);
         body + frames * MAX_HEADER_LEN
     }
 
@@ -433,11 +462,11 @@ impl FrameWriter {
         payload: &[u8],
         mut emit: impl FnMut(&mut Self, OpCode, bool, u8, &[u8]),
     ) {
-        if payload.len() <= self.fragment_size {
+        if payload.len() <= self.fragment_size() {
             emit(self, opcode, true, rsv, payload);
             return;
         }
-        let mut chunks = payload.chunks(self.fragment_size).peekable();
+        let mut chunks = payload.chunks(self.fragment_size()).peekable();
         let mut first = true;
         while let Some(chunk) = chunks.next() {
             let fin = chunks.peek().is_none();

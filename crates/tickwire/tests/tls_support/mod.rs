@@ -272,7 +272,7 @@ pub(crate) fn tls_server<T: Send + 'static>(
 pub(crate) fn echo<S: Stream>(ws: &mut WebSocket<S>) -> Result<usize, Error> {
     let mut echoed = 0;
     loop {
-        let (message, sender) = ws.recv_with_sender()?;
+        let (message, mut sender) = ws.recv_with_sender()?;
         match message {
             Message::Text(text) => sender.text(text)?,
             Message::Binary(data) => sender.binary(data)?,
