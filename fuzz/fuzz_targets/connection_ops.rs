@@ -3,14 +3,17 @@
 //! queued output stays bounded, and whatever the server receives unmodified from the client
 //! parses as the messages sent. The buffers are lent as a reactor lends them: an operation
 //! moves a connection's unparsed bytes into a fresh buffer, or swaps in other buffers while the
-//! connection is idle.
+//! connection is idle. Shared frames are queued by reference and written with vectored writes
+//! that stop anywhere.
 #![no_main]
 
 use std::time::{Duration, Instant};
 
 use libfuzzer_sys::fuzz_target;
 use tickwire_codec::buf::ReadBuf;
-use tickwire_codec::ws::{Buffers, CloseCode, Config, Connection, Event, MaskSource, Role};
+use tickwire_codec::ws::{
+    Buffers, CloseCode, Config, Connection, Event, MaskSource, Role, SharedFrame,
+};
 
 fuzz_target!(|ops: &[u8]| {
     let t0 = Instant::now();
@@ -75,6 +78,21 @@ fuzz_target!(|ops: &[u8]| {
                     config.write_buffer_size = usize::from(arg);
                     *to_bufs = Buffers::new(&config);
                 }
+            }
+            9 => drop(from.sender(from_bufs).shared(&SharedFrame::binary(&payload))),
+            10 => {
+                // A vectored write that stops after `arg` bytes, across the slices.
+                let mut slices = [std::io::IoSlice::new(&[]); 4];
+                let filled = from.output_vectored(from_bufs, &mut slices);
+                let mut bytes = Vec::new();
+                let mut budget = usize::from(arg).max(1);
+                for slice in &slices[..filled] {
+                    let n = slice.len().min(budget);
+                    bytes.extend_from_slice(&slice[..n]);
+                    budget -= n;
+                }
+                from.advance_output(from_bufs, bytes.len());
+                to.feed(to_bufs, &bytes, now);
             }
             _ => loop {
                 match to.poll(to_bufs) {

@@ -74,7 +74,9 @@ pub use tickwire_codec as codec;
 #[cfg(feature = "deflate")]
 pub use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PreparedMessage};
 pub use tickwire_codec::handshake::{Request, Response};
-pub use tickwire_codec::ws::{CloseCode, CloseFrame, Compression, Config, Limits, Message, Sender};
+pub use tickwire_codec::ws::{
+    CloseCode, CloseFrame, Compression, Config, Limits, Message, Sender, SharedFrame,
+};
 pub use websocket::{Recv, WebSocket};
 
 /// TLS configuration and the sans-IO TLS codec ([`tickwire_tls`]).

@@ -5,7 +5,7 @@
 //! [`WebSocket::flush`], a `*_now` helper, or a receive call that is about to block (which
 //! first writes what is queued, so owed pongs and a request the caller is waiting on go out).
 
-use std::io::{self, ErrorKind};
+use std::io::{self, ErrorKind, IoSlice};
 use std::time::{Duration, Instant};
 
 #[cfg(feature = "deflate")]
@@ -14,7 +14,7 @@ use tickwire_codec::deflate::DeflateParams;
 use tickwire_codec::ws::PreparedMessage;
 use tickwire_codec::ws::{
     Buffers, CloseCode, Compression, Connection, ConnectionState, Message, OpCode, Progress, Role,
-    Sender,
+    Sender, SharedFrame,
 };
 
 use crate::{Error, Stream};
@@ -169,6 +169,13 @@ impl<S: Stream> WebSocket<S> {
         Ok(self.conn.sender(&mut self.bufs).prepared(message)?)
     }
 
+    /// Queues a frame encoded once for many connections, by reference: no copy of its bytes
+    /// per connection (see [`SharedFrame`]); [`flush`](Self::flush) writes it with the
+    /// connection's own frames in one vectored write.
+    pub fn send_shared(&mut self, frame: &SharedFrame) -> Result<(), Error> {
+        Ok(self.conn.sender(&mut self.bufs).shared(frame)?)
+    }
+
     /// Queues a ping (at most 125 bytes).
     pub fn ping(&mut self, payload: &[u8]) -> Result<(), Error> {
         Ok(self.conn.sender(&mut self.bufs).ping(payload)?)
@@ -194,7 +201,13 @@ impl<S: Stream> WebSocket<S> {
     /// Writes everything queued.
     pub fn flush(&mut self) -> Result<(), Error> {
         while self.conn.wants_write(&self.bufs) {
-            let n = match self.stream.write(self.conn.output(&self.bufs)) {
+            let mut slices = [IoSlice::new(&[]); 8];
+            let filled = self.conn.output_vectored(&self.bufs, &mut slices);
+            let written = match &slices[..filled] {
+                [one] => self.stream.write(one),
+                several => self.stream.write_vectored(several),
+            };
+            let n = match written {
                 Ok(0) => return Err(Error::Io(ErrorKind::WriteZero.into())),
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,

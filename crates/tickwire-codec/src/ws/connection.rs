@@ -19,11 +19,14 @@
 //!
 //! It does not own the opening handshake or any socket.
 
+use std::io::IoSlice;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[cfg(feature = "deflate")]
 use super::PreparedMessage;
+use super::SharedFrame;
+use super::output::Output;
 use super::{
     CloseCode, Compression, Error, Extension, FrameReader, FrameWriter, Limits, LimitsSource,
     MaskSource, Message, OpCode, Role,
@@ -140,10 +143,8 @@ pub struct Buffers {
     /// Received bytes: the transport reads into [`Connection::spare`] or
     /// [`FrameReader::spare`] and calls [`Connection::filled`].
     pub read: ReadBuf,
-    /// Queued data frames and the close.
-    out: WriteBuf,
-    /// Queued pings and pongs: they go out ahead of data frames not yet started.
-    control: WriteBuf,
+    /// Queued frames: data, control and shared.
+    out: Output,
 }
 
 impl Buffers {
@@ -158,30 +159,26 @@ impl Buffers {
         read.reserve(config.read_buffer_size.saturating_sub(read.capacity()));
         Self {
             read,
-            out: WriteBuf::new(config.write_buffer_size, super::MAX_HEADER_LEN),
-            control: WriteBuf::new(256, 0),
+            out: Output::new(
+                WriteBuf::new(config.write_buffer_size, super::MAX_HEADER_LEN),
+                WriteBuf::new(256, 0),
+            ),
         }
     }
 
     /// True when no received byte and no output is buffered.
     pub fn is_empty(&self) -> bool {
-        self.read.is_empty() && self.out.is_empty() && self.control.is_empty()
+        self.read.is_empty() && self.out.is_empty()
     }
 }
 
-/// Sending state: the writer and what is queued where.
+/// Sending state: the writer and where the close is.
 #[derive(Debug)]
 struct SendState {
     writer: FrameWriter,
-    /// Bytes of the frame at the front of `out` still to be written after a partial write
-    /// stopped inside it; 0 at a frame boundary. Control frames wait only for these.
-    out_frame_left: usize,
-    /// Length of the pong at the end of `control` that stands for the most recent ping seen
-    /// while `control` was full, replaced by the next one (0: none).
-    latest_pong: u8,
-    /// A close frame is queued in `out` (or was written).
+    /// A close frame is queued (or was written).
     close_queued: bool,
-    /// The close frame has left `out`; nothing may follow it.
+    /// The close frame is written; nothing may follow it.
     close_written: bool,
     auto_pong: bool,
 }
@@ -191,8 +188,7 @@ struct SendState {
 #[derive(Debug)]
 pub struct Sender<'a> {
     state: &'a mut SendState,
-    out: &'a mut WriteBuf,
-    control: &'a mut WriteBuf,
+    out: &'a mut Output,
 }
 
 /// A WebSocket connection after the opening handshake, sans-IO.
@@ -225,8 +221,6 @@ impl Connection {
             reader: FrameReader::new(role, config),
             send: SendState {
                 writer,
-                out_frame_left: 0,
-                latest_pong: 0,
                 close_queued: false,
                 close_written: false,
                 auto_pong,
@@ -276,7 +270,6 @@ impl Connection {
         Sender {
             state: &mut self.send,
             out: &mut bufs.out,
-            control: &mut bufs.control,
         }
     }
 
@@ -371,7 +364,6 @@ impl Connection {
             let mut sender = Sender {
                 state: &mut self.send,
                 out: &mut bufs.out,
-                control: &mut bufs.control,
             };
             match self.reader.message(&bufs.read) {
                 Ok(Message::Ping(payload)) => {
@@ -404,14 +396,13 @@ impl Connection {
         &'b mut self,
         bufs: &'b mut Buffers,
     ) -> Result<(Message<'b>, Sender<'b>), Error> {
-        let Buffers { read, out, control } = bufs;
+        let Buffers { read, out } = bufs;
         match self.reader.message(read) {
             Ok(message) => Ok((
                 message,
                 Sender {
                     state: &mut self.send,
                     out,
-                    control,
                 },
             )),
             Err(error) => {
@@ -420,7 +411,6 @@ impl Connection {
                     let mut sender = Sender {
                         state: &mut self.send,
                         out,
-                        control,
                     };
                     sender.queue_close(Some(code));
                     self.failure = code;
@@ -456,18 +446,19 @@ impl Connection {
     /// were written, then ask again: queued control frames and data come out in turn.
     #[inline]
     pub fn output<'b>(&self, bufs: &'b Buffers) -> &'b [u8] {
-        let send = &self.send;
-        if send.out_frame_left > 0 {
-            // Finish the frame in progress before anything else (it may not be split).
-            return &bufs.out.as_slice()[..send.out_frame_left];
-        }
-        if !bufs.control.is_empty() && !send.close_written {
-            return bufs.control.as_slice();
-        }
-        bufs.out.as_slice()
+        bufs.out.first(!self.send.close_written)
     }
 
-    /// Records that `n` bytes of the last [`output`](Self::output) were written.
+    /// Fills `slices` with the bytes to write next, in order, for one vectored write
+    /// (`Write::write_vectored`), and returns how many it filled. Shared frames
+    /// ([`Sender::shared`]) come out as they are, between the connection's own frames. Then
+    /// call [`advance_output`](Self::advance_output) with how many bytes were written.
+    pub fn output_vectored<'b>(&self, bufs: &'b Buffers, slices: &mut [IoSlice<'b>]) -> usize {
+        bufs.out.vectored(!self.send.close_written, slices)
+    }
+
+    /// Records that `n` bytes of the last [`output`](Self::output) (or
+    /// [`output_vectored`](Self::output_vectored)) were written.
     #[inline]
     pub fn advance_output(&mut self, bufs: &mut Buffers, n: usize) {
         self.sender(bufs).advance_output(n);
@@ -548,7 +539,7 @@ impl Connection {
                 None if now >= self.last_received + interval && !self.send.close_queued => {
                     self.pings_sent = self.pings_sent.wrapping_add(1);
                     let payload = u64::from(self.pings_sent).to_be_bytes();
-                    self.send.writer.ping(&mut bufs.control, &payload)?;
+                    self.send.writer.ping(&mut bufs.out.control, &payload)?;
                     self.ping_sent_at = Some(now);
                 }
                 _ => {}
@@ -603,7 +594,9 @@ impl Sender<'_> {
         if self.state.close_queued {
             return Err(Error::SendAfterClose);
         }
-        self.state.writer.message(self.out, opcode, payload);
+        self.state
+            .writer
+            .message(&mut self.out.data, opcode, payload);
         Ok(())
     }
 
@@ -620,7 +613,7 @@ impl Sender<'_> {
         }
         self.state
             .writer
-            .message_with(self.out, opcode, payload, compression);
+            .message_with(&mut self.out.data, opcode, payload, compression);
         Ok(())
     }
 
@@ -631,7 +624,7 @@ impl Sender<'_> {
         if self.state.close_queued {
             return Err(Error::SendAfterClose);
         }
-        self.state.writer.prepared(self.out, message);
+        self.state.writer.prepared(&mut self.out.data, message);
         Ok(())
     }
 
@@ -640,7 +633,7 @@ impl Sender<'_> {
         if self.state.close_queued {
             return Err(Error::SendAfterClose);
         }
-        self.state.writer.ping(self.control, payload)
+        self.state.writer.ping(&mut self.out.control, payload)
     }
 
     /// Queues a pong (at most 125 bytes), ahead of data not yet started.
@@ -648,7 +641,7 @@ impl Sender<'_> {
         if self.state.close_queued {
             return Err(Error::SendAfterClose);
         }
-        self.state.writer.pong(self.control, payload)
+        self.state.writer.pong(&mut self.out.control, payload)
     }
 
     /// Queues a close after any queued data. The close timeout starts at the connection's
@@ -657,7 +650,9 @@ impl Sender<'_> {
         if self.state.close_queued {
             return Err(Error::SendAfterClose);
         }
-        self.state.writer.close(self.out, Some(code), reason)?;
+        self.state
+            .writer
+            .close(&mut self.out.data, Some(code), reason)?;
         self.state.close_queued = true;
         Ok(())
     }
@@ -667,15 +662,32 @@ impl Sender<'_> {
         self.state.close_queued
     }
 
-    /// Bytes queued and not yet written.
+    /// Queues a frame encoded once for many connections, by reference (no copy of its
+    /// bytes): it goes out between this connection's own frames, in order, through
+    /// [`Connection::output_vectored`]. A client connection, or one whose fragment size the
+    /// payload exceeds, encodes the payload like any message instead.
+    pub fn shared(&mut self, frame: &SharedFrame) -> Result<(), Error> {
+        if self.state.close_queued {
+            return Err(Error::SendAfterClose);
+        }
+        let writer = &mut self.state.writer;
+        if writer.role() == Role::Client || writer.would_fragment(frame.payload().len()) {
+            writer.message(&mut self.out.data, frame.opcode(), frame.payload());
+        } else {
+            self.out.push_shared(frame);
+        }
+        Ok(())
+    }
+
+    /// Bytes queued and not yet written, shared frames included.
     pub fn queued(&self) -> usize {
-        self.out.len() + self.control.len()
+        self.out.len()
     }
 
     /// Queues a close with `code` (no reason) unless one is already queued.
     fn queue_close(&mut self, code: Option<CloseCode>) {
         if !self.state.close_queued {
-            let _ = self.state.writer.close(self.out, code, "");
+            let _ = self.state.writer.close(&mut self.out.data, code, "");
             self.state.close_queued = true;
         }
     }
@@ -684,18 +696,18 @@ impl Sender<'_> {
     /// reader). Past [`MAX_QUEUED_CONTROL`] only the most recent ping is answered: its pong
     /// replaces the one queued for the previous ping past the bound (RFC 6455 §5.5.3).
     fn queue_auto_pong(&mut self, payload: &[u8]) {
-        if self.control.len() < MAX_QUEUED_CONTROL {
-            self.state.latest_pong = 0;
-            let _ = self.state.writer.pong(self.control, payload);
+        let control = &mut self.out.control;
+        if control.len() < MAX_QUEUED_CONTROL {
+            self.out.latest_pong = 0;
+            let _ = self.state.writer.pong(control, payload);
             return;
         }
         // The bound is far above one pong, so the one being replaced has not started going
         // out.
-        let latest = usize::from(self.state.latest_pong);
-        self.control.truncate(self.control.len() - latest);
-        let before = self.control.len();
-        let _ = self.state.writer.pong(self.control, payload);
-        self.state.latest_pong = (self.control.len() - before) as u8;
+        control.truncate(control.len() - usize::from(self.out.latest_pong));
+        let before = control.len();
+        let _ = self.state.writer.pong(control, payload);
+        self.out.latest_pong = (control.len() - before) as u8;
     }
 
     #[inline]
@@ -703,55 +715,11 @@ impl Sender<'_> {
         if n == 0 {
             return;
         }
-        let state = &mut *self.state;
-        if state.out_frame_left == 0 && !self.control.is_empty() && !state.close_written {
-            self.control.consume(n);
-            if self.control.len() < usize::from(state.latest_pong) {
-                // The replaceable pong started going out: it stays as it is.
-                state.latest_pong = 0;
-            }
-            return;
-        }
-        state.out_frame_left = if state.out_frame_left > 0 {
-            state.out_frame_left - n
-        } else {
-            remainder_of_frame_at(self.out.as_slice(), n)
-        };
-        self.out.consume(n);
-        if self.out.is_empty() && state.close_queued {
+        self.out.advance(n, !self.state.close_written);
+        if self.state.close_queued && !self.out.has_data() && !self.state.close_written {
             // The close went out last; nothing may follow it (§5.5.1).
-            state.close_written = true;
-            self.control.clear();
-            state.latest_pong = 0;
+            self.state.close_written = true;
+            self.out.clear_control();
         }
     }
-}
-
-/// How many bytes of the frame in which a write of `written` bytes stopped are still unwritten
-/// (0 when it stopped on a frame boundary). `queued` starts on a frame boundary and holds whole
-/// frames encoded by our own writer, so every header is complete and well formed.
-fn remainder_of_frame_at(queued: &[u8], written: usize) -> usize {
-    if written == queued.len() {
-        return 0;
-    }
-    let mut at = 0;
-    while at < written {
-        at += encoded_frame_len(&queued[at..]);
-    }
-    at - written
-}
-
-/// Total length (header, mask key and payload) of the frame our writer encoded at `frame[0]`.
-fn encoded_frame_len(frame: &[u8]) -> usize {
-    let masked = frame[1] & 0x80 != 0;
-    let (header, payload) = match frame[1] & 0x7f {
-        0x7e => (4, usize::from(u16::from_be_bytes([frame[2], frame[3]]))),
-        0x7f => {
-            let mut len = [0u8; 8];
-            len.copy_from_slice(&frame[2..10]);
-            (10, u64::from_be_bytes(len) as usize)
-        }
-        short => (2, usize::from(short)),
-    };
-    header + if masked { 4 } else { 0 } + payload
 }

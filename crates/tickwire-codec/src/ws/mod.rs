@@ -17,9 +17,11 @@ mod error;
 mod extension;
 mod limits;
 pub mod mask;
+mod output;
 #[cfg(feature = "deflate")]
 mod prepared;
 mod reader;
+mod shared;
 mod utf8;
 mod writer;
 
@@ -37,6 +39,7 @@ pub use mask::{MaskSource, apply_mask};
 #[cfg(feature = "deflate")]
 pub use prepared::PreparedMessage;
 pub use reader::{FrameReader, ReadEvent};
+pub use shared::SharedFrame;
 pub use writer::FrameWriter;
 
 /// Which end of the connection this endpoint is. It decides masking (§5.1): clients mask

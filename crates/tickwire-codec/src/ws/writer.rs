@@ -107,6 +107,11 @@ impl FrameWriter {
         self.fragment_size as usize
     }
 
+    /// True when a `len`-byte data message goes out in more than one frame.
+    pub(crate) fn would_fragment(&self, len: usize) -> bool {
+        len > self.fragment_size()
+    }
+
     /// The role this writer encodes for.
     pub fn role(&self) -> Role {
         self.role

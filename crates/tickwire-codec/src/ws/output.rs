@@ -1,0 +1,280 @@
+//! The queued output of one connection, and the order it leaves in.
+//!
+//! Owns [`Output`]: the connection's own data frames (and its close) in a [`WriteBuf`],
+//! pings and pongs in a second one, and [`SharedFrame`]s queued by reference between the data
+//! frames. The order is RFC 6455's: a frame already partly written finishes first (frames are
+//! never interleaved), then control frames, then data frames and shared frames in the order
+//! they were queued. It does not encode (the [`FrameWriter`](super::FrameWriter) does) and
+//! decides nothing about closing beyond "nothing after a written close".
+
+use std::collections::VecDeque;
+use std::io::IoSlice;
+
+use super::SharedFrame;
+use crate::buf::WriteBuf;
+
+/// A shared frame waiting in the queue.
+#[derive(Debug, Clone)]
+struct Queued {
+    /// Goes out once this many bytes of `data` (counted since the buffer was made) are
+    /// written: the data frames queued before it.
+    after: u64,
+    frame: SharedFrame,
+    /// Bytes of it already written.
+    sent: usize,
+}
+
+/// Everything a connection has queued for the socket.
+#[derive(Debug, Clone)]
+pub(crate) struct Output {
+    /// The connection's own data frames and close, encoded.
+    pub(crate) data: WriteBuf,
+    /// Pings and pongs.
+    pub(crate) control: WriteBuf,
+    shared: VecDeque<Queued>,
+    /// Bytes of `data` written since the buffer was made (positions of shared frames).
+    data_written: u64,
+    /// Bytes of the frame at the front of `data` still to be written after a partial write
+    /// stopped inside it; 0 at a frame boundary. Control frames wait only for these.
+    data_frame_left: usize,
+    /// Length of the pong at the end of `control` that answers the most recent ping seen
+    /// while `control` was full, replaced by the next such pong (0: none).
+    pub(crate) latest_pong: u8,
+}
+
+/// One run of bytes to write, in order.
+enum Next<'a> {
+    /// The rest of a frame partly written: nothing may come before it.
+    InProgress(&'a [u8]),
+    Control(&'a [u8]),
+    Data(&'a [u8]),
+    Nothing,
+}
+
+impl Output {
+    pub(crate) fn new(data: WriteBuf, control: WriteBuf) -> Self {
+        Self {
+            data,
+            control,
+            shared: VecDeque::new(),
+            data_written: 0,
+            data_frame_left: 0,
+            latest_pong: 0,
+        }
+    }
+
+    /// True when nothing at all is queued.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.data.is_empty() && self.control.is_empty() && self.shared.is_empty()
+    }
+
+    /// Bytes queued, shared frames included.
+    pub(crate) fn len(&self) -> usize {
+        let shared: usize = self
+            .shared
+            .iter()
+            .map(|q| q.frame.wire().len() - q.sent)
+            .sum();
+        self.data.len() + self.control.len() + shared
+    }
+
+    /// True when data frames or shared frames are queued (the close would go after them).
+    pub(crate) fn has_data(&self) -> bool {
+        !self.data.is_empty() || !self.shared.is_empty()
+    }
+
+    /// Queues `frame` after the data frames queued so far.
+    pub(crate) fn push_shared(&mut self, frame: &SharedFrame) {
+        self.shared.push_back(Queued {
+            after: self.data_written + self.data.len() as u64,
+            frame: frame.clone(),
+            sent: 0,
+        });
+    }
+
+    /// The shared frame due now (every data byte queued before it is written).
+    #[inline]
+    fn due(&self) -> Option<&Queued> {
+        self.shared.front().filter(|q| q.after == self.data_written)
+    }
+
+    /// Bytes of `data` before the next shared frame (all of it when none is queued).
+    #[inline]
+    fn data_run(&self) -> &[u8] {
+        let data = self.data.as_slice();
+        match self.shared.front() {
+            Some(q) => &data[..(q.after - self.data_written) as usize],
+            None => data,
+        }
+    }
+
+    /// What goes out next. `control_allowed` is false once the close is written.
+    #[inline]
+    fn next(&self, control_allowed: bool) -> Next<'_> {
+        if let Some(q) = self.due() {
+            if q.sent > 0 {
+                return Next::InProgress(&q.frame.wire()[q.sent..]);
+            }
+        }
+        if self.data_frame_left > 0 {
+            return Next::InProgress(&self.data.as_slice()[..self.data_frame_left]);
+        }
+        if control_allowed && !self.control.is_empty() {
+            return Next::Control(self.control.as_slice());
+        }
+        if let Some(q) = self.due() {
+            return Next::Data(q.frame.wire());
+        }
+        match self.data_run() {
+            [] => Next::Nothing,
+            run => Next::Data(run),
+        }
+    }
+
+    /// The next contiguous bytes to write (empty when nothing is queued).
+    #[inline]
+    pub(crate) fn first(&self, control_allowed: bool) -> &[u8] {
+        match self.next(control_allowed) {
+            Next::InProgress(bytes) | Next::Control(bytes) | Next::Data(bytes) => bytes,
+            Next::Nothing => &[],
+        }
+    }
+
+    /// Fills `slices` with what goes out next, in order, and returns how many it filled: the
+    /// same bytes as repeated [`first`](Self::first) / [`advance`](Self::advance) calls.
+    pub(crate) fn vectored<'b>(
+        &'b self,
+        control_allowed: bool,
+        slices: &mut [IoSlice<'b>],
+    ) -> usize {
+        let mut filled = 0;
+        let mut push = |bytes: &'b [u8]| {
+            if !bytes.is_empty() && filled < slices.len() {
+                slices[filled] = IoSlice::new(bytes);
+                filled += 1;
+            }
+        };
+        let data = self.data.as_slice();
+        // Offset into `data` where the runs below start, and the shared frames still to place.
+        let mut at = 0;
+        let mut shared = self.shared.iter().peekable();
+        match self.next(control_allowed) {
+            Next::InProgress(bytes) => {
+                push(bytes);
+                if self.data_frame_left > 0 {
+                    at = self.data_frame_left;
+                } else {
+                    shared.next();
+                }
+                if control_allowed {
+                    push(self.control.as_slice());
+                }
+            }
+            Next::Control(bytes) => push(bytes),
+            Next::Data(_) | Next::Nothing => {}
+        }
+        for q in shared {
+            let upto = (q.after - self.data_written) as usize;
+            push(&data[at..upto]);
+            push(&q.frame.wire()[q.sent..]);
+            at = upto;
+        }
+        push(&data[at..]);
+        filled
+    }
+
+    /// Records that `n` bytes, in the order [`vectored`](Self::vectored) gives them, were
+    /// written.
+    pub(crate) fn advance(&mut self, mut n: usize, control_allowed: bool) {
+        while n > 0 {
+            let taken = match self.next(control_allowed) {
+                Next::Nothing => {
+                    debug_assert!(false, "advanced past the queued output");
+                    break;
+                }
+                Next::InProgress(bytes) if self.data_frame_left == 0 => {
+                    let taken = n.min(bytes.len());
+                    self.advance_shared(taken);
+                    taken
+                }
+                Next::InProgress(bytes) => {
+                    let taken = n.min(bytes.len());
+                    self.data_frame_left -= taken;
+                    self.consume_data(taken);
+                    taken
+                }
+                Next::Control(bytes) => {
+                    let taken = n.min(bytes.len());
+                    self.control.consume(taken);
+                    if self.control.len() < usize::from(self.latest_pong) {
+                        // The replaceable pong started going out: it stays as it is.
+                        self.latest_pong = 0;
+                    }
+                    taken
+                }
+                Next::Data(_) if self.due().is_some() => {
+                    let rest = self.due().map_or(0, |q| q.frame.wire().len());
+                    let taken = n.min(rest);
+                    self.advance_shared(taken);
+                    taken
+                }
+                Next::Data(run) => {
+                    let taken = n.min(run.len());
+                    self.data_frame_left = remainder_of_frame_at(run, taken);
+                    self.consume_data(taken);
+                    taken
+                }
+            };
+            n -= taken;
+        }
+    }
+
+    fn advance_shared(&mut self, n: usize) {
+        if let Some(q) = self.shared.front_mut() {
+            q.sent += n;
+            if q.sent == q.frame.wire().len() {
+                self.shared.pop_front();
+            }
+        }
+    }
+
+    fn consume_data(&mut self, n: usize) {
+        self.data.consume(n);
+        self.data_written += n as u64;
+    }
+
+    /// Drops queued control frames (nothing may follow a written close).
+    pub(crate) fn clear_control(&mut self) {
+        self.control.clear();
+        self.latest_pong = 0;
+    }
+}
+
+/// How many bytes of the frame in which a write of `written` bytes stopped are still unwritten
+/// (0 when it stopped on a frame boundary). `queued` starts on a frame boundary and holds whole
+/// frames encoded by our own writer, so every header is complete and well formed.
+fn remainder_of_frame_at(queued: &[u8], written: usize) -> usize {
+    if written == queued.len() {
+        return 0;
+    }
+    let mut at = 0;
+    while at < written {
+        at += encoded_frame_len(&queued[at..]);
+    }
+    at - written
+}
+
+/// Total length (header, mask key and payload) of the frame our writer encoded at `frame[0]`.
+fn encoded_frame_len(frame: &[u8]) -> usize {
+    let masked = frame[1] & 0x80 != 0;
+    let (header, payload) = match frame[1] & 0x7f {
+        0x7e => (4, usize::from(u16::from_be_bytes([frame[2], frame[3]]))),
+        0x7f => {
+            let mut len = [0u8; 8];
+            len.copy_from_slice(&frame[2..10]);
+            (10, u64::from_be_bytes(len) as usize)
+        }
+        short => (2, usize::from(short)),
+    };
+    header + if masked { 4 } else { 0 } + payload
+}

@@ -1,0 +1,73 @@
+//! A server data frame encoded once and queued by reference on many connections (fan-out).
+//!
+//! This module owns [`SharedFrame`]: the wire bytes of one unmasked, unfragmented data frame
+//! behind an `Arc`, so queueing it on a connection costs a reference count and a queue entry,
+//! not a copy of the payload. The connection's output ([`Connection::output_vectored`]
+//! (super::Connection::output_vectored)) hands those bytes to the socket as they are, between
+//! the connection's own frames. It does not compress: a message compressed once for many
+//! connections is a [`PreparedMessage`](super::PreparedMessage) (feature `deflate`).
+
+use std::sync::Arc;
+
+use super::{FrameWriter, OpCode};
+
+/// A data frame as a server sends it, encoded once: queue it on any number of server
+/// connections with [`Sender::shared`](super::Sender::shared); each holds a reference to
+/// the same bytes. Cloning is a reference-count increment.
+///
+/// Server frames are not masked, so the bytes fit every server connection. A client
+/// connection (which must mask each frame with its own key) given one encodes the payload
+/// like any message it sends; so does a connection with a fragment size set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedFrame {
+    /// Header and payload, as written to the socket.
+    wire: Arc<[u8]>,
+    header_len: u8,
+    opcode: OpCode,
+}
+
+impl SharedFrame {
+    /// A text message.
+    pub fn text(text: &str) -> Self {
+        Self::encode(OpCode::Text, text.as_bytes())
+    }
+
+    /// A binary message.
+    pub fn binary(payload: &[u8]) -> Self {
+        Self::encode(OpCode::Binary, payload)
+    }
+
+    fn encode(opcode: OpCode, payload: &[u8]) -> Self {
+        let mut writer = FrameWriter::server();
+        let mut wire = vec![0; writer.max_encoded_len(payload.len())];
+        let written = writer
+            .message_into(&mut wire, opcode, payload)
+            .unwrap_or_default();
+        wire.truncate(written);
+        Self {
+            header_len: (written - payload.len()) as u8,
+            wire: wire.into(),
+            opcode,
+        }
+    }
+
+    /// The frame as it goes on the wire.
+    pub fn wire(&self) -> &[u8] {
+        &self.wire
+    }
+
+    /// The message payload.
+    pub fn payload(&self) -> &[u8] {
+        &self.wire[usize::from(self.header_len)..]
+    }
+
+    /// Text or Binary.
+    pub fn opcode(&self) -> OpCode {
+        self.opcode
+    }
+
+    /// How many queues (and handles) share these bytes.
+    pub fn share_count(&self) -> usize {
+        Arc::strong_count(&self.wire)
+    }
+}
