@@ -98,6 +98,13 @@ impl ReadBuf {
         &mut self.storage[self.end..]
     }
 
+    /// True when [`spare`](Self::spare) would return an empty slice: the unconsumed data
+    /// reaches the end of the storage and compacting would not move it.
+    #[inline]
+    pub fn is_full(&self) -> bool {
+        self.end == self.storage.len() && self.home(self.start) == self.start
+    }
+
     /// Marks `n` bytes of the slice last returned by [`spare`](Self::spare) as received.
     ///
     /// # Panics
@@ -348,6 +355,36 @@ impl WriteBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn is_full_says_exactly_when_spare_is_empty() {
+        for capacity in [16, 100, 4 * ALIAS_PERIOD + 8] {
+            for consumed in [
+                0,
+                1,
+                7,
+                15,
+                ALIAS_PERIOD - 1,
+                ALIAS_PERIOD,
+                ALIAS_PERIOD + 3,
+            ] {
+                for kept in [0, 1, 9, capacity / 2, capacity] {
+                    let mut buf = ReadBuf::with_capacity(capacity);
+                    let total = (consumed + kept).min(capacity);
+                    let spare = buf.spare();
+                    spare[..total].fill(1);
+                    buf.filled(total);
+                    buf.consume(consumed.min(total));
+                    let full = buf.is_full();
+                    assert_eq!(
+                        full,
+                        buf.spare().is_empty(),
+                        "capacity {capacity} consumed {consumed} kept {kept}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn read_buf_fill_consume_compact() {

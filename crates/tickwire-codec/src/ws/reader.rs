@@ -43,6 +43,8 @@ pub enum ReadEvent<'a> {
 pub struct FrameReader<L = Limits> {
     role: Role,
     config: L,
+    /// Bytes of the single frame last made ready, released from the buffer on the next call.
+    pending_consume: usize,
     /// A frame whose header was parsed but whose payload is still arriving.
     partial: Option<Partial>,
     /// The fragmented (or transformed) message being assembled.
@@ -107,6 +109,7 @@ impl<L: LimitsSource> FrameReader<L> {
         Self {
             role,
             config,
+            pending_consume: 0,
             partial: None,
             message: None,
             assembly: Vec::new(),
@@ -143,10 +146,12 @@ impl<L: LimitsSource> FrameReader<L> {
     ///
     /// The buffer may be another one than before (a reactor parks a partial frame in a small
     /// buffer): when it has no room, room is made here for the rest of the frame in progress.
-    #[inline]
+    #[inline(always)]
     pub fn spare<'b>(&mut self, buf: &'b mut ReadBuf) -> &'b mut [u8] {
         self.release(buf);
-        if buf.spare().is_empty() {
+        // Only a frame in progress can fill a buffer of 16 bytes or more (a partial header
+        // is at most 13 bytes, and compacting frees the rest).
+        if self.partial.is_some() && buf.is_full() {
             self.make_room(buf);
         }
         buf.spare()
@@ -171,7 +176,7 @@ impl<L: LimitsSource> FrameReader<L> {
 
     /// Bytes of `buf` not yet returned as messages.
     pub fn buffered(&self, buf: &ReadBuf) -> usize {
-        buf.len() - self.ready_frame_len()
+        buf.len() - self.pending_consume
     }
 
     /// True when the reader is between messages: no frame or fragmented message is partly
@@ -281,20 +286,14 @@ impl<L: LimitsSource> FrameReader<L> {
     /// Releases the last returned message: its bytes leave `buf`, which then holds only bytes
     /// not parsed yet. Every call that parses releases first; a transport calls this itself
     /// before it gives the buffer back or moves its bytes elsewhere.
-    #[inline]
+    #[inline(always)]
     pub fn release(&mut self, buf: &mut ReadBuf) {
-        match self.ready.take() {
-            None => {}
-            Some(Step::Frame { start, len, .. }) => buf.consume(usize::from(start) + len),
-            Some(_) => self.release_assembly(),
+        if self.pending_consume > 0 {
+            buf.consume(self.pending_consume);
+            self.pending_consume = 0;
         }
-    }
-
-    /// Bytes at the front of the buffer that the ready message (a single frame) still holds.
-    fn ready_frame_len(&self) -> usize {
-        match self.ready {
-            Some(Step::Frame { start, len, .. }) => usize::from(start) + len,
-            _ => 0,
+        if let Some(Step::Assembled(_)) = self.ready.take() {
+            self.release_assembly();
         }
     }
 
@@ -364,6 +363,7 @@ impl<L: LimitsSource> FrameReader<L> {
             ];
             mask::apply_mask(&mut data[start..total], key, 0);
         }
+        self.pending_consume = total;
         Some(Step::Frame {
             opcode,
             start: start as u8,
@@ -431,6 +431,7 @@ impl<L: LimitsSource> FrameReader<L> {
             mask::apply_mask(payload, key, processed);
         }
         if header.opcode.is_control() {
+            self.pending_consume = total;
             return Ok(Some(Step::Frame {
                 opcode: header.opcode,
                 start: header.header_len,
@@ -439,6 +440,7 @@ impl<L: LimitsSource> FrameReader<L> {
         }
         let plain_single = header.fin && header.rsv == 0 && self.message.is_none();
         if plain_single {
+            self.pending_consume = total;
             if processed > 0 {
                 // The prefix was checked incrementally; the whole payload is validated again
                 // when the &str is made, so the stream state is no longer needed.
