@@ -74,7 +74,7 @@ pub(super) fn tickwire_echo_tls(peer_core: usize, tls: ServerTlsConfig) -> Serve
 fn echo<S: tickwire::Stream>(mut ws: tickwire::WebSocket<S>) {
     // Bounded by the client: it ends with the client's EOF (an error here), its close or
     // the idle limit.
-    while let Ok((message, sender)) = ws.recv_with_sender() {
+    while let Ok((tickwire::Recv::Message(message), sender)) = ws.recv_with_sender() {
         // Reply from the borrowed message: no copy, the library's own echo path.
         let queued = match message {
             Message::Text(text) => sender.text(text),

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use tickwire::{
-    ClientBuilder, ClientTlsConfig, CloseCode, Error, Limits, Message, ServerBuilder,
+    ClientBuilder, ClientTlsConfig, CloseCode, Error, Limits, Message, Recv, ServerBuilder,
     ServerTlsConfig, Stream, WebSocket,
 };
 
@@ -163,9 +163,7 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
                     .and_then(|mut ws| echo_connection(&mut ws)),
             };
             if let Err(e) = result {
-                if !matches!(e, Error::ConnectionClosed) {
-                    eprintln!("tickwire: connection ended: {e}");
-                }
+                eprintln!("tickwire: connection ended: {e}");
             }
         });
     }
@@ -206,17 +204,16 @@ fn client_tls(args: &ConnectArgs) -> Result<Option<ClientTlsConfig>, String> {
 }
 
 fn echo_connection<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), Error> {
-    loop {
-        let (message, sender) = ws.recv_with_sender()?;
+    while let (Recv::Message(message), sender) = ws.recv_with_sender()? {
         match message {
             Message::Text(text) => sender.text(text)?,
             Message::Binary(data) => sender.binary(data)?,
-            Message::Close(_) => return Ok(()),
-            Message::Ping(_) | Message::Pong(_) => {}
+            Message::Close(_) | Message::Ping(_) | Message::Pong(_) => {}
         }
         // No flush here: the next recv writes queued echoes before it blocks, so a burst of
         // messages is answered with one write.
     }
+    Ok(())
 }
 
 fn connect(args: &ConnectArgs) -> Result<(), String> {
@@ -261,22 +258,21 @@ fn connect(args: &ConnectArgs) -> Result<(), String> {
         }
         ws.flush().map_err(|e| e.to_string())?;
         match ws.recv() {
-            Ok(Message::Text(text)) => {
+            Ok(Recv::Message(Message::Text(text))) => {
                 let mut out = stdout.lock();
                 let _ = writeln!(out, "{text}");
                 let _ = out.flush();
             }
-            Ok(Message::Binary(data)) => {
+            Ok(Recv::Message(Message::Binary(data))) => {
                 let mut out = stdout.lock();
                 let _ = writeln!(out, "[binary {} bytes] {}", data.len(), hex(data));
                 let _ = out.flush();
             }
-            Ok(Message::Close(frame)) => {
+            Ok(Recv::Message(Message::Close(frame))) => {
                 return close_outcome(frame.map(|f| (f.code, f.reason.to_owned())));
             }
-            Ok(Message::Ping(_) | Message::Pong(_)) => {}
-            Err(e) if e.is_timeout() => {}
-            Err(Error::ConnectionClosed) => return Ok(()),
+            Ok(Recv::Closed) => return Ok(()),
+            Ok(_) => {}
             Err(e) => return Err(e.to_string()),
         }
     }
@@ -284,7 +280,10 @@ fn connect(args: &ConnectArgs) -> Result<(), String> {
 
 fn echo_until_close<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), String> {
     loop {
-        let (message, sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
+        let (recv, sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
+        let Recv::Message(message) = recv else {
+            return Ok(());
+        };
         match message {
             Message::Text(text) => sender.text(text).map_err(|e| e.to_string())?,
             Message::Binary(data) => sender.binary(data).map_err(|e| e.to_string())?,

@@ -18,14 +18,27 @@ use tickwire_codec::ws::{
 
 use crate::{Error, Stream};
 
-/// What [`WebSocket::try_recv`] found.
+/// What a receive call found: a message, nothing yet, or the end of the stream.
+///
+/// The normal loop is `while let Recv::Message(message) = ws.recv()? { .. }`: it ends at
+/// [`Recv::Closed`] (or at [`Recv::Timeout`] when a read timeout is set). A closed connection
+/// is a value, not an error, and "nothing arrived" is never a made-up I/O error (DESIGN
+/// rule 2); `Err` means the connection failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Recv<'a> {
-    /// A message (pings were answered, a close was answered).
+    /// A message. Pings were already answered; a close was already answered, and the next
+    /// call returns [`Recv::Closed`].
     Message(Message<'a>),
-    /// The socket has nothing to read now (non-blocking socket or read timeout).
+    /// [`WebSocket::recv`] only: the read timeout the user set
+    /// ([`WebSocket::set_read_timeout`], `ClientBuilder::read_timeout`) expired with no
+    /// message. The connection stays usable.
+    Timeout,
+    /// [`WebSocket::try_recv`] only: the socket has nothing to read now.
     WouldBlock,
-    /// The close handshake is complete: end of stream.
+    /// The close handshake is complete (or the peer closed TCP after our close): end of
+    /// stream. Every later receive returns it again. Call [`WebSocket::finish`] to close the
+    /// transport cleanly.
     Closed,
 }
 
@@ -93,23 +106,27 @@ impl<S: Stream> WebSocket<S> {
         self.subprotocol.as_deref()
     }
 
-    /// Blocks until the next message. Pings are answered and a peer's close is answered
-    /// before it is returned as [`Message::Close`]; the call after that returns
-    /// [`Error::ConnectionClosed`].
+    /// Blocks until the next message, the end of the stream or the user's read timeout.
+    /// Pings are answered, and a peer's close is answered before it is returned as
+    /// [`Message::Close`]; the call after that returns [`Recv::Closed`].
     ///
-    /// With a read timeout set, an expired wait is `Err(Error::Io)` with
-    /// [`Error::is_timeout`] true, and the connection stays usable.
-    pub fn recv(&mut self) -> Result<Message<'_>, Error> {
-        self.recv_with_sender().map(|(message, _)| message)
+    /// Returns [`Recv::Message`], [`Recv::Closed`] or, with a read timeout set,
+    /// [`Recv::Timeout`]. `Err` is a failed connection: a socket error ([`Error::Io`]), a
+    /// protocol error or connection timer ([`Error::Protocol`]), a TCP close without a close
+    /// frame ([`Error::UnexpectedEof`]).
+    pub fn recv(&mut self) -> Result<Recv<'_>, Error> {
+        self.recv_with_sender().map(|(recv, _)| recv)
     }
 
     /// Like [`recv`](Self::recv), and also lends the [`Sender`] so a reply (an echo, a pong,
     /// an order) can be queued while the message is still borrowed, with no copy.
-    pub fn recv_with_sender(&mut self) -> Result<(Message<'_>, &mut Sender), Error> {
+    pub fn recv_with_sender(&mut self) -> Result<(Recv<'_>, &mut Sender), Error> {
         match self.fill(true)? {
-            Progress::Ready => self.take_message(),
-            Progress::Closed => Err(Error::ConnectionClosed),
-            Progress::NeedMore => Err(Error::Io(ErrorKind::WouldBlock.into())),
+            Progress::Ready => self
+                .take_message()
+                .map(|(message, sender)| (Recv::Message(message), sender)),
+            Progress::Closed => Ok((Recv::Closed, self.conn.sender())),
+            Progress::NeedMore => Ok((Recv::Timeout, self.conn.sender())),
         }
     }
 
@@ -201,8 +218,8 @@ impl<S: Stream> WebSocket<S> {
     }
 
     /// Starts the close handshake with `code` and `reason` (≤ 123 bytes) and writes it. Keep
-    /// calling [`recv`](Self::recv) to drain messages until it returns
-    /// [`Error::ConnectionClosed`] (the peer's reply) or a close timeout error.
+    /// calling [`recv`](Self::recv) to drain messages until it returns [`Recv::Closed`] (the
+    /// peer's reply) or a close timeout error.
     pub fn close(&mut self, code: CloseCode, reason: &str) -> Result<(), Error> {
         self.conn.close(code, reason, Instant::now())?;
         self.flush()
@@ -223,13 +240,14 @@ impl<S: Stream> WebSocket<S> {
         &mut self.stream
     }
 
-    /// Sets the user's read timeout: a receive that waits longer returns a timeout error.
+    /// Sets the user's read timeout: a [`recv`](Self::recv) that waits longer returns
+    /// [`Recv::Timeout`].
     pub fn set_read_timeout(&mut self, timeout: Option<Duration>) {
         self.read_timeout = timeout;
     }
 
-    /// Reads until a message is ready, the close handshake completes, or (non-blocking) the
-    /// stream has nothing more.
+    /// Reads until a message is ready, the close handshake completes, or the stream has
+    /// nothing more (non-blocking, or the user's read timeout expired).
     fn fill(&mut self, blocking: bool) -> Result<Progress, Error> {
         loop {
             match self.conn.advance() {
@@ -267,11 +285,8 @@ impl<S: Stream> WebSocket<S> {
                             return Err(self.failed(error));
                         }
                     } else if !blocking || self.read_timeout.is_some() {
-                        return if blocking {
-                            Err(Error::Io(e))
-                        } else {
-                            Ok(Progress::NeedMore)
-                        };
+                        // Would-block or the user's read timeout: nothing now, not an error.
+                        return Ok(Progress::NeedMore);
                     }
                 }
                 Err(e) => return Err(Error::from(e)),

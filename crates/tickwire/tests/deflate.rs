@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use tickwire::codec::handshake::HandshakeError;
 use tickwire::{
-    ClientBuilder, CloseCode, Compression, DeflateConfig, Error, Limits, Message, ServerBuilder,
+    ClientBuilder, CloseCode, Compression, DeflateConfig, Error, Limits, Message, Recv,
+    ServerBuilder,
 };
 
 /// A deflate echo server; returns the negotiated parameters and how the connection ended.
@@ -22,14 +23,16 @@ fn deflate_echo(
         let mut ws = builder.accept(stream).map_err(|e| e.to_string())?;
         let negotiated = ws.deflate().map(|p| format!("{p:?}"));
         loop {
-            let (message, sender) = match ws.recv_with_sender() {
+            let (recv, sender) = match ws.recv_with_sender() {
                 Ok(received) => received,
                 Err(e) => return Err(e.to_string()),
+            };
+            let Recv::Message(message) = recv else {
+                return Ok(negotiated);
             };
             match message {
                 Message::Text(text) => sender.text(text).map_err(|e| e.to_string())?,
                 Message::Binary(data) => sender.binary(data).map_err(|e| e.to_string())?,
-                Message::Close(_) => return Ok(negotiated),
                 _ => {}
             }
         }
@@ -84,18 +87,31 @@ fn compressed_round_trips_with_each_context_mode() {
         for size in [0, 10, 200, 5_000, 300_000] {
             let text = json(size);
             ws.send_text_now(&text).unwrap();
-            assert_eq!(ws.recv().unwrap(), Message::Text(text.as_str()), "{size}");
+            assert_eq!(
+                ws.recv().unwrap(),
+                Recv::Message(Message::Text(text.as_str())),
+                "{size}"
+            );
         }
         let binary: Vec<u8> = (0..70_000u32).map(|i| (i * 31 % 251) as u8).collect();
         ws.send_binary_now(&binary).unwrap();
-        assert_eq!(ws.recv().unwrap(), Message::Binary(&binary[..]));
+        assert_eq!(
+            ws.recv().unwrap(),
+            Recv::Message(Message::Binary(&binary[..]))
+        );
         ws.send_text_with(&json(500), Compression::Never).unwrap();
         ws.send_text_with("x", Compression::Always).unwrap();
         ws.flush().unwrap();
-        assert_eq!(ws.recv().unwrap(), Message::Text(json(500).as_str()));
-        assert_eq!(ws.recv().unwrap(), Message::Text("x"));
+        assert_eq!(
+            ws.recv().unwrap(),
+            Recv::Message(Message::Text(json(500).as_str()))
+        );
+        assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Text("x")));
         ws.close(CloseCode::NORMAL, "").unwrap();
-        assert!(matches!(ws.recv().unwrap(), Message::Close(_)));
+        assert!(matches!(
+            ws.recv().unwrap(),
+            Recv::Message(Message::Close(_))
+        ));
         let server_saw = handle.join().unwrap().unwrap();
         assert!(server_saw.is_some(), "server negotiated deflate");
     }
@@ -110,7 +126,10 @@ fn no_deflate_unless_both_sides_enable_it() {
         .unwrap();
     assert!(ws.deflate().is_none());
     ws.send_text_now(&json(1000)).unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Text(json(1000).as_str()));
+    assert_eq!(
+        ws.recv().unwrap(),
+        Recv::Message(Message::Text(json(1000).as_str()))
+    );
     ws.close(CloseCode::NORMAL, "").unwrap();
     let _ = ws.recv();
     assert_eq!(handle.join().unwrap(), Ok(None));
@@ -119,7 +138,7 @@ fn no_deflate_unless_both_sides_enable_it() {
     let mut ws = ClientBuilder::new().connect(&url).unwrap();
     assert!(ws.deflate().is_none());
     ws.send_text_now("plain").unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Text("plain"));
+    assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Text("plain")));
     ws.close(CloseCode::NORMAL, "").unwrap();
     let _ = ws.recv();
     assert_eq!(handle.join().unwrap(), Ok(None));
@@ -141,10 +160,15 @@ fn inflated_size_over_the_limit_is_closed_with_1009() {
         .unwrap();
     let at_limit = "z".repeat(limit);
     ws.send_text_now(&at_limit).unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Text(at_limit.as_str()));
+    assert_eq!(
+        ws.recv().unwrap(),
+        Recv::Message(Message::Text(at_limit.as_str()))
+    );
     ws.send_text_now(&"z".repeat(limit + 1)).unwrap();
     match ws.recv().unwrap() {
-        Message::Close(Some(frame)) => assert_eq!(frame.code, CloseCode::MESSAGE_TOO_BIG),
+        Recv::Message(Message::Close(Some(frame))) => {
+            assert_eq!(frame.code, CloseCode::MESSAGE_TOO_BIG)
+        }
         other => panic!("expected close 1009, got {other:?}"),
     }
     let ended = handle.join().unwrap().unwrap_err();

@@ -9,7 +9,7 @@ use std::net::{TcpListener, TcpStream};
 use std::thread;
 use std::time::Duration;
 
-use tickwire::{ClientBuilder, CloseCode, Error, Message, Response, ServerBuilder};
+use tickwire::{ClientBuilder, CloseCode, Error, Message, Recv, Response, ServerBuilder};
 
 /// An echo server that returns how the connection ended.
 fn echo_server() -> (String, thread::JoinHandle<Result<(), String>>) {
@@ -18,11 +18,15 @@ fn echo_server() -> (String, thread::JoinHandle<Result<(), String>>) {
             .accept(stream)
             .map_err(|e| e.to_string())?;
         loop {
-            let (message, sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
-            match message {
-                Message::Text(text) => sender.text(text).map_err(|e| e.to_string())?,
-                Message::Binary(data) => sender.binary(data).map_err(|e| e.to_string())?,
-                Message::Close(_) => return Ok(()),
+            let (recv, sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
+            match recv {
+                Recv::Message(Message::Text(text)) => {
+                    sender.text(text).map_err(|e| e.to_string())?
+                }
+                Recv::Message(Message::Binary(data)) => {
+                    sender.binary(data).map_err(|e| e.to_string())?
+                }
+                Recv::Closed => return Ok(()),
                 _ => {}
             }
         }
@@ -36,26 +40,34 @@ fn text_binary_and_large_messages_round_trip() {
         .connect(&format!("{url}/echo?x=1"))
         .unwrap();
     ws.send_text_now("héllo").unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Text("héllo"));
+    assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Text("héllo")));
     ws.send_binary_now(&[0, 1, 2, 255]).unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Binary(&[0, 1, 2, 255]));
+    assert_eq!(
+        ws.recv().unwrap(),
+        Recv::Message(Message::Binary(&[0, 1, 2, 255]))
+    );
     let big: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
     ws.send_binary_now(&big).unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Binary(&big[..]));
+    assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Binary(&big[..])));
     // Many queued messages, one flush, answered in order.
     for i in 0..100 {
         ws.send_text(&format!("m{i}")).unwrap();
     }
     ws.flush().unwrap();
     for i in 0..100 {
-        assert_eq!(ws.recv().unwrap(), Message::Text(format!("m{i}").as_str()));
+        assert_eq!(
+            ws.recv().unwrap(),
+            Recv::Message(Message::Text(format!("m{i}").as_str()))
+        );
     }
     ws.close(CloseCode::NORMAL, "done").unwrap();
     match ws.recv().unwrap() {
-        Message::Close(Some(frame)) => assert_eq!(frame.code, CloseCode::NORMAL),
+        Recv::Message(Message::Close(Some(frame))) => assert_eq!(frame.code, CloseCode::NORMAL),
         other => panic!("expected the close reply, got {other:?}"),
     }
-    assert!(matches!(ws.recv(), Err(Error::ConnectionClosed)));
+    // The end of the close handshake is a value, and stays one.
+    assert_eq!(ws.recv().unwrap(), Recv::Closed);
+    assert_eq!(ws.recv().unwrap(), Recv::Closed);
     assert_eq!(handle.join().unwrap(), Ok(()));
 }
 
@@ -64,14 +76,17 @@ fn reply_while_holding_the_received_message() {
     let (url, handle) = echo_server();
     let mut ws = ClientBuilder::new().connect(&url).unwrap();
     ws.send_text_now("ping-pong").unwrap();
-    let (message, sender) = ws.recv_with_sender().unwrap();
-    let Message::Text(text) = message else {
-        panic!("{message:?}")
+    let (recv, sender) = ws.recv_with_sender().unwrap();
+    let Recv::Message(Message::Text(text)) = recv else {
+        panic!("{recv:?}")
     };
     // `text` still borrows the receive buffer while the sender queues it back.
     sender.text(text).unwrap();
     ws.flush().unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Text("ping-pong"));
+    assert_eq!(
+        ws.recv().unwrap(),
+        Recv::Message(Message::Text("ping-pong"))
+    );
     drop(ws);
     handle.join().unwrap().unwrap_err();
 }
@@ -84,7 +99,7 @@ fn server_initiated_close_reaches_the_client_with_its_code() {
         // Drain until the client's reply completes the handshake.
         loop {
             match ws.recv() {
-                Ok(Message::Close(frame)) => return frame.map(|f| f.code),
+                Ok(Recv::Message(Message::Close(frame))) => return frame.map(|f| f.code),
                 Ok(_) => {}
                 Err(e) => panic!("server: {e}"),
             }
@@ -92,7 +107,7 @@ fn server_initiated_close_reaches_the_client_with_its_code() {
     });
     let mut ws = ClientBuilder::new().connect(&url).unwrap();
     match ws.recv().unwrap() {
-        Message::Close(Some(frame)) => {
+        Recv::Message(Message::Close(Some(frame))) => {
             assert_eq!(frame.code, CloseCode(4001));
             assert_eq!(frame.reason, "bye");
         }
@@ -112,16 +127,22 @@ fn pings_are_answered_automatically() {
         ws.ping(b"are you there").unwrap();
         ws.flush().unwrap();
         let pong = match ws.recv().unwrap() {
-            Message::Pong(payload) => payload.to_vec(),
+            Recv::Message(Message::Pong(payload)) => payload.to_vec(),
             other => panic!("{other:?}"),
         };
         ws.send_text_now("got your pong").unwrap();
         pong
     });
     let mut ws = ClientBuilder::new().connect(&url).unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Ping(b"are you there"));
+    assert_eq!(
+        ws.recv().unwrap(),
+        Recv::Message(Message::Ping(b"are you there"))
+    );
     // The pong goes out when the client next waits for input, without any flush call.
-    assert_eq!(ws.recv().unwrap(), Message::Text("got your pong"));
+    assert_eq!(
+        ws.recv().unwrap(),
+        Recv::Message(Message::Text("got your pong"))
+    );
     assert_eq!(handle.join().unwrap(), b"are you there");
 }
 
@@ -132,10 +153,13 @@ fn read_timeout_leaves_the_connection_usable() {
         .read_timeout(Some(Duration::from_millis(50)))
         .connect(&url)
         .unwrap();
-    let error = ws.recv().unwrap_err();
-    assert!(error.is_timeout(), "{error}");
+    // An expired wait is a value, not an error.
+    assert_eq!(ws.recv().unwrap(), Recv::Timeout);
     ws.send_text_now("still here").unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Text("still here"));
+    assert_eq!(
+        ws.recv().unwrap(),
+        Recv::Message(Message::Text("still here"))
+    );
     drop(ws);
     let _ = handle.join();
 }
@@ -365,8 +389,8 @@ fn ipv6_loopback_works() {
     let handle = thread::spawn(move || {
         let (stream, _) = listener.accept().unwrap();
         let mut ws = tickwire::accept(stream).unwrap();
-        let (message, sender) = ws.recv_with_sender().unwrap();
-        if let Message::Text(t) = message {
+        let (recv, sender) = ws.recv_with_sender().unwrap();
+        if let Recv::Message(Message::Text(t)) = recv {
             sender.text(t).unwrap();
         }
         ws.flush().unwrap();
@@ -375,6 +399,6 @@ fn ipv6_loopback_works() {
         .connect(&format!("ws://[::1]:{port}/v6"))
         .unwrap();
     ws.send_text_now("six").unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Text("six"));
+    assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Text("six")));
     handle.join().unwrap();
 }
