@@ -203,7 +203,15 @@ fn client_tls(args: &ConnectArgs) -> Result<Option<ClientTlsConfig>, String> {
     builder.build().map(Some).map_err(|e| e.to_string())
 }
 
+/// Echoes until the peer's close, then ends the connection with [`WebSocket::finish`], also
+/// after a failure: the close frame owed goes out and the socket is drained before it closes.
 fn echo_connection<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), Error> {
+    let echoed = echo_messages(ws);
+    let finished = ws.finish();
+    echoed.and(finished)
+}
+
+fn echo_messages<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), Error> {
     while let (Recv::Message(message), sender) = ws.recv_with_sender()? {
         match message {
             Message::Text(text) => sender.text(text)?,
@@ -236,12 +244,26 @@ fn connect(args: &ConnectArgs) -> Result<(), String> {
     }
     if args.echo {
         let mut ws = builder.connect(&args.url).map_err(|e| e.to_string())?;
-        return echo_until_close(&mut ws);
+        let outcome = echo_until_close(&mut ws);
+        return finish(&mut ws, outcome);
     }
     let mut ws = builder
         .read_timeout(Some(Duration::from_millis(20)))
         .connect(&args.url)
         .map_err(|e| e.to_string())?;
+    let outcome = print_until_close(&mut ws);
+    finish(&mut ws, outcome)
+}
+
+/// Ends the connection after `outcome` (also after a failure, so the close frame owed goes
+/// out); the first error wins.
+fn finish<S: Stream>(ws: &mut WebSocket<S>, outcome: Result<(), String>) -> Result<(), String> {
+    let finished = ws.finish().map_err(|e| e.to_string());
+    outcome.and(finished)
+}
+
+/// Stdin mode: sends stdin lines as text and prints what arrives until the close handshake.
+fn print_until_close<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), String> {
     let lines = stdin_lines();
     let mut stdin_open = true;
     let stdout = std::io::stdout();

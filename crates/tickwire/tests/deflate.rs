@@ -22,21 +22,28 @@ fn deflate_echo(
     server(move |stream| {
         let mut ws = builder.accept(stream).map_err(|e| e.to_string())?;
         let negotiated = ws.deflate().map(|p| format!("{p:?}"));
-        loop {
-            let (recv, sender) = match ws.recv_with_sender() {
-                Ok(received) => received,
-                Err(e) => return Err(e.to_string()),
-            };
-            let Recv::Message(message) = recv else {
-                return Ok(negotiated);
-            };
-            match message {
-                Message::Text(text) => sender.text(text).map_err(|e| e.to_string())?,
-                Message::Binary(data) => sender.binary(data).map_err(|e| e.to_string())?,
-                _ => {}
-            }
-        }
+        let echoed = echo_messages(&mut ws);
+        ws.finish().map_err(|e| e.to_string())?;
+        echoed.map(|()| negotiated)
     })
+}
+
+/// Echoes text and binary messages until the end of the close handshake.
+fn echo_messages<S: tickwire::Stream>(ws: &mut tickwire::WebSocket<S>) -> Result<(), String> {
+    loop {
+        let (recv, sender) = match ws.recv_with_sender() {
+            Ok(received) => received,
+            Err(e) => return Err(e.to_string()),
+        };
+        let Recv::Message(message) = recv else {
+            return Ok(());
+        };
+        match message {
+            Message::Text(text) => sender.text(text).map_err(|e| e.to_string())?,
+            Message::Binary(data) => sender.binary(data).map_err(|e| e.to_string())?,
+            _ => {}
+        }
+    }
 }
 
 fn json(n: usize) -> String {
@@ -112,6 +119,7 @@ fn compressed_round_trips_with_each_context_mode() {
             ws.recv().unwrap(),
             Recv::Message(Message::Close(_))
         ));
+        ws.finish().unwrap();
         let server_saw = handle.join().unwrap().unwrap();
         assert!(server_saw.is_some(), "server negotiated deflate");
     }
@@ -130,8 +138,7 @@ fn no_deflate_unless_both_sides_enable_it() {
         ws.recv().unwrap(),
         Recv::Message(Message::Text(json(1000).as_str()))
     );
-    ws.close(CloseCode::NORMAL, "").unwrap();
-    let _ = ws.recv();
+    ws.finish().unwrap();
     assert_eq!(handle.join().unwrap(), Ok(None));
 
     let (url, handle) = deflate_echo(ServerBuilder::new().deflate(DeflateConfig::default()));
@@ -139,8 +146,7 @@ fn no_deflate_unless_both_sides_enable_it() {
     assert!(ws.deflate().is_none());
     ws.send_text_now("plain").unwrap();
     assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Text("plain")));
-    ws.close(CloseCode::NORMAL, "").unwrap();
-    let _ = ws.recv();
+    ws.finish().unwrap();
     assert_eq!(handle.join().unwrap(), Ok(None));
 }
 
@@ -171,6 +177,7 @@ fn inflated_size_over_the_limit_is_closed_with_1009() {
         }
         other => panic!("expected close 1009, got {other:?}"),
     }
+    ws.finish().unwrap();
     let ended = handle.join().unwrap().unwrap_err();
     assert!(ended.contains("limit"), "{ended}");
 }

@@ -7,30 +7,37 @@ use common::server;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use tickwire::{ClientBuilder, CloseCode, Error, Message, Recv, Response, ServerBuilder};
+use tickwire::{
+    ClientBuilder, CloseCode, Config, Error, Message, Recv, Response, ServerBuilder, WebSocket,
+};
 
-/// An echo server that returns how the connection ended.
+/// An echo server that returns how the connection ended; it finishes the connection (close
+/// handshake, TCP close) after the peer's close or a failure.
 fn echo_server() -> (String, thread::JoinHandle<Result<(), String>>) {
     server(|stream| {
         let mut ws = ServerBuilder::new()
             .accept(stream)
             .map_err(|e| e.to_string())?;
-        loop {
-            let (recv, sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
-            match recv {
-                Recv::Message(Message::Text(text)) => {
-                    sender.text(text).map_err(|e| e.to_string())?
-                }
-                Recv::Message(Message::Binary(data)) => {
-                    sender.binary(data).map_err(|e| e.to_string())?
-                }
-                Recv::Closed => return Ok(()),
-                _ => {}
-            }
-        }
+        let echoed = echo_messages(&mut ws);
+        ws.finish().map_err(|e| e.to_string())?;
+        echoed
     })
+}
+
+fn echo_messages(ws: &mut WebSocket<TcpStream>) -> Result<(), String> {
+    loop {
+        let (recv, sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
+        match recv {
+            Recv::Message(Message::Text(text)) => sender.text(text).map_err(|e| e.to_string())?,
+            Recv::Message(Message::Binary(data)) => {
+                sender.binary(data).map_err(|e| e.to_string())?
+            }
+            Recv::Closed => return Ok(()),
+            _ => {}
+        }
+    }
 }
 
 #[test]
@@ -68,6 +75,7 @@ fn text_binary_and_large_messages_round_trip() {
     // The end of the close handshake is a value, and stays one.
     assert_eq!(ws.recv().unwrap(), Recv::Closed);
     assert_eq!(ws.recv().unwrap(), Recv::Closed);
+    ws.finish().unwrap();
     assert_eq!(handle.join().unwrap(), Ok(()));
 }
 
@@ -99,7 +107,11 @@ fn server_initiated_close_reaches_the_client_with_its_code() {
         // Drain until the client's reply completes the handshake.
         loop {
             match ws.recv() {
-                Ok(Recv::Message(Message::Close(frame))) => return frame.map(|f| f.code),
+                Ok(Recv::Message(Message::Close(frame))) => {
+                    let code = frame.map(|f| f.code);
+                    ws.finish().unwrap();
+                    return code;
+                }
                 Ok(_) => {}
                 Err(e) => panic!("server: {e}"),
             }
@@ -113,11 +125,77 @@ fn server_initiated_close_reaches_the_client_with_its_code() {
         }
         other => panic!("{other:?}"),
     }
+    assert_eq!(ws.recv().unwrap(), Recv::Closed);
+    ws.finish().unwrap();
     assert_eq!(
         handle.join().unwrap(),
         Some(CloseCode(4001)),
         "the client echoed the code"
     );
+}
+
+#[test]
+fn finish_sends_a_normal_close_and_completes_the_handshake() {
+    let (url, handle) = server(|stream| {
+        let mut ws = tickwire::accept(stream).unwrap();
+        let mut code = None;
+        while let Recv::Message(message) = ws.recv().unwrap() {
+            if let Message::Close(frame) = message {
+                code = frame.map(|f| f.code);
+            }
+        }
+        ws.finish().unwrap();
+        code
+    });
+    let mut ws = ClientBuilder::new().connect(&url).unwrap();
+    let started = Instant::now();
+    ws.finish().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(ws.recv().unwrap(), Recv::Closed);
+    assert_eq!(handle.join().unwrap(), Some(CloseCode::NORMAL));
+}
+
+#[test]
+fn finish_gives_up_after_the_close_timeout() {
+    // A peer that completes the upgrade and then never reads nor answers.
+    let (url, handle) = server(|stream| {
+        let ws = tickwire::accept(stream).unwrap();
+        thread::sleep(Duration::from_millis(1500));
+        drop(ws);
+    });
+    let mut config = Config::client();
+    config.close_timeout = Duration::from_millis(200);
+    let mut ws = ClientBuilder::new().config(config).connect(&url).unwrap();
+    let started = Instant::now();
+    let error = ws.finish().unwrap_err();
+    let took = started.elapsed();
+    assert!(
+        matches!(
+            error,
+            Error::Protocol(tickwire::codec::ws::Error::CloseTimeout)
+        ),
+        "{error}"
+    );
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    handle.join().unwrap();
+}
+
+#[test]
+fn dropping_a_connection_never_blocks() {
+    let (url, handle) = server(|stream| {
+        let mut ws = tickwire::accept(stream).unwrap();
+        while let Recv::Message(_) = ws.recv().unwrap() {}
+        // The handshake is over and the client keeps TCP open: `finish` would wait for it to
+        // close, dropping must not.
+        let started = Instant::now();
+        drop(ws);
+        started.elapsed()
+    });
+    let mut ws = ClientBuilder::new().connect(&url).unwrap();
+    ws.close(CloseCode::NORMAL, "").unwrap();
+    let dropped_in = handle.join().unwrap();
+    assert!(dropped_in < Duration::from_millis(100), "{dropped_in:?}");
+    drop(ws);
 }
 
 #[test]
@@ -338,6 +416,7 @@ fn protocol_violation_is_answered_with_its_close_code() {
     raw.read_to_end(&mut received).unwrap();
     let head_end = received.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
     assert_eq!(&received[head_end..], &[0x88, 0x02, 0x03, 0xea]);
+    drop(raw);
     let error = handle.join().unwrap().unwrap_err();
     assert!(error.contains("1002"), "{error}");
 }

@@ -268,7 +268,8 @@ pub(crate) fn tls_server<T: Send + 'static>(
     (port, handle)
 }
 
-/// Echoes text and binary messages until the peer's close; returns how many were echoed.
+/// Echoes text and binary messages until the peer's close, then finishes the connection;
+/// returns how many were echoed.
 pub(crate) fn echo<S: Stream>(ws: &mut WebSocket<S>) -> Result<usize, Error> {
     let mut echoed = 0;
     while let (Recv::Message(message), sender) = ws.recv_with_sender()? {
@@ -279,6 +280,7 @@ pub(crate) fn echo<S: Stream>(ws: &mut WebSocket<S>) -> Result<usize, Error> {
         }
         echoed += 1;
     }
+    ws.finish()?;
     Ok(echoed)
 }
 
@@ -289,7 +291,8 @@ pub(crate) fn echo_once_and_close<S: Stream>(ws: &mut WebSocket<S>, text: &str) 
     close(ws);
 }
 
-/// The client's close handshake: close, the server's reply, then end of stream.
+/// The client's close handshake: close, the server's reply, end of stream, then the server's
+/// TCP close.
 pub(crate) fn close<S: Stream>(ws: &mut WebSocket<S>) {
     ws.close(CloseCode::NORMAL, "done").unwrap();
     match ws.recv().unwrap() {
@@ -297,6 +300,7 @@ pub(crate) fn close<S: Stream>(ws: &mut WebSocket<S>) {
         other => panic!("expected the close reply, got {other:?}"),
     }
     assert_eq!(ws.recv().unwrap(), Recv::Closed);
+    ws.finish().unwrap();
 }
 
 /// A raw TCP peer on 127.0.0.1 that runs `serve` on the first connection, with bounded reads
