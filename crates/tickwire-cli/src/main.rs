@@ -52,11 +52,10 @@ struct LimitArgs {
 
 impl LimitArgs {
     fn limits(&self) -> Limits {
-        Limits {
-            max_frame_size: self.max_frame_size,
-            max_message_size: self.max_message_size,
-            max_fragments: self.max_fragments,
-        }
+        Limits::server()
+            .with_max_frame_size(self.max_frame_size)
+            .with_max_message_size(self.max_message_size)
+            .with_max_fragments(self.max_fragments)
     }
 }
 

@@ -48,10 +48,7 @@ fn main() {
         client_max_window_bits: 15,
     };
     let config = Config {
-        limits: Limits {
-            max_message_size: LIMIT,
-            ..Limits::server()
-        },
+        limits: Limits::server().with_max_message_size(LIMIT),
         ..Config::server()
     };
     let now = Instant::now();

@@ -65,16 +65,12 @@ fn json(n: usize) -> String {
 fn compressed_round_trips_with_each_context_mode() {
     let modes = [
         DeflateConfig::default(),
-        DeflateConfig {
-            server_no_context_takeover: true,
-            client_no_context_takeover: true,
-            ..DeflateConfig::default()
-        },
-        DeflateConfig {
-            server_max_window_bits: Some(9),
-            client_max_window_bits: Some(10),
-            ..DeflateConfig::default()
-        },
+        DeflateConfig::default()
+            .with_server_no_context_takeover(true)
+            .with_client_no_context_takeover(true),
+        DeflateConfig::default()
+            .with_server_max_window_bits(Some(9))
+            .with_client_max_window_bits(Some(10)),
     ];
     for config in modes {
         let (url, handle) = deflate_echo(ServerBuilder::new().deflate(DeflateConfig::default()));
@@ -155,10 +151,7 @@ fn inflated_size_over_the_limit_is_closed_with_1009() {
     let limit = 64 << 10;
     let builder = ServerBuilder::new()
         .deflate(DeflateConfig::default())
-        .limits(Limits {
-            max_message_size: limit,
-            ..Limits::server()
-        });
+        .limits(Limits::server().with_max_message_size(limit));
     let (url, handle) = deflate_echo(builder);
     let mut ws = ClientBuilder::new()
         .deflate(DeflateConfig::default())
@@ -270,10 +263,7 @@ fn client_fails_when_the_server_selects_what_was_not_offered() {
             thread::sleep(Duration::from_millis(200));
         });
         let result = ClientBuilder::new()
-            .deflate(DeflateConfig {
-                server_max_window_bits: Some(10),
-                ..DeflateConfig::default()
-            })
+            .deflate(DeflateConfig::default().with_server_max_window_bits(Some(10)))
             .connect(&url);
         assert!(
             matches!(
