@@ -103,13 +103,9 @@ impl std::error::Error for Error {
 }
 
 impl From<io::Error> for Error {
-    /// A TLS failure travels through `Read` / `Write` inside an `io::Error`; it comes back
-    /// out here as [`Error::Tls`].
+    /// [`Error::Io`]. (A stream's typed failure, TLS, is asked of the stream with
+    /// [`Stream::failure`](crate::Stream::failure), not unpacked from the `io::Error`.)
     fn from(e: io::Error) -> Self {
-        #[cfg(feature = "tls")]
-        if let Some(tls) = tickwire_tls::TlsError::from_io(&e) {
-            return Self::Tls(tls.clone());
-        }
         Self::Io(e)
     }
 }

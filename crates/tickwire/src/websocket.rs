@@ -387,7 +387,7 @@ impl<S: Stream> WebSocket<S> {
         if !matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
             self.transport_done = true;
         }
-        Error::from(error)
+        crate::stream::io_error(&self.stream, error)
     }
 
     /// [`finish`](Self::finish)'s handshake part: sends a close if none was, and reads until
