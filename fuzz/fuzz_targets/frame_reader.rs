@@ -66,11 +66,10 @@ fuzz_target!(|input: &[u8]| {
     };
     let pieces_len = usize::from(control >> 4).min(rest.len());
     let (pieces, data) = rest.split_at(pieces_len);
-    let limits = Limits {
-        max_frame_size: 4096,
-        max_message_size: 8192,
-        max_fragments: 16,
-    };
+    let limits = Limits::client()
+        .with_max_frame_size(4096)
+        .with_max_message_size(8192)
+        .with_max_fragments(16);
     let whole = run(role, limits, data, &[]);
     let split = run(role, limits, data, pieces);
     assert_eq!(whole, split);

@@ -19,14 +19,13 @@ struct Outcome {
 }
 
 fn limits(digits: usize) -> Limits {
-    Limits {
-        max_head_bytes: 512,
-        max_headers: 8,
-        max_body_bytes: 512,
-        max_chunk_size_digits: digits,
-        max_chunk_extension_bytes: 32,
-        max_trailer_bytes: 128,
-    }
+    Limits::client()
+        .with_max_head_bytes(512)
+        .with_max_headers(8)
+        .with_max_body_bytes(512)
+        .with_max_chunk_size_digits(digits)
+        .with_max_chunk_extension_bytes(32)
+        .with_max_trailer_bytes(128)
 }
 
 fn sizes<'a>(data: &[u8], pieces: &'a [u8]) -> impl Iterator<Item = usize> + 'a {

@@ -11,14 +11,13 @@ use libfuzzer_sys::fuzz_target;
 use tickwire_codec::buf::ReadBuf;
 use tickwire_codec::http::{HttpError, Limits, Parsed, Request, RequestReader};
 
-const LIMITS: Limits = Limits {
-    max_head_bytes: 512,
-    max_headers: 8,
-    max_body_bytes: 512,
-    max_chunk_size_digits: 8,
-    max_chunk_extension_bytes: 32,
-    max_trailer_bytes: 128,
-};
+const LIMITS: Limits = Limits::client()
+    .with_max_head_bytes(512)
+    .with_max_headers(8)
+    .with_max_body_bytes(512)
+    .with_max_chunk_size_digits(8)
+    .with_max_chunk_extension_bytes(32)
+    .with_max_trailer_bytes(128);
 
 /// The most a message may hold while incomplete: head, chunked data plus its framing
 /// allowance (at least 1 KiB), trailers.

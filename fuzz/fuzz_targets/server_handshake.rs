@@ -43,13 +43,11 @@ fn verdict(options: &ServerOptions, bytes: &[u8]) -> Result<Option<usize>, Hands
 }
 
 fuzz_target!(|data: &[u8]| {
-    let options = ServerOptions {
-        limits: ServerLimits {
-            max_head_size: 2048,
-            max_headers: 16,
-        },
-        ..ServerOptions::default()
-    };
+    let options = ServerOptions::default().with_limits(
+        ServerLimits::default()
+            .with_max_head_size(2048)
+            .with_max_headers(16),
+    );
     let whole = verdict(&options, data);
     // Every strict prefix must be "incomplete" or already decide the same way.
     for cut in [data.len() / 2, data.len().saturating_sub(1)] {

@@ -81,14 +81,16 @@ pub(super) fn tickwire_round_trips<S: tickwire::Stream>(
     ws.send_text_now(text)
         .unwrap_or_else(|e| panic!("{library}: send: {e}"));
     match ws.recv() {
-        Ok(tickwire::Message::Text(echo)) if echo == text => {}
+        Ok(tickwire::Recv::Message(tickwire::Message::Text(echo))) if echo == text => {}
         other => panic!("{library}: wrong echo: {other:?}"),
     }
     harness::sample_each(plan, || {
         ws.send_text_now(text)
             .unwrap_or_else(|e| panic!("{library}: send: {e}"));
         match ws.recv() {
-            Ok(tickwire::Message::Text(echo)) if echo.len() == text.len() => {
+            Ok(tickwire::Recv::Message(tickwire::Message::Text(echo)))
+                if echo.len() == text.len() =>
+            {
                 black_box(echo);
             }
             other => panic!("{library}: unexpected echo {other:?}"),

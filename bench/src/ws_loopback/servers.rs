@@ -73,8 +73,8 @@ pub(super) fn tickwire_echo_tls(peer_core: usize, tls: ServerTlsConfig) -> Serve
 /// The echo loop of [`tickwire_echo`] and [`tickwire_echo_tls`].
 fn echo<S: tickwire::Stream>(mut ws: tickwire::WebSocket<S>) {
     // Bounded by the client: it ends with the client's EOF (an error here), its close or
-    // the idle limit.
-    while let Ok((message, mut sender)) = ws.recv_with_sender() {
+    // the idle limit (`Recv::Timeout`).
+    while let Ok((tickwire::Recv::Message(message), mut sender)) = ws.recv_with_sender() {
         // Reply from the borrowed message: no copy, the library's own echo path.
         let queued = match message {
             Message::Text(text) => sender.text(text),
@@ -86,6 +86,9 @@ fn echo<S: tickwire::Stream>(mut ws: tickwire::WebSocket<S>) {
             break;
         }
     }
+    // Complete the close handshake (or give up within the close timeout) before the socket
+    // goes: dropping a WebSocket never does.
+    let _ = ws.finish();
 }
 
 /// Panics unless the TLS handshake settled on [`pki::CIPHER_SUITE`] (the server offers no

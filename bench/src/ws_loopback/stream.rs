@@ -100,7 +100,7 @@ pub(super) fn tickwire_receive(
         .peek(&mut [0u8; 1])
         .unwrap_or_else(|e| panic!("{library}: wait for the first byte: {e}"));
     receive_all(library, messages, || match ws.recv() {
-        Ok(tickwire::Message::Text(text)) => text.len(),
+        Ok(tickwire::Recv::Message(tickwire::Message::Text(text))) => text.len(),
         other => panic!("{library}: expected text, got {other:?}"),
     })
 }

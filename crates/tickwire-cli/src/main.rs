@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use tickwire::{
-    ClientBuilder, ClientTlsConfig, CloseCode, Error, Limits, Message, ServerBuilder,
+    ClientBuilder, ClientTlsConfig, CloseCode, Error, Limits, Message, Recv, ServerBuilder,
     ServerTlsConfig, Stream, WebSocket,
 };
 
@@ -52,11 +52,10 @@ struct LimitArgs {
 
 impl LimitArgs {
     fn limits(&self) -> Limits {
-        Limits {
-            max_frame_size: self.max_frame_size,
-            max_message_size: self.max_message_size,
-            max_fragments: self.max_fragments,
-        }
+        Limits::server()
+            .with_max_frame_size(self.max_frame_size)
+            .with_max_message_size(self.max_message_size)
+            .with_max_fragments(self.max_fragments)
     }
 }
 
@@ -163,9 +162,7 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
                     .and_then(|mut ws| echo_connection(&mut ws)),
             };
             if let Err(e) = result {
-                if !matches!(e, Error::ConnectionClosed) {
-                    eprintln!("tickwire: connection ended: {e}");
-                }
+                eprintln!("tickwire: connection ended: {e}");
             }
         });
     }
@@ -205,18 +202,25 @@ fn client_tls(args: &ConnectArgs) -> Result<Option<ClientTlsConfig>, String> {
     builder.build().map(Some).map_err(|e| e.to_string())
 }
 
+/// Echoes until the peer's close, then ends the connection with [`WebSocket::finish`], also
+/// after a failure: the close frame owed goes out and the socket is drained before it closes.
 fn echo_connection<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), Error> {
-    loop {
-        let (message, mut sender) = ws.recv_with_sender()?;
+    let echoed = echo_messages(ws);
+    let finished = ws.finish();
+    echoed.and(finished)
+}
+
+fn echo_messages<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), Error> {
+    while let (Recv::Message(message), mut sender) = ws.recv_with_sender()? {
         match message {
             Message::Text(text) => sender.text(text)?,
             Message::Binary(data) => sender.binary(data)?,
-            Message::Close(_) => return Ok(()),
-            Message::Ping(_) | Message::Pong(_) => {}
+            Message::Close(_) | Message::Ping(_) | Message::Pong(_) => {}
         }
         // No flush here: the next recv writes queued echoes before it blocks, so a burst of
         // messages is answered with one write.
     }
+    Ok(())
 }
 
 fn connect(args: &ConnectArgs) -> Result<(), String> {
@@ -239,12 +243,26 @@ fn connect(args: &ConnectArgs) -> Result<(), String> {
     }
     if args.echo {
         let mut ws = builder.connect(&args.url).map_err(|e| e.to_string())?;
-        return echo_until_close(&mut ws);
+        let outcome = echo_until_close(&mut ws);
+        return finish(&mut ws, outcome);
     }
     let mut ws = builder
         .read_timeout(Some(Duration::from_millis(20)))
         .connect(&args.url)
         .map_err(|e| e.to_string())?;
+    let outcome = print_until_close(&mut ws);
+    finish(&mut ws, outcome)
+}
+
+/// Ends the connection after `outcome` (also after a failure, so the close frame owed goes
+/// out); the first error wins.
+fn finish<S: Stream>(ws: &mut WebSocket<S>, outcome: Result<(), String>) -> Result<(), String> {
+    let finished = ws.finish().map_err(|e| e.to_string());
+    outcome.and(finished)
+}
+
+/// Stdin mode: sends stdin lines as text and prints what arrives until the close handshake.
+fn print_until_close<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), String> {
     let lines = stdin_lines();
     let mut stdin_open = true;
     let stdout = std::io::stdout();
@@ -261,22 +279,21 @@ fn connect(args: &ConnectArgs) -> Result<(), String> {
         }
         ws.flush().map_err(|e| e.to_string())?;
         match ws.recv() {
-            Ok(Message::Text(text)) => {
+            Ok(Recv::Message(Message::Text(text))) => {
                 let mut out = stdout.lock();
                 let _ = writeln!(out, "{text}");
                 let _ = out.flush();
             }
-            Ok(Message::Binary(data)) => {
+            Ok(Recv::Message(Message::Binary(data))) => {
                 let mut out = stdout.lock();
                 let _ = writeln!(out, "[binary {} bytes] {}", data.len(), hex(data));
                 let _ = out.flush();
             }
-            Ok(Message::Close(frame)) => {
+            Ok(Recv::Message(Message::Close(frame))) => {
                 return close_outcome(frame.map(|f| (f.code, f.reason.to_owned())));
             }
-            Ok(Message::Ping(_) | Message::Pong(_)) => {}
-            Err(e) if e.is_timeout() => {}
-            Err(Error::ConnectionClosed) => return Ok(()),
+            Ok(Recv::Closed) => return Ok(()),
+            Ok(_) => {}
             Err(e) => return Err(e.to_string()),
         }
     }
@@ -284,7 +301,10 @@ fn connect(args: &ConnectArgs) -> Result<(), String> {
 
 fn echo_until_close<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), String> {
     loop {
-        let (message, mut sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
+        let (recv, mut sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
+        let Recv::Message(message) = recv else {
+            return Ok(());
+        };
         match message {
             Message::Text(text) => sender.text(text).map_err(|e| e.to_string())?,
             Message::Binary(data) => sender.binary(data).map_err(|e| e.to_string())?,

@@ -36,6 +36,42 @@
 //!   any unnegotiated RSV bit.
 #![deny(unsafe_code)] // allowed in one module: ws::mask::simd (docs/UNSAFE.md)
 
+/// Builder-style methods for the public fields of a `#[non_exhaustive]` configuration struct
+/// (which callers cannot build with a struct literal): `set with_x => x: T` sets field `x`,
+/// `const_set` does the same in a `const fn`, `push with_x => xs: T` appends to a `Vec` field.
+macro_rules! with_methods {
+    ($($(#[$attr:meta])* $kind:ident $with:ident => $field:ident: $ty:ty),* $(,)?) => {
+        $(with_methods!(@one [$(#[$attr])*] $kind $with $field $ty);)*
+    };
+    (@one [$($attr:tt)*] set $with:ident $field:ident $ty:ty) => {
+        $($attr)*
+        #[doc = concat!("Sets [`", stringify!($field), "`](Self::", stringify!($field), ").")]
+        #[must_use]
+        pub fn $with(mut self, $field: $ty) -> Self {
+            self.$field = $field;
+            self
+        }
+    };
+    (@one [$($attr:tt)*] const_set $with:ident $field:ident $ty:ty) => {
+        $($attr)*
+        #[doc = concat!("Sets [`", stringify!($field), "`](Self::", stringify!($field), ").")]
+        #[must_use]
+        pub const fn $with(mut self, $field: $ty) -> Self {
+            self.$field = $field;
+            self
+        }
+    };
+    (@one [$($attr:tt)*] push $with:ident $field:ident $ty:ty) => {
+        $($attr)*
+        #[doc = concat!("Appends to [`", stringify!($field), "`](Self::", stringify!($field), ").")]
+        #[must_use]
+        pub fn $with(mut self, item: $ty) -> Self {
+            self.$field.push(item.into());
+            self
+        }
+    };
+}
+
 pub mod buf;
 #[cfg(feature = "deflate")]
 pub mod deflate;

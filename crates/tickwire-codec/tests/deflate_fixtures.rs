@@ -82,12 +82,10 @@ fn fixture_empty_message_after_a_compressed_one_keeps_the_peer_in_sync() {
         [0x01, 0x00, 0x07, 0x07, 0x01, 0x00],
         "mode, flags, bits, level, min_size"
     );
-    let config = DeflateConfig {
-        level: 1,
-        min_size: 0,
-        only_if_smaller: false,
-        ..DeflateConfig::default()
-    };
+    let config = DeflateConfig::default()
+        .with_level(1)
+        .with_min_size(0)
+        .with_only_if_smaller(false);
     let p = params(false);
     let sends: &[&[(OpCode, &[u8], Compression)]] = &[
         // The fixture's messages, then a non-empty one to show the peer's state.
@@ -195,10 +193,7 @@ fn fixture_final_block_ending_inside_the_tail_does_not_break_the_next_message() 
 /// while choosing the fuzz target's limits; `saturating_add` fixes it.
 #[test]
 fn usize_max_limit_means_no_limit() {
-    let limits = Limits {
-        max_message_size: usize::MAX,
-        ..Limits::client()
-    };
+    let limits = Limits::client().with_max_message_size(usize::MAX);
     let mut reader = reader(Role::Client, &params(false), limits);
     assert_eq!(read_all(&mut reader, &HELLO), [Ok(b"Hello".to_vec())]);
     let mut out = Vec::new();

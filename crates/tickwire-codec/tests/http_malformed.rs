@@ -160,14 +160,13 @@ const fn with(limits: Limits, case: Malformed) -> Malformed {
     Malformed { limits, ..case }
 }
 
-const SMALL: Limits = Limits {
-    max_head_bytes: 64,
-    max_headers: 3,
-    max_body_bytes: 16,
-    max_chunk_size_digits: 4,
-    max_chunk_extension_bytes: 8,
-    max_trailer_bytes: 12,
-};
+const SMALL: Limits = Limits::client()
+    .with_max_head_bytes(64)
+    .with_max_headers(3)
+    .with_max_body_bytes(16)
+    .with_max_chunk_size_digits(4)
+    .with_max_chunk_extension_bytes(8)
+    .with_max_trailer_bytes(12);
 
 const NAME: HttpError = HttpError::InvalidHead("invalid header field name");
 

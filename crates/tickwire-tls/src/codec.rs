@@ -108,9 +108,10 @@ impl TlsCodec {
                 Ok(0) => break,
                 Ok(_) if rest.is_empty() => break,
                 Ok(_) => {}
-                // A slice never fails to read: an error not from TLS is rustls refusing
-                // ciphertext. With plaintext waiting (kind Other) that is backpressure.
-                Err(e) => match TlsError::from_io(&e) {
+                // A slice never fails to read: an error that did not fail the connection is
+                // rustls refusing ciphertext. With plaintext waiting (kind Other) that is
+                // backpressure.
+                Err(e) => match &self.failed {
                     Some(error) => return Err(error.clone()),
                     None if e.kind() == io::ErrorKind::Other => break,
                     None => {
@@ -126,9 +127,11 @@ impl TlsCodec {
 
     /// Reads ciphertext from `reader` (one `read` call) straight into rustls's buffer and
     /// processes it. `Ok(0)` is end of stream: an error when it falls inside a record or the
-    /// handshake. TLS failures come back as `io::Error`s that [`TlsError::from_io`] unwraps.
+    /// handshake. A TLS failure comes back as an `io::Error` of kind `InvalidData` (its text
+    /// is the [`TlsError`]'s) and is recorded: [`error`](Self::error) returns it, typed.
     /// While more than 16 KiB of plaintext waits unread, rustls reads nothing and this
-    /// returns an `io::Error` of kind `Other` that is no TLS failure: read plaintext first.
+    /// returns an `io::Error` of kind `Other` that is no TLS failure (`error()` stays `None`):
+    /// read plaintext first.
     pub fn read_tls_from<R: Read>(&mut self, reader: &mut R) -> io::Result<usize> {
         if let Some(error) = &self.failed {
             return Err(error.clone().into_io());

@@ -73,17 +73,11 @@ impl TlsError {
         }
     }
 
-    /// Wraps this error in an `io::Error` (kind `InvalidData`), as transports return it from
-    /// `Read` / `Write`; [`TlsError::from_io`] gets it back.
+    /// Wraps this error in an `io::Error` (kind `InvalidData`), for a `Read` / `Write`
+    /// implementation that must return one. Whoever needs the typed error asks the codec
+    /// ([`TlsCodec::error`](crate::TlsCodec::error)) rather than unpacking the `io::Error`.
     pub fn into_io(self) -> io::Error {
         io::Error::new(io::ErrorKind::InvalidData, self)
-    }
-
-    /// The TLS error inside an `io::Error` made by [`TlsError::into_io`], if it is one.
-    pub fn from_io(error: &io::Error) -> Option<&TlsError> {
-        error
-            .get_ref()
-            .and_then(|inner| inner.downcast_ref::<TlsError>())
     }
 }
 

@@ -137,8 +137,8 @@ impl ClientBuilder {
         self
     }
 
-    /// Read timeout: a receive that waits longer returns an error with
-    /// [`Error::is_timeout`] true, and the connection stays usable.
+    /// Read timeout: a [`WebSocket::recv`](crate::WebSocket::recv) that waits longer returns
+    /// [`Recv::Timeout`](crate::Recv::Timeout), and the connection stays usable.
     pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.read_timeout = timeout;
         self

@@ -10,8 +10,9 @@ use tickwire_codec::ws;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
-    /// The socket failed. A read timeout set by the user surfaces here with kind
-    /// `WouldBlock` or `TimedOut`; the connection stays usable after one.
+    /// The socket failed. For the HTTP client, a read timeout set by the user surfaces here
+    /// with kind `WouldBlock` or `TimedOut` ([`Error::is_timeout`]); a WebSocket reports its
+    /// read timeout as `Recv::Timeout` instead.
     Io(io::Error),
     /// The peer broke the protocol, a limit was exceeded or a connection timer expired. The
     /// close frame with [`ws::Error::close_code`] was sent (best effort) and the connection
@@ -32,8 +33,6 @@ pub enum Error {
     Tls(tickwire_tls::TlsError),
     /// The opening handshake did not complete within the handshake timeout.
     HandshakeTimeout,
-    /// The close handshake completed: no more messages will arrive (end of stream).
-    ConnectionClosed,
     /// The peer closed the TCP connection without a close frame (close code 1006).
     UnexpectedEof,
     /// An HTTP response broke RFC 9112 framing or a configured limit; the connection was
@@ -53,8 +52,8 @@ pub enum Error {
 }
 
 impl Error {
-    /// True for [`Error::Io`] of kind `WouldBlock` or `TimedOut`: a read timeout or a
-    /// non-blocking socket with nothing to read. The connection is still usable.
+    /// True for [`Error::Io`] of kind `WouldBlock` or `TimedOut`: an HTTP request's read
+    /// timeout expired. (A WebSocket returns `Recv::Timeout` and `Recv::WouldBlock` instead.)
     pub fn is_timeout(&self) -> bool {
         matches!(self, Self::Io(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut))
     }
@@ -77,7 +76,6 @@ impl fmt::Display for Error {
             #[cfg(feature = "tls")]
             Self::Tls(e) => write!(f, "TLS: {e}"),
             Self::HandshakeTimeout => f.write_str("handshake timed out"),
-            Self::ConnectionClosed => f.write_str("connection closed"),
             Self::UnexpectedEof => f.write_str("peer closed the connection without a close frame"),
             Self::Http(e) => write!(f, "HTTP: {e}"),
             Self::HttpWrite(e) => write!(f, "HTTP request not written: {e}"),
@@ -105,13 +103,9 @@ impl std::error::Error for Error {
 }
 
 impl From<io::Error> for Error {
-    /// A TLS failure travels through `Read` / `Write` inside an `io::Error`; it comes back
-    /// out here as [`Error::Tls`].
+    /// [`Error::Io`]. (A stream's typed failure, TLS, is asked of the stream with
+    /// [`Stream::failure`](crate::Stream::failure), not unpacked from the `io::Error`.)
     fn from(e: io::Error) -> Self {
-        #[cfg(feature = "tls")]
-        if let Some(tls) = tickwire_tls::TlsError::from_io(&e) {
-            return Self::Tls(tls.clone());
-        }
         Self::Io(e)
     }
 }

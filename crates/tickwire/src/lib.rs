@@ -8,18 +8,16 @@
 //! crate adds sockets, timeouts, TLS streams and the handshake's reads and writes.
 //!
 //! ```no_run
-//! use tickwire::{Message, connect};
+//! use tickwire::{Message, Recv, connect};
 //!
 //! let mut ws = connect("ws://127.0.0.1:9001/feed")?;
 //! ws.send_text("{\"op\":\"subscribe\"}")?;
 //! ws.flush()?;
-//! loop {
-//!     // Reply while the received message is still borrowed: no copy.
-//!     let (message, mut sender) = ws.recv_with_sender()?;
-//!     match message {
-//!         Message::Text(text) => sender.text(text)?,
-//!         Message::Close(_) => break,
-//!         _ => {}
+//! // Reply while the received message is still borrowed: no copy. The loop ends at
+//! // `Recv::Closed`, the end of the close handshake.
+//! while let (Recv::Message(message), mut sender) = ws.recv_with_sender()? {
+//!     if let Message::Text(text) = message {
+//!         sender.text(text)?;
 //!     }
 //!     ws.flush()?;
 //! }

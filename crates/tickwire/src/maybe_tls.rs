@@ -93,4 +93,12 @@ impl Stream for MaybeTlsStream {
             Self::Tls(s) => s.shutdown_write(),
         }
     }
+
+    fn failure(&self) -> Option<crate::Error> {
+        match self {
+            Self::Plain(_) => None,
+            #[cfg(feature = "tls")]
+            Self::Tls(s) => s.failure(),
+        }
+    }
 }

@@ -36,6 +36,20 @@ pub trait Stream: Read + Write {
     fn shutdown_write(&mut self) -> io::Result<()> {
         Ok(())
     }
+
+    /// Why the stream failed, when it knows more than the `io::Error` its `Read` / `Write`
+    /// returned: a TLS stream's [`TlsError`](crate::TlsError) (an untrusted certificate, an
+    /// alert, a truncated record) as [`Error::Tls`]. The transports report this instead of
+    /// [`Error::Io`]; they never unpack the `io::Error`. Default: `None`.
+    fn failure(&self) -> Option<Error> {
+        None
+    }
+}
+
+/// An I/O error from `stream`, typed: the stream's own [`failure`](Stream::failure) when it has
+/// one, else [`Error::Io`].
+pub(crate) fn io_error<S: Stream + ?Sized>(stream: &S, error: io::Error) -> Error {
+    stream.failure().unwrap_or(Error::Io(error))
 }
 
 impl Stream for TcpStream {
@@ -80,7 +94,7 @@ pub(crate) fn read_before<S: Stream>(
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 return Err(Error::HandshakeTimeout);
             }
-            Err(e) => return Err(Error::from(e)),
+            Err(e) => return Err(io_error(stream, e)),
         }
     }
 }
@@ -97,5 +111,5 @@ pub(crate) fn write_before<S: Stream>(
         return Err(Error::HandshakeTimeout);
     }
     stream.set_write_timeout(Some(left))?;
-    Ok(stream.write_all(bytes)?)
+    stream.write_all(bytes).map_err(|e| io_error(stream, e))
 }

@@ -50,7 +50,7 @@ impl<S: Stream> TlsStream<S> {
                 match self.write_queued() {
                     Ok(()) => {}
                     Err(e) if is_timeout(&e) => return Err(Error::HandshakeTimeout),
-                    Err(e) => return Err(Error::from(e)),
+                    Err(e) => return Err(crate::stream::io_error(self, e)),
                 }
             }
             if !self.codec.is_handshaking() {
@@ -70,7 +70,7 @@ impl<S: Stream> TlsStream<S> {
     /// A read failed: write what the peer is owed and return the typed error.
     fn failed(&mut self, error: io::Error) -> Error {
         self.owe_peer();
-        Error::from(error)
+        crate::stream::io_error(self, error)
     }
 
     /// After a TLS failure, writes what the peer is owed, best effort and bounded: the fatal
@@ -137,7 +137,7 @@ impl<S: Stream> Read for TlsStream<S> {
             self.write_queued()?;
             match self.codec.read_tls_from(&mut self.sock) {
                 Ok(_) => {}
-                Err(e) if TlsError::from_io(&e).is_some() => {
+                Err(e) if self.codec.error().is_some() => {
                     self.owe_peer();
                     return Err(e);
                 }
@@ -198,5 +198,12 @@ impl<S: Stream> Stream for TlsStream<S> {
         self.codec.send_close_notify();
         self.write_queued()?;
         self.sock.shutdown_write()
+    }
+
+    /// The codec's recorded [`TlsError`], once TLS failed. Asking the codec keeps the typed
+    /// error out of `io::Error` (no downcast), and it stays the answer for every later call,
+    /// as the connection is finished.
+    fn failure(&self) -> Option<Error> {
+        self.codec.error().cloned().map(Error::Tls)
     }
 }

@@ -4,6 +4,7 @@
 //! read timeout) and writing queued output. Sends only queue: nothing is written until
 //! [`WebSocket::flush`], a `*_now` helper, or a receive call that is about to block (which
 //! first writes what is queued, so owed pongs and a request the caller is waiting on go out).
+//! Ending a connection blocks only in [`WebSocket::finish`]; dropping one never blocks.
 
 use std::io::{self, ErrorKind, IoSlice};
 use std::time::{Duration, Instant};
@@ -19,18 +20,35 @@ use tickwire_codec::ws::{
 
 use crate::{Error, Stream};
 
-/// What [`WebSocket::try_recv`] found.
+/// What a receive call found: a message, nothing yet, or the end of the stream.
+///
+/// The normal loop is `while let Recv::Message(message) = ws.recv()? { .. }`: it ends at
+/// [`Recv::Closed`] (or at [`Recv::Timeout`] when a read timeout is set). A closed connection
+/// is a value, not an error, and "nothing arrived" is never a made-up I/O error (DESIGN
+/// rule 2); `Err` means the connection failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Recv<'a> {
-    /// A message (pings were answered, a close was answered).
+    /// A message. Pings were already answered; a close was already answered, and the next
+    /// call returns [`Recv::Closed`].
     Message(Message<'a>),
-    /// The socket has nothing to read now (non-blocking socket or read timeout).
+    /// [`WebSocket::recv`] only: the read timeout the user set
+    /// ([`WebSocket::set_read_timeout`], `ClientBuilder::read_timeout`) expired with no
+    /// message. The connection stays usable.
+    Timeout,
+    /// [`WebSocket::try_recv`] only: the socket has nothing to read now.
     WouldBlock,
-    /// The close handshake is complete: end of stream.
+    /// The close handshake is complete (or the peer closed TCP after our close): end of
+    /// stream. Every later receive returns it again. Call [`WebSocket::finish`] to close the
+    /// transport cleanly.
     Closed,
 }
 
 /// A WebSocket connection over a blocking stream.
+///
+/// Dropping it never blocks: the socket is closed as it is, without a close frame if none was
+/// sent (the peer sees code 1006). To end a connection properly, call
+/// [`finish`](Self::finish), which completes the close handshake and closes the transport.
 #[derive(Debug)]
 pub struct WebSocket<S: Stream> {
     stream: S,
@@ -43,6 +61,9 @@ pub struct WebSocket<S: Stream> {
     /// Read timeout currently set on the stream, to avoid a syscall per read.
     applied_timeout: Option<Option<Duration>>,
     transport_closed: bool,
+    /// Nothing is left to do on the transport: a read or write failed (not a timeout), the
+    /// peer vanished, or [`WebSocket::finish`] ran.
+    transport_done: bool,
     subprotocol: Option<String>,
     #[cfg(feature = "deflate")]
     deflate: Option<DeflateParams>,
@@ -67,6 +88,7 @@ impl<S: Stream> WebSocket<S> {
             read_timeout,
             applied_timeout: None,
             transport_closed: false,
+            transport_done: false,
             subprotocol: None,
             #[cfg(feature = "deflate")]
             deflate: None,
@@ -98,23 +120,27 @@ impl<S: Stream> WebSocket<S> {
         self.subprotocol.as_deref()
     }
 
-    /// Blocks until the next message. Pings are answered and a peer's close is answered
-    /// before it is returned as [`Message::Close`]; the call after that returns
-    /// [`Error::ConnectionClosed`].
+    /// Blocks until the next message, the end of the stream or the user's read timeout.
+    /// Pings are answered, and a peer's close is answered before it is returned as
+    /// [`Message::Close`]; the call after that returns [`Recv::Closed`].
     ///
-    /// With a read timeout set, an expired wait is `Err(Error::Io)` with
-    /// [`Error::is_timeout`] true, and the connection stays usable.
-    pub fn recv(&mut self) -> Result<Message<'_>, Error> {
-        self.recv_with_sender().map(|(message, _)| message)
+    /// Returns [`Recv::Message`], [`Recv::Closed`] or, with a read timeout set,
+    /// [`Recv::Timeout`]. `Err` is a failed connection: a socket error ([`Error::Io`]), a
+    /// protocol error or connection timer ([`Error::Protocol`]), a TCP close without a close
+    /// frame ([`Error::UnexpectedEof`]).
+    pub fn recv(&mut self) -> Result<Recv<'_>, Error> {
+        self.recv_with_sender().map(|(recv, _)| recv)
     }
 
     /// Like [`recv`](Self::recv), and also lends the [`Sender`] so a reply (an echo, a pong,
     /// an order) can be queued while the message is still borrowed, with no copy.
-    pub fn recv_with_sender(&mut self) -> Result<(Message<'_>, Sender<'_>), Error> {
+    pub fn recv_with_sender(&mut self) -> Result<(Recv<'_>, Sender<'_>), Error> {
         match self.fill(true)? {
-            Progress::Ready => self.take_message(),
-            Progress::Closed => Err(Error::ConnectionClosed),
-            Progress::NeedMore => Err(Error::Io(ErrorKind::WouldBlock.into())),
+            Progress::Ready => self
+                .take_message()
+                .map(|(message, sender)| (Recv::Message(message), sender)),
+            Progress::Closed => Ok((Recv::Closed, self.conn.sender(&mut self.bufs))),
+            Progress::NeedMore => Ok((Recv::Timeout, self.conn.sender(&mut self.bufs))),
         }
     }
 
@@ -208,24 +234,68 @@ impl<S: Stream> WebSocket<S> {
                 several => self.stream.write_vectored(several),
             };
             let n = match written {
-                Ok(0) => return Err(Error::Io(ErrorKind::WriteZero.into())),
+                Ok(0) => return Err(self.io_failed(ErrorKind::WriteZero.into())),
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::from(e)),
+                Err(e) => return Err(self.io_failed(e)),
             };
             self.conn.advance_output(&mut self.bufs, n);
         }
-        self.stream.flush()?;
+        if let Err(e) = self.stream.flush() {
+            return Err(self.io_failed(e));
+        }
         Ok(())
     }
 
-    /// Starts the close handshake with `code` and `reason` (≤ 123 bytes) and writes it. Keep
-    /// calling [`recv`](Self::recv) to drain messages until it returns
-    /// [`Error::ConnectionClosed`] (the peer's reply) or a close timeout error.
+    /// Starts the close handshake with `code` and `reason` (≤ 123 bytes) and writes it, without
+    /// waiting for the reply. Keep calling [`recv`](Self::recv) to take the messages still in
+    /// flight until it returns [`Recv::Closed`] (the peer's reply) or a close timeout error,
+    /// then call [`finish`](Self::finish); or call `finish` at once to drop them.
     pub fn close(&mut self, code: CloseCode, reason: &str) -> Result<(), Error> {
         self.conn
             .close(&mut self.bufs, code, reason, Instant::now())?;
         self.flush()
+    }
+
+    /// Ends the connection: completes the close handshake and closes the transport, blocking
+    /// for about the connection's close timeout at most (`Config::close_timeout`, default
+    /// 5 s). This is the blocking part of ending a connection, which `Drop` never does.
+    ///
+    /// - If no close was sent, sends close 1000 (call [`close`](Self::close) first for another
+    ///   code or a reason).
+    /// - Reads until the peer's close arrives, dropping messages still in flight (to read
+    ///   them, call `recv` until [`Recv::Closed`] first). A peer that does not answer within
+    ///   the close timeout gives `Err(Error::Protocol(CloseTimeout))`.
+    /// - Writes what is owed, then, on the server side, closes the write direction (the server
+    ///   closes TCP first, RFC 6455 §7.1.1; over TLS, after close_notify).
+    /// - Reads and discards until the peer closes TCP (the client waits for the server to,
+    ///   as §7.1.1 asks, then closes its write direction). Closing a socket with unread input
+    ///   makes the kernel send RST, which can destroy our close frame in the peer's receive
+    ///   queue.
+    ///
+    /// Writes are bounded by the close timeout too (it replaces the stream's write timeout).
+    /// On a connection that already failed (an `Err` from an earlier call), it writes the close
+    /// frame owed and closes the transport the same way, and returns `Ok`: the failure was
+    /// reported by the call that saw it. After a socket error or a peer that vanished
+    /// ([`Error::UnexpectedEof`]) there is nothing left to send: it returns `Ok` at once.
+    /// Calling it again does nothing more. Meant for a blocking stream; on a non-blocking one
+    /// the wait for the reply spins.
+    pub fn finish(&mut self) -> Result<(), Error> {
+        if self.transport_done {
+            return Ok(());
+        }
+        let close_timeout = self.conn.config().close_timeout;
+        let deadline = Instant::now() + close_timeout;
+        let _ = self.stream.set_write_timeout(Some(close_timeout));
+        let result = self.complete_close_handshake();
+        self.finish_transport();
+        self.drain_until_eof(deadline);
+        if self.role == Role::Client {
+            // The client's side, once the server has closed TCP (or did not in time).
+            let _ = self.stream.shutdown_write();
+        }
+        self.transport_done = true;
+        result
     }
 
     /// The sans-IO connection (state, configuration).
@@ -248,13 +318,14 @@ impl<S: Stream> WebSocket<S> {
         &mut self.stream
     }
 
-    /// Sets the user's read timeout: a receive that waits longer returns a timeout error.
+    /// Sets the user's read timeout: a [`recv`](Self::recv) that waits longer returns
+    /// [`Recv::Timeout`].
     pub fn set_read_timeout(&mut self, timeout: Option<Duration>) {
         self.read_timeout = timeout;
     }
 
-    /// Reads until a message is ready, the close handshake completes, or (non-blocking) the
-    /// stream has nothing more.
+    /// Reads until a message is ready, the close handshake completes, or the stream has
+    /// nothing more (non-blocking, or the user's read timeout expired).
     fn fill(&mut self, blocking: bool) -> Result<Progress, Error> {
         loop {
             match self.conn.advance(&mut self.bufs) {
@@ -280,6 +351,7 @@ impl<S: Stream> WebSocket<S> {
                         // The peer closed TCP after our close without replying: done.
                         Ok(Progress::Closed)
                     } else {
+                        self.transport_done = true;
                         Err(Error::UnexpectedEof)
                     };
                 }
@@ -292,14 +364,11 @@ impl<S: Stream> WebSocket<S> {
                             return Err(self.failed(error));
                         }
                     } else if !blocking || self.read_timeout.is_some() {
-                        return if blocking {
-                            Err(Error::Io(e))
-                        } else {
-                            Ok(Progress::NeedMore)
-                        };
+                        // Would-block or the user's read timeout: nothing now, not an error.
+                        return Ok(Progress::NeedMore);
                     }
                 }
-                Err(e) => return Err(Error::from(e)),
+                Err(e) => return Err(self.io_failed(e)),
             }
         }
     }
@@ -339,11 +408,46 @@ impl<S: Stream> WebSocket<S> {
         }
     }
 
-    /// Reads and discards until the peer closes or `limit` passes. Closing a socket with
+    /// A socket error. After anything but a timeout the transport is unusable, and
+    /// [`finish`](Self::finish) has nothing left to do on it.
+    fn io_failed(&mut self, error: io::Error) -> Error {
+        if !matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
+            self.transport_done = true;
+        }
+        crate::stream::io_error(&self.stream, error)
+    }
+
+    /// [`finish`](Self::finish)'s handshake part: sends a close if none was, and reads until
+    /// the peer's close (or the close timer fails the connection).
+    fn complete_close_handshake(&mut self) -> Result<(), Error> {
+        match self.conn.state() {
+            ConnectionState::Open => self.close(CloseCode::NORMAL, "")?,
+            ConnectionState::Failed => {
+                // The failure was returned already; what is left is the close frame owed.
+                let _ = self.flush();
+                return Ok(());
+            }
+            _ => {}
+        }
+        // Only the close timer bounds this wait, not the user's read timeout.
+        self.read_timeout = None;
+        loop {
+            match self.fill(true)? {
+                Progress::Ready => {
+                    self.take_message()?;
+                }
+                Progress::Closed => return self.flush(),
+                Progress::NeedMore => {}
+            }
+        }
+    }
+
+    /// Reads and discards until the peer closes or `deadline` passes. Closing a socket with
     /// unread input makes the kernel send RST, which can destroy our close frame in the
     /// peer's receive queue; draining first lets the FIN and the close frame arrive intact.
-    fn drain_until_eof(&mut self, limit: Duration) {
-        let deadline = Instant::now() + limit;
+    fn drain_until_eof(&mut self, deadline: Instant) {
+        // The stream's read timeout changes below: set it again before any later read.
+        self.applied_timeout = None;
         let mut sink = [0u8; 4096];
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -351,8 +455,10 @@ impl<S: Stream> WebSocket<S> {
                 return;
             }
             match self.stream.read(&mut sink) {
-                Ok(0) | Err(_) => return,
+                Ok(0) => return,
                 Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return,
             }
         }
     }
@@ -373,24 +479,5 @@ impl<S: Stream> WebSocket<S> {
             self.applied_timeout = Some(wanted);
         }
         Ok(())
-    }
-}
-
-impl<S: Stream> Drop for WebSocket<S> {
-    /// A connection that failed or finished its close handshake still owes the peer its close
-    /// frame: write it (bounded by a short write timeout) before the socket goes away.
-    fn drop(&mut self) {
-        let terminal = matches!(
-            self.conn.state(),
-            ConnectionState::Failed | ConnectionState::Closed
-        );
-        if terminal && self.conn.wants_write(&self.bufs) {
-            let _ = self.stream.set_write_timeout(Some(Duration::from_secs(1)));
-            let _ = self.flush();
-        }
-        self.finish_transport();
-        if self.transport_closed && self.role == Role::Server {
-            self.drain_until_eof(Duration::from_millis(500));
-        }
     }
 }

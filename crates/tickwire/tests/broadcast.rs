@@ -5,7 +5,7 @@
 use std::net::TcpListener;
 use std::thread;
 
-use tickwire::{ClientBuilder, Message, ServerBuilder, SharedFrame};
+use tickwire::{ClientBuilder, Message, Recv, ServerBuilder, SharedFrame};
 
 const CLIENTS: usize = 8;
 
@@ -43,14 +43,20 @@ fn a_shared_frame_reaches_every_client_in_order_with_their_own_messages() {
     for (i, ws) in clients.iter_mut().enumerate() {
         assert_eq!(
             ws.recv().unwrap(),
-            Message::Text(format!("before {i}").as_str())
+            Recv::Message(Message::Text(format!("before {i}").as_str()))
         );
-        assert_eq!(ws.recv().unwrap(), Message::Text(tick.as_str()));
         assert_eq!(
             ws.recv().unwrap(),
-            Message::Text(format!("after {i}").as_str())
+            Recv::Message(Message::Text(tick.as_str()))
         );
-        assert_eq!(ws.recv().unwrap(), Message::Text(tick.as_str()));
+        assert_eq!(
+            ws.recv().unwrap(),
+            Recv::Message(Message::Text(format!("after {i}").as_str()))
+        );
+        assert_eq!(
+            ws.recv().unwrap(),
+            Recv::Message(Message::Text(tick.as_str()))
+        );
     }
     let (queued, after_flush, _sockets) = server.join().unwrap();
     assert_eq!(

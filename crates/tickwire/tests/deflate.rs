@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use tickwire::codec::handshake::HandshakeError;
 use tickwire::{
-    ClientBuilder, CloseCode, Compression, DeflateConfig, Error, Limits, Message, ServerBuilder,
+    ClientBuilder, CloseCode, Compression, DeflateConfig, Error, Limits, Message, Recv,
+    ServerBuilder,
 };
 
 /// A deflate echo server; returns the negotiated parameters and how the connection ended.
@@ -21,19 +22,28 @@ fn deflate_echo(
     server(move |stream| {
         let mut ws = builder.accept(stream).map_err(|e| e.to_string())?;
         let negotiated = ws.deflate().map(|p| format!("{p:?}"));
-        loop {
-            let (message, mut sender) = match ws.recv_with_sender() {
-                Ok(received) => received,
-                Err(e) => return Err(e.to_string()),
-            };
-            match message {
-                Message::Text(text) => sender.text(text).map_err(|e| e.to_string())?,
-                Message::Binary(data) => sender.binary(data).map_err(|e| e.to_string())?,
-                Message::Close(_) => return Ok(negotiated),
-                _ => {}
-            }
-        }
+        let echoed = echo_messages(&mut ws);
+        ws.finish().map_err(|e| e.to_string())?;
+        echoed.map(|()| negotiated)
     })
+}
+
+/// Echoes text and binary messages until the end of the close handshake.
+fn echo_messages<S: tickwire::Stream>(ws: &mut tickwire::WebSocket<S>) -> Result<(), String> {
+    loop {
+        let (recv, mut sender) = match ws.recv_with_sender() {
+            Ok(received) => received,
+            Err(e) => return Err(e.to_string()),
+        };
+        let Recv::Message(message) = recv else {
+            return Ok(());
+        };
+        match message {
+            Message::Text(text) => sender.text(text).map_err(|e| e.to_string())?,
+            Message::Binary(data) => sender.binary(data).map_err(|e| e.to_string())?,
+            _ => {}
+        }
+    }
 }
 
 fn json(n: usize) -> String {
@@ -55,16 +65,12 @@ fn json(n: usize) -> String {
 fn compressed_round_trips_with_each_context_mode() {
     let modes = [
         DeflateConfig::default(),
-        DeflateConfig {
-            server_no_context_takeover: true,
-            client_no_context_takeover: true,
-            ..DeflateConfig::default()
-        },
-        DeflateConfig {
-            server_max_window_bits: Some(9),
-            client_max_window_bits: Some(10),
-            ..DeflateConfig::default()
-        },
+        DeflateConfig::default()
+            .with_server_no_context_takeover(true)
+            .with_client_no_context_takeover(true),
+        DeflateConfig::default()
+            .with_server_max_window_bits(Some(9))
+            .with_client_max_window_bits(Some(10)),
     ];
     for config in modes {
         let (url, handle) = deflate_echo(ServerBuilder::new().deflate(DeflateConfig::default()));
@@ -84,18 +90,32 @@ fn compressed_round_trips_with_each_context_mode() {
         for size in [0, 10, 200, 5_000, 300_000] {
             let text = json(size);
             ws.send_text_now(&text).unwrap();
-            assert_eq!(ws.recv().unwrap(), Message::Text(text.as_str()), "{size}");
+            assert_eq!(
+                ws.recv().unwrap(),
+                Recv::Message(Message::Text(text.as_str())),
+                "{size}"
+            );
         }
         let binary: Vec<u8> = (0..70_000u32).map(|i| (i * 31 % 251) as u8).collect();
         ws.send_binary_now(&binary).unwrap();
-        assert_eq!(ws.recv().unwrap(), Message::Binary(&binary[..]));
+        assert_eq!(
+            ws.recv().unwrap(),
+            Recv::Message(Message::Binary(&binary[..]))
+        );
         ws.send_text_with(&json(500), Compression::Never).unwrap();
         ws.send_text_with("x", Compression::Always).unwrap();
         ws.flush().unwrap();
-        assert_eq!(ws.recv().unwrap(), Message::Text(json(500).as_str()));
-        assert_eq!(ws.recv().unwrap(), Message::Text("x"));
+        assert_eq!(
+            ws.recv().unwrap(),
+            Recv::Message(Message::Text(json(500).as_str()))
+        );
+        assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Text("x")));
         ws.close(CloseCode::NORMAL, "").unwrap();
-        assert!(matches!(ws.recv().unwrap(), Message::Close(_)));
+        assert!(matches!(
+            ws.recv().unwrap(),
+            Recv::Message(Message::Close(_))
+        ));
+        ws.finish().unwrap();
         let server_saw = handle.join().unwrap().unwrap();
         assert!(server_saw.is_some(), "server negotiated deflate");
     }
@@ -110,18 +130,19 @@ fn no_deflate_unless_both_sides_enable_it() {
         .unwrap();
     assert!(ws.deflate().is_none());
     ws.send_text_now(&json(1000)).unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Text(json(1000).as_str()));
-    ws.close(CloseCode::NORMAL, "").unwrap();
-    let _ = ws.recv();
+    assert_eq!(
+        ws.recv().unwrap(),
+        Recv::Message(Message::Text(json(1000).as_str()))
+    );
+    ws.finish().unwrap();
     assert_eq!(handle.join().unwrap(), Ok(None));
 
     let (url, handle) = deflate_echo(ServerBuilder::new().deflate(DeflateConfig::default()));
     let mut ws = ClientBuilder::new().connect(&url).unwrap();
     assert!(ws.deflate().is_none());
     ws.send_text_now("plain").unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Text("plain"));
-    ws.close(CloseCode::NORMAL, "").unwrap();
-    let _ = ws.recv();
+    assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Text("plain")));
+    ws.finish().unwrap();
     assert_eq!(handle.join().unwrap(), Ok(None));
 }
 
@@ -130,10 +151,7 @@ fn inflated_size_over_the_limit_is_closed_with_1009() {
     let limit = 64 << 10;
     let builder = ServerBuilder::new()
         .deflate(DeflateConfig::default())
-        .limits(Limits {
-            max_message_size: limit,
-            ..Limits::server()
-        });
+        .limits(Limits::server().with_max_message_size(limit));
     let (url, handle) = deflate_echo(builder);
     let mut ws = ClientBuilder::new()
         .deflate(DeflateConfig::default())
@@ -141,12 +159,18 @@ fn inflated_size_over_the_limit_is_closed_with_1009() {
         .unwrap();
     let at_limit = "z".repeat(limit);
     ws.send_text_now(&at_limit).unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Text(at_limit.as_str()));
+    assert_eq!(
+        ws.recv().unwrap(),
+        Recv::Message(Message::Text(at_limit.as_str()))
+    );
     ws.send_text_now(&"z".repeat(limit + 1)).unwrap();
     match ws.recv().unwrap() {
-        Message::Close(Some(frame)) => assert_eq!(frame.code, CloseCode::MESSAGE_TOO_BIG),
+        Recv::Message(Message::Close(Some(frame))) => {
+            assert_eq!(frame.code, CloseCode::MESSAGE_TOO_BIG)
+        }
         other => panic!("expected close 1009, got {other:?}"),
     }
+    ws.finish().unwrap();
     let ended = handle.join().unwrap().unwrap_err();
     assert!(ended.contains("limit"), "{ended}");
 }
@@ -239,10 +263,7 @@ fn client_fails_when_the_server_selects_what_was_not_offered() {
             thread::sleep(Duration::from_millis(200));
         });
         let result = ClientBuilder::new()
-            .deflate(DeflateConfig {
-                server_max_window_bits: Some(10),
-                ..DeflateConfig::default()
-            })
+            .deflate(DeflateConfig::default().with_server_max_window_bits(Some(10)))
             .connect(&url);
         assert!(
             matches!(

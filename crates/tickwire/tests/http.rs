@@ -550,10 +550,7 @@ fn a_gzip_body_inflating_past_the_body_limit_is_refused() {
     // past the limit; then exactly at it.
     let bomb = zeros(8 << 20);
     assert!(bomb.len() < LIMIT, "{}", bomb.len());
-    let limits = Limits {
-        max_body_bytes: LIMIT as u64,
-        ..Limits::client()
-    };
+    let limits = Limits::client().with_max_body_bytes(LIMIT as u64);
     let server = gzip_server(vec![bomb, zeros(LIMIT + 1), zeros(LIMIT)]);
     let mut client = client(server.port())
         .gzip(true)
@@ -633,11 +630,9 @@ fn malformed_then_fresh(bytes: Vec<u8>, close: bool, limits: Limits) -> HttpErro
 
 #[test]
 fn malformed_responses_are_typed_errors_and_the_connection_is_replaced() {
-    let small = Limits {
-        max_head_bytes: 1024,
-        max_body_bytes: 1000,
-        ..Limits::client()
-    };
+    let small = Limits::client()
+        .with_max_head_bytes(1024)
+        .with_max_body_bytes(1000);
     let big_header = format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\n\r\n", "a".repeat(2000));
     let cases: Vec<(&str, Vec<u8>, bool, HttpError)> = vec![
         (

@@ -7,26 +7,37 @@ use common::server;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use tickwire::{ClientBuilder, CloseCode, Error, Message, Response, ServerBuilder};
+use tickwire::{
+    ClientBuilder, CloseCode, Config, Error, Message, Recv, Response, ServerBuilder, WebSocket,
+};
 
-/// An echo server that returns how the connection ended.
+/// An echo server that returns how the connection ended; it finishes the connection (close
+/// handshake, TCP close) after the peer's close or a failure.
 fn echo_server() -> (String, thread::JoinHandle<Result<(), String>>) {
     server(|stream| {
         let mut ws = ServerBuilder::new()
             .accept(stream)
             .map_err(|e| e.to_string())?;
-        loop {
-            let (message, mut sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
-            match message {
-                Message::Text(text) => sender.text(text).map_err(|e| e.to_string())?,
-                Message::Binary(data) => sender.binary(data).map_err(|e| e.to_string())?,
-                Message::Close(_) => return Ok(()),
-                _ => {}
-            }
-        }
+        let echoed = echo_messages(&mut ws);
+        ws.finish().map_err(|e| e.to_string())?;
+        echoed
     })
+}
+
+fn echo_messages(ws: &mut WebSocket<TcpStream>) -> Result<(), String> {
+    loop {
+        let (recv, mut sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
+        match recv {
+            Recv::Message(Message::Text(text)) => sender.text(text).map_err(|e| e.to_string())?,
+            Recv::Message(Message::Binary(data)) => {
+                sender.binary(data).map_err(|e| e.to_string())?
+            }
+            Recv::Closed => return Ok(()),
+            _ => {}
+        }
+    }
 }
 
 #[test]
@@ -36,26 +47,35 @@ fn text_binary_and_large_messages_round_trip() {
         .connect(&format!("{url}/echo?x=1"))
         .unwrap();
     ws.send_text_now("héllo").unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Text("héllo"));
+    assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Text("héllo")));
     ws.send_binary_now(&[0, 1, 2, 255]).unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Binary(&[0, 1, 2, 255]));
+    assert_eq!(
+        ws.recv().unwrap(),
+        Recv::Message(Message::Binary(&[0, 1, 2, 255]))
+    );
     let big: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
     ws.send_binary_now(&big).unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Binary(&big[..]));
+    assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Binary(&big[..])));
     // Many queued messages, one flush, answered in order.
     for i in 0..100 {
         ws.send_text(&format!("m{i}")).unwrap();
     }
     ws.flush().unwrap();
     for i in 0..100 {
-        assert_eq!(ws.recv().unwrap(), Message::Text(format!("m{i}").as_str()));
+        assert_eq!(
+            ws.recv().unwrap(),
+            Recv::Message(Message::Text(format!("m{i}").as_str()))
+        );
     }
     ws.close(CloseCode::NORMAL, "done").unwrap();
     match ws.recv().unwrap() {
-        Message::Close(Some(frame)) => assert_eq!(frame.code, CloseCode::NORMAL),
+        Recv::Message(Message::Close(Some(frame))) => assert_eq!(frame.code, CloseCode::NORMAL),
         other => panic!("expected the close reply, got {other:?}"),
     }
-    assert!(matches!(ws.recv(), Err(Error::ConnectionClosed)));
+    // The end of the close handshake is a value, and stays one.
+    assert_eq!(ws.recv().unwrap(), Recv::Closed);
+    assert_eq!(ws.recv().unwrap(), Recv::Closed);
+    ws.finish().unwrap();
     assert_eq!(handle.join().unwrap(), Ok(()));
 }
 
@@ -64,14 +84,17 @@ fn reply_while_holding_the_received_message() {
     let (url, handle) = echo_server();
     let mut ws = ClientBuilder::new().connect(&url).unwrap();
     ws.send_text_now("ping-pong").unwrap();
-    let (message, mut sender) = ws.recv_with_sender().unwrap();
-    let Message::Text(text) = message else {
-        panic!("{message:?}")
+    let (recv, mut sender) = ws.recv_with_sender().unwrap();
+    let Recv::Message(Message::Text(text)) = recv else {
+        panic!("{recv:?}")
     };
     // `text` still borrows the receive buffer while the sender queues it back.
     sender.text(text).unwrap();
     ws.flush().unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Text("ping-pong"));
+    assert_eq!(
+        ws.recv().unwrap(),
+        Recv::Message(Message::Text("ping-pong"))
+    );
     drop(ws);
     handle.join().unwrap().unwrap_err();
 }
@@ -84,7 +107,11 @@ fn server_initiated_close_reaches_the_client_with_its_code() {
         // Drain until the client's reply completes the handshake.
         loop {
             match ws.recv() {
-                Ok(Message::Close(frame)) => return frame.map(|f| f.code),
+                Ok(Recv::Message(Message::Close(frame))) => {
+                    let code = frame.map(|f| f.code);
+                    ws.finish().unwrap();
+                    return code;
+                }
                 Ok(_) => {}
                 Err(e) => panic!("server: {e}"),
             }
@@ -92,17 +119,83 @@ fn server_initiated_close_reaches_the_client_with_its_code() {
     });
     let mut ws = ClientBuilder::new().connect(&url).unwrap();
     match ws.recv().unwrap() {
-        Message::Close(Some(frame)) => {
+        Recv::Message(Message::Close(Some(frame))) => {
             assert_eq!(frame.code, CloseCode(4001));
             assert_eq!(frame.reason, "bye");
         }
         other => panic!("{other:?}"),
     }
+    assert_eq!(ws.recv().unwrap(), Recv::Closed);
+    ws.finish().unwrap();
     assert_eq!(
         handle.join().unwrap(),
         Some(CloseCode(4001)),
         "the client echoed the code"
     );
+}
+
+#[test]
+fn finish_sends_a_normal_close_and_completes_the_handshake() {
+    let (url, handle) = server(|stream| {
+        let mut ws = tickwire::accept(stream).unwrap();
+        let mut code = None;
+        while let Recv::Message(message) = ws.recv().unwrap() {
+            if let Message::Close(frame) = message {
+                code = frame.map(|f| f.code);
+            }
+        }
+        ws.finish().unwrap();
+        code
+    });
+    let mut ws = ClientBuilder::new().connect(&url).unwrap();
+    let started = Instant::now();
+    ws.finish().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(ws.recv().unwrap(), Recv::Closed);
+    assert_eq!(handle.join().unwrap(), Some(CloseCode::NORMAL));
+}
+
+#[test]
+fn finish_gives_up_after_the_close_timeout() {
+    // A peer that completes the upgrade and then never reads nor answers.
+    let (url, handle) = server(|stream| {
+        let ws = tickwire::accept(stream).unwrap();
+        thread::sleep(Duration::from_millis(1500));
+        drop(ws);
+    });
+    let mut config = Config::client();
+    config.close_timeout = Duration::from_millis(200);
+    let mut ws = ClientBuilder::new().config(config).connect(&url).unwrap();
+    let started = Instant::now();
+    let error = ws.finish().unwrap_err();
+    let took = started.elapsed();
+    assert!(
+        matches!(
+            error,
+            Error::Protocol(tickwire::codec::ws::Error::CloseTimeout)
+        ),
+        "{error}"
+    );
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    handle.join().unwrap();
+}
+
+#[test]
+fn dropping_a_connection_never_blocks() {
+    let (url, handle) = server(|stream| {
+        let mut ws = tickwire::accept(stream).unwrap();
+        while let Recv::Message(_) = ws.recv().unwrap() {}
+        // The handshake is over and the client keeps TCP open: `finish` would wait for it to
+        // close, dropping must not.
+        let started = Instant::now();
+        drop(ws);
+        started.elapsed()
+    });
+    let mut ws = ClientBuilder::new().connect(&url).unwrap();
+    ws.close(CloseCode::NORMAL, "").unwrap();
+    let dropped_in = handle.join().unwrap();
+    assert!(dropped_in < Duration::from_millis(100), "{dropped_in:?}");
+    drop(ws);
 }
 
 #[test]
@@ -112,16 +205,22 @@ fn pings_are_answered_automatically() {
         ws.ping(b"are you there").unwrap();
         ws.flush().unwrap();
         let pong = match ws.recv().unwrap() {
-            Message::Pong(payload) => payload.to_vec(),
+            Recv::Message(Message::Pong(payload)) => payload.to_vec(),
             other => panic!("{other:?}"),
         };
         ws.send_text_now("got your pong").unwrap();
         pong
     });
     let mut ws = ClientBuilder::new().connect(&url).unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Ping(b"are you there"));
+    assert_eq!(
+        ws.recv().unwrap(),
+        Recv::Message(Message::Ping(b"are you there"))
+    );
     // The pong goes out when the client next waits for input, without any flush call.
-    assert_eq!(ws.recv().unwrap(), Message::Text("got your pong"));
+    assert_eq!(
+        ws.recv().unwrap(),
+        Recv::Message(Message::Text("got your pong"))
+    );
     assert_eq!(handle.join().unwrap(), b"are you there");
 }
 
@@ -132,10 +231,13 @@ fn read_timeout_leaves_the_connection_usable() {
         .read_timeout(Some(Duration::from_millis(50)))
         .connect(&url)
         .unwrap();
-    let error = ws.recv().unwrap_err();
-    assert!(error.is_timeout(), "{error}");
+    // An expired wait is a value, not an error.
+    assert_eq!(ws.recv().unwrap(), Recv::Timeout);
     ws.send_text_now("still here").unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Text("still here"));
+    assert_eq!(
+        ws.recv().unwrap(),
+        Recv::Message(Message::Text("still here"))
+    );
     drop(ws);
     let _ = handle.join();
 }
@@ -314,6 +416,7 @@ fn protocol_violation_is_answered_with_its_close_code() {
     raw.read_to_end(&mut received).unwrap();
     let head_end = received.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
     assert_eq!(&received[head_end..], &[0x88, 0x02, 0x03, 0xea]);
+    drop(raw);
     let error = handle.join().unwrap().unwrap_err();
     assert!(error.contains("1002"), "{error}");
 }
@@ -365,8 +468,8 @@ fn ipv6_loopback_works() {
     let handle = thread::spawn(move || {
         let (stream, _) = listener.accept().unwrap();
         let mut ws = tickwire::accept(stream).unwrap();
-        let (message, mut sender) = ws.recv_with_sender().unwrap();
-        if let Message::Text(t) = message {
+        let (recv, mut sender) = ws.recv_with_sender().unwrap();
+        if let Recv::Message(Message::Text(t)) = recv {
             sender.text(t).unwrap();
         }
         ws.flush().unwrap();
@@ -375,6 +478,6 @@ fn ipv6_loopback_works() {
         .connect(&format!("ws://[::1]:{port}/v6"))
         .unwrap();
     ws.send_text_now("six").unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Text("six"));
+    assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Text("six")));
     handle.join().unwrap();
 }

@@ -16,7 +16,7 @@ use tickwire::tls_codec::rustls::SupportedProtocolVersion;
 use tickwire::tls_codec::rustls::version::{TLS12, TLS13};
 use tickwire::tls_codec::{AlertDescription, TlsVersion};
 use tickwire::{
-    ClientBuilder, ClientTlsConfig, Error, Message, ServerBuilder, ServerTlsConfig, TlsError,
+    ClientBuilder, ClientTlsConfig, Error, Message, Recv, ServerBuilder, ServerTlsConfig, TlsError,
 };
 
 /// What the server side of a successful echo connection saw.
@@ -65,13 +65,19 @@ fn the_error<T>(result: Result<T, Error>) -> Error {
 fn text_binary_and_one_mebibyte(url: &str, tls: &ClientTlsConfig) {
     let mut ws = client(tls).connect(url).unwrap();
     ws.send_text_now("héllo over TLS").unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Text("héllo over TLS"));
+    assert_eq!(
+        ws.recv().unwrap(),
+        Recv::Message(Message::Text("héllo over TLS"))
+    );
     ws.send_binary_now(&[0, 1, 2, 0xFF]).unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Binary(&[0, 1, 2, 0xFF]));
+    assert_eq!(
+        ws.recv().unwrap(),
+        Recv::Message(Message::Binary(&[0, 1, 2, 0xFF]))
+    );
     // 1 MiB spans 64+ TLS records each way.
     let big: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
     ws.send_binary_now(&big).unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Binary(&big[..]));
+    assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Binary(&big[..])));
     close(&mut ws);
 }
 

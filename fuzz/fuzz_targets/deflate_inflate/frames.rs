@@ -38,10 +38,8 @@ pub(crate) fn run(mut input: Bytes<'_>) {
         server_max_window_bits: bits,
         client_max_window_bits: bits,
     };
-    let config = DeflateConfig {
-        level: (flags >> 3) % 10,
-        ..DeflateConfig::default()
-    };
+    let config = DeflateConfig::default()
+        .with_level((flags >> 3) % 10);
     // The decoder resets after every message when the peer keeps no context.
     let peer_resets = match reader_role {
         Role::Server => params.client_no_context_takeover,
@@ -228,11 +226,10 @@ pub(crate) fn run(mut input: Bytes<'_>) {
         expected.push(Expected { pings, outcome });
     }
 
-    let limits = Limits {
-        max_frame_size: 1 << 20,
-        max_message_size: limit,
-        max_fragments: 64,
-    };
+    let limits = Limits::client()
+        .with_max_frame_size(1 << 20)
+        .with_max_message_size(limit)
+        .with_max_fragments(64);
     let reader = || {
         let mut reader = FrameReader::new(reader_role, limits);
         let decoder = PerMessageDeflate::new(reader_role, &params, &config)

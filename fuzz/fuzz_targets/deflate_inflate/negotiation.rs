@@ -46,13 +46,11 @@ pub(crate) fn run(mut input: Bytes<'_>) {
             // The client that made this offer (offer() always carries client_max_window_bits)
             // takes the answer with the same parameters.
             if let Some(cmwb) = offer.cmwb {
-                let mirror = DeflateConfig {
-                    server_no_context_takeover: offer.snct,
-                    client_no_context_takeover: offer.cnct,
-                    server_max_window_bits: offer.smwb.flatten(),
-                    client_max_window_bits: cmwb,
-                    ..DeflateConfig::default()
-                };
+                let mirror = DeflateConfig::default()
+                    .with_server_no_context_takeover(offer.snct)
+                    .with_client_no_context_takeover(offer.cnct)
+                    .with_server_max_window_bits(offer.smwb.flatten())
+                    .with_client_max_window_bits(cmwb);
                 assert_eq!(parse_item(&mirror.offer(), false), Some(Ok(offer.clone())));
                 assert_eq!(
                     mirror.confirm(&[answer.as_str()]),
@@ -209,14 +207,12 @@ const TOKENS: &[&str] = &[
 fn negotiation_config(input: &mut Bytes<'_>) -> DeflateConfig {
     let flags = input.byte();
     let (server_bits, client_bits) = (input.byte(), input.byte());
-    DeflateConfig {
-        server_no_context_takeover: flags & 1 != 0,
-        client_no_context_takeover: flags & 2 != 0,
+    DeflateConfig::default()
+        .with_server_no_context_takeover(flags & 1 != 0)
+        .with_client_no_context_takeover(flags & 2 != 0)
         // Out-of-range values included: they are clamped to 8..=15.
-        server_max_window_bits: (flags & 4 != 0).then_some(server_bits % 20),
-        client_max_window_bits: (flags & 8 != 0).then_some(client_bits % 20),
-        ..DeflateConfig::default()
-    }
+        .with_server_max_window_bits((flags & 4 != 0).then_some(server_bits % 20))
+        .with_client_max_window_bits((flags & 8 != 0).then_some(client_bits % 20))
 }
 
 fn clamp(bits: u8) -> u8 {

@@ -27,12 +27,10 @@ pub(crate) fn run(mut input: Bytes<'_>) {
         server_max_window_bits: 8 + input.byte() % 8,
         client_max_window_bits: 8 + input.byte() % 8,
     };
-    let config = DeflateConfig {
-        level: input.byte() % 10,
-        min_size: usize::from(input.byte()),
-        only_if_smaller: flags & 8 != 0,
-        ..DeflateConfig::default()
-    };
+    let config = DeflateConfig::default()
+        .with_level(input.byte() % 10)
+        .with_min_size(usize::from(input.byte()))
+        .with_only_if_smaller(flags & 8 != 0);
     let limit = match (flags & 0x10 != 0, flags & 0x20 != 0) {
         (true, false) => 1 << 20,
         // "No limit".
@@ -131,11 +129,10 @@ pub(crate) fn run(mut input: Bytes<'_>) {
             other => expected.push(other.clone()),
         }
     }
-    let limits = Limits {
-        max_frame_size: 1 << 20,
-        max_message_size: limit,
-        max_fragments: usize::MAX,
-    };
+    let limits = Limits::client()
+        .with_max_frame_size(1 << 20)
+        .with_max_message_size(limit)
+        .with_max_fragments(usize::MAX);
     let reader = || {
         let mut reader = FrameReader::new(reader_role, limits);
         let decoder = PerMessageDeflate::new(reader_role, &params, &config)

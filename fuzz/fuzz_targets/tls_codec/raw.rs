@@ -155,7 +155,7 @@ pub(crate) fn run(mut input: Bytes<'_>) {
     let result = if via_reader {
         codec
             .read_tls_from(&mut io::empty())
-            .map_err(|e| TlsError::from_io(&e).expect("a TLS error").clone())
+            .map_err(|_| codec.error().expect("a TLS error").clone())
     } else {
         codec.read_tls(&[])
     };
@@ -183,8 +183,8 @@ fn feed_reader(codec: &mut TlsCodec, piece: &[u8]) -> Result<usize, TlsError> {
         match codec.read_tls_from(&mut reader) {
             Ok(0) => break,
             Ok(n) => assert!(n <= piece.len()),
-            Err(e) => {
-                let error = TlsError::from_io(&e).expect("a TLS error, not an I/O one");
+            Err(_) => {
+                let error = codec.error().expect("a TLS error, not an I/O one");
                 return Err(error.clone());
             }
         }

@@ -14,7 +14,11 @@ use super::EXTENSION_NAME;
 ///
 /// The four negotiation fields use the RFC's names, which are per role, not per side: each
 /// says what it does for a client and for a server.
+///
+/// `#[non_exhaustive]` so that a setting can be added without breaking callers: start from
+/// [`DeflateConfig::default`] and change fields with the `with_*` methods.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeflateConfig {
     /// Compression level, 0 (store) to 9 (smallest). Default 1: the fastest level that still
     /// shrinks JSON market data several times over.
@@ -58,6 +62,18 @@ impl Default for DeflateConfig {
             server_max_window_bits: None,
             client_max_window_bits: None,
         }
+    }
+}
+
+impl DeflateConfig {
+    with_methods! {
+        set with_level => level: u8,
+        set with_min_size => min_size: usize,
+        set with_only_if_smaller => only_if_smaller: bool,
+        set with_server_no_context_takeover => server_no_context_takeover: bool,
+        set with_client_no_context_takeover => client_no_context_takeover: bool,
+        set with_server_max_window_bits => server_max_window_bits: Option<u8>,
+        set with_client_max_window_bits => client_max_window_bits: Option<u8>,
     }
 }
 

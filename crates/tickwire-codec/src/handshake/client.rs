@@ -21,7 +21,11 @@ use super::{
 };
 
 /// What the client asks for beyond the mandatory headers, and the connection it will open.
+///
+/// `#[non_exhaustive]` so that an option can be added without breaking callers: start from
+/// [`ClientOptions::default`] and add to it with the `with_*` methods.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ClientOptions {
     /// Extra headers (Authorization, Origin, cookies...), written in order after the
     /// handshake's own.
@@ -56,6 +60,25 @@ impl Default for ClientOptions {
             max_headers: 64,
             config: Config::client(),
         }
+    }
+}
+
+impl ClientOptions {
+    /// Adds a header to [`headers`](Self::headers).
+    #[must_use]
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    with_methods! {
+        push with_subprotocol => subprotocols: impl Into<String>,
+        push with_extension => extensions: impl Into<String>,
+        set with_max_head_size => max_head_size: usize,
+        set with_max_headers => max_headers: usize,
+        set with_config => config: Config,
+        #[cfg(feature = "deflate")]
+        set with_deflate => deflate: Option<DeflateConfig>,
     }
 }
 

@@ -20,8 +20,10 @@ use crate::ws::{Config, Connection, MaskSource, Role};
 use super::error::reason_phrase;
 use super::{HandshakeError, WEBSOCKET_VERSION, accept_key, exactly_one, list_items, write_header};
 
-/// Limits on the upgrade request head, checked on partial input.
+/// Limits on the upgrade request head, checked on partial input. `#[non_exhaustive]`: start
+/// from [`ServerLimits::default`] and change fields with the `with_*` methods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ServerLimits {
     /// Largest request head, request line to blank line (default 8 KiB). Answered with 431.
     pub max_head_size: usize,
@@ -38,9 +40,20 @@ impl Default for ServerLimits {
     }
 }
 
+impl ServerLimits {
+    with_methods! {
+        const_set with_max_head_size => max_head_size: usize,
+        const_set with_max_headers => max_headers: usize,
+    }
+}
+
 /// How a server answers upgrade requests: shared by every handshake it runs (borrowed by
 /// [`ServerHandshake::new`], never copied per connection).
+///
+/// `#[non_exhaustive]` so that an option can be added without breaking callers: start from
+/// [`ServerOptions::default`] and change it with the `with_*` methods.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ServerOptions {
     /// Limits on the request head.
     pub limits: ServerLimits,
@@ -69,6 +82,23 @@ impl Default for ServerOptions {
             headers: Vec::new(),
             config: Config::server(),
         }
+    }
+}
+
+impl ServerOptions {
+    /// Adds a header to [`headers`](Self::headers).
+    #[must_use]
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    with_methods! {
+        set with_limits => limits: ServerLimits,
+        push with_subprotocol => subprotocols: impl Into<String>,
+        set with_config => config: Config,
+        #[cfg(feature = "deflate")]
+        set with_deflate => deflate: Option<DeflateConfig>,
     }
 }
 

@@ -10,7 +10,12 @@
 /// `max_head_bytes`, a Content-Length body by `max_body_bytes`, a chunked body by twice
 /// `max_body_bytes` (data plus framing, see [`ChunkedDecoder`](super::ChunkedDecoder)) plus
 /// `max_trailer_bytes`.
+///
+/// `#[non_exhaustive]` so that a limit can be added without breaking callers: start from
+/// [`Limits::client`] or [`Limits::server`] and change fields with the `with_*` methods
+/// (`const`, so a `const` of limits can be built too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
     /// Largest head (start line to blank line, inclusive). Exceeded as soon as that many bytes
     /// arrived without the blank line. Answered with 431.
@@ -53,6 +58,15 @@ impl Limits {
             max_chunk_extension_bytes: 256,
             max_trailer_bytes: 4 << 10,
         }
+    }
+
+    with_methods! {
+        const_set with_max_head_bytes => max_head_bytes: usize,
+        const_set with_max_headers => max_headers: usize,
+        const_set with_max_body_bytes => max_body_bytes: u64,
+        const_set with_max_chunk_size_digits => max_chunk_size_digits: usize,
+        const_set with_max_chunk_extension_bytes => max_chunk_extension_bytes: usize,
+        const_set with_max_trailer_bytes => max_trailer_bytes: usize,
     }
 }
 

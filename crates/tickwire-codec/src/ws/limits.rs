@@ -3,7 +3,12 @@
 /// Limits the [`FrameReader`](super::FrameReader) enforces on received data. Exceeding any of
 /// them is an error carrying close code 1009 (§7.4.1), raised as soon as a frame header shows
 /// the excess, before the payload is buffered.
+///
+/// `#[non_exhaustive]` so that a limit can be added without breaking callers: start from
+/// [`Limits::client`] or [`Limits::server`] and change fields with the `with_*` methods
+/// (`const`, so a `const` of limits can be built too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
     /// Largest payload of one frame. The read buffer grows to at most this plus 14 bytes.
     pub max_frame_size: usize,
@@ -33,6 +38,12 @@ impl Limits {
             max_message_size: 1 << 20,
             max_fragments: 1 << 10,
         }
+    }
+
+    with_methods! {
+        const_set with_max_frame_size => max_frame_size: usize,
+        const_set with_max_message_size => max_message_size: usize,
+        const_set with_max_fragments => max_fragments: usize,
     }
 }
 

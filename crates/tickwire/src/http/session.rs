@@ -10,6 +10,7 @@ use tickwire_codec::http::{ClientSession, Failure, Method, Parsed, Probe, Respon
 
 use super::gunzip::Gunzip;
 use super::response::ClientResponse;
+use crate::stream::io_error;
 use crate::{Error, MaybeTlsStream, Stream};
 
 /// Where requests go.
@@ -223,7 +224,7 @@ impl Session {
             .and_then(|()| stream.flush())
         {
             if !is_closed(&e) || !self.rules.read_after_write_error() {
-                return Err(Error::from(e));
+                return Err(io_error(stream, e));
             }
             // The server stopped reading: it may have answered first (a 413 to a body too
             // large, a 401 before the body). Read what it sent; report the write error only
@@ -271,9 +272,9 @@ impl Session {
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if !received_any && is_closed(&e) => {
                     let e = write_error.take().unwrap_or(e);
-                    return Ok(Attempt::ClosedBeforeResponse(Error::from(e)));
+                    return Ok(Attempt::ClosedBeforeResponse(io_error(stream, e)));
                 }
-                Err(e) => return Err(Error::from(write_error.take().unwrap_or(e))),
+                Err(e) => return Err(io_error(stream, write_error.take().unwrap_or(e))),
             };
             if n == 0 {
                 return match self.reader.read_eof(&mut self.rbuf)? {
@@ -283,7 +284,7 @@ impl Session {
                         Ok(Attempt::Done)
                     }
                     None => {
-                        let e = write_error.map_or(Error::NoResponse, Error::from);
+                        let e = write_error.map_or(Error::NoResponse, |e| io_error(stream, e));
                         if received_any {
                             Err(e)
                         } else {

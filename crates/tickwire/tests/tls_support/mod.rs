@@ -20,8 +20,8 @@ use tickwire::tls_codec::rustls::server::WebPkiClientVerifier;
 use tickwire::tls_codec::rustls::{self, RootCertStore, SupportedProtocolVersion};
 use tickwire::tls_codec::{TlsCodec, certificates_from_pem, private_key_from_pem, provider};
 use tickwire::{
-    ClientBuilder, ClientTlsConfig, CloseCode, Error, Message, ServerBuilder, ServerTlsConfig,
-    Stream, TlsStream, WebSocket,
+    ClientBuilder, ClientTlsConfig, CloseCode, Error, Message, Recv, ServerBuilder,
+    ServerTlsConfig, Stream, TlsStream, WebSocket,
 };
 
 /// The bound on every wait (handshakes, reads, joins through them) unless a test sets a
@@ -268,36 +268,39 @@ pub(crate) fn tls_server<T: Send + 'static>(
     (port, handle)
 }
 
-/// Echoes text and binary messages until the peer's close; returns how many were echoed.
+/// Echoes text and binary messages until the peer's close, then finishes the connection;
+/// returns how many were echoed.
 pub(crate) fn echo<S: Stream>(ws: &mut WebSocket<S>) -> Result<usize, Error> {
     let mut echoed = 0;
-    loop {
-        let (message, mut sender) = ws.recv_with_sender()?;
+    while let (Recv::Message(message), mut sender) = ws.recv_with_sender()? {
         match message {
             Message::Text(text) => sender.text(text)?,
             Message::Binary(data) => sender.binary(data)?,
-            Message::Close(_) => return Ok(echoed),
-            Message::Ping(_) | Message::Pong(_) => continue,
+            Message::Close(_) | Message::Ping(_) | Message::Pong(_) => continue,
         }
         echoed += 1;
     }
+    ws.finish()?;
+    Ok(echoed)
 }
 
 /// Sends `text`, expects it back, then closes the connection normally.
 pub(crate) fn echo_once_and_close<S: Stream>(ws: &mut WebSocket<S>, text: &str) {
     ws.send_text_now(text).unwrap();
-    assert_eq!(ws.recv().unwrap(), Message::Text(text));
+    assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Text(text)));
     close(ws);
 }
 
-/// The client's close handshake: close, the server's reply, then end of stream.
+/// The client's close handshake: close, the server's reply, end of stream, then the server's
+/// TCP close.
 pub(crate) fn close<S: Stream>(ws: &mut WebSocket<S>) {
     ws.close(CloseCode::NORMAL, "done").unwrap();
     match ws.recv().unwrap() {
-        Message::Close(Some(frame)) => assert_eq!(frame.code, CloseCode::NORMAL),
+        Recv::Message(Message::Close(Some(frame))) => assert_eq!(frame.code, CloseCode::NORMAL),
         other => panic!("expected the close reply, got {other:?}"),
     }
-    assert!(matches!(ws.recv(), Err(Error::ConnectionClosed)));
+    assert_eq!(ws.recv().unwrap(), Recv::Closed);
+    ws.finish().unwrap();
 }
 
 /// A raw TCP peer on 127.0.0.1 that runs `serve` on the first connection, with bounded reads
