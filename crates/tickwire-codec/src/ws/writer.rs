@@ -151,7 +151,13 @@ impl FrameWriter {
             }
             return;
         }
-        self.message_general(out, opcode, payload, Compression::Auto);
+        if self.extension.is_none() && len <= self.fragment_size() {
+            // Every other plain frame (a client's masked one, a long one): one frame,
+            // inlined as `message_into` is, so no out-of-line prologue.
+            self.frame(out, opcode, true, 0, payload);
+            return;
+        }
+        self.transformed_or_fragmented(out, opcode, payload, Compression::Auto);
     }
 
     /// [`message`](Self::message) with a per-message override of the extension's policy
@@ -200,7 +206,8 @@ impl FrameWriter {
     }
 
     /// The path of [`message`](Self::message) with an extension installed or a payload over
-    /// the fragment size.
+    /// the fragment size. Out of line: it holds the extension call and the fragment loop.
+    #[inline(never)]
     fn transformed_or_fragmented(
         &mut self,
         out: &mut WriteBuf,
