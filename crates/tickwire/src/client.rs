@@ -189,10 +189,16 @@ impl ClientBuilder {
         let deadline = Instant::now() + self.handshake_timeout;
         let stream = if secure {
             #[cfg(feature = "tls")]
-            let tls = self.tls.as_ref();
+            {
+                crate::net::tls_connect(tcp, host, self.tls.as_ref(), deadline)?
+            }
             #[cfg(not(feature = "tls"))]
-            let tls = None;
-            crate::net::tls_connect(tcp, host, tls, deadline)?
+            {
+                let _ = tcp;
+                return Err(Error::UnsupportedScheme(
+                    "a TLS scheme (build with the `tls` feature)".into(),
+                ));
+            }
         } else {
             MaybeTlsStream::Plain(tcp)
         };

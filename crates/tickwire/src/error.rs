@@ -1,10 +1,70 @@
-//! The transport error: the codec's typed errors plus I/O, URL and lifecycle failures.
+//! The errors of the transport layer and of the blocking calls: [`TransportError`], what the
+//! shared stream helpers (TCP and TLS setup, handshake reads and writes) fail with, and
+//! [`Error`], the codec's typed errors plus I/O, URL and lifecycle failures, made from a
+//! [`TransportError`] with `From`.
 
 use std::{fmt, io};
 
 use tickwire_codec::handshake::HandshakeError;
 use tickwire_codec::http::{HttpError, WriteError};
 use tickwire_codec::ws;
+
+/// A failure below any protocol: of the socket, of TLS, or of a deadline or read during an
+/// opening handshake. [`TlsStream::handshake`](crate::TlsStream::handshake) returns it and
+/// [`Stream::failure`](crate::Stream::failure) reports it; [`Error`] converts it with `From`.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The socket failed.
+    Io(io::Error),
+    /// TLS failed: an untrusted or expired certificate, a host name mismatch, an alert from
+    /// the peer, a truncated record, plaintext from the peer. The connection is finished.
+    #[cfg(feature = "tls")]
+    Tls(tickwire_tls::TlsError),
+    /// An opening handshake (TLS, or the WebSocket upgrade) did not complete before its
+    /// deadline.
+    HandshakeTimeout,
+    /// The peer closed the connection during an opening handshake.
+    UnexpectedEof,
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io(e) => write!(f, "I/O error: {e}"),
+            #[cfg(feature = "tls")]
+            Self::Tls(e) => write!(f, "TLS: {e}"),
+            Self::HandshakeTimeout => f.write_str("handshake timed out"),
+            Self::UnexpectedEof => f.write_str("peer closed the connection during the handshake"),
+        }
+    }
+}
+
+impl std::error::Error for TransportError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io(e) => Some(e),
+            #[cfg(feature = "tls")]
+            Self::Tls(e) => Some(e),
+            Self::HandshakeTimeout | Self::UnexpectedEof => None,
+        }
+    }
+}
+
+impl From<io::Error> for TransportError {
+    /// [`TransportError::Io`]. (A stream's typed failure, TLS, is asked of the stream with
+    /// [`Stream::failure`](crate::Stream::failure), not unpacked from the `io::Error`.)
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+#[cfg(feature = "tls")]
+impl From<tickwire_tls::TlsError> for TransportError {
+    fn from(e: tickwire_tls::TlsError) -> Self {
+        Self::Tls(e)
+    }
+}
 
 /// Everything a blocking WebSocket call can fail with.
 #[derive(Debug)]
@@ -132,5 +192,17 @@ impl From<HandshakeError> for Error {
 impl From<HttpError> for Error {
     fn from(e: HttpError) -> Self {
         Self::Http(e)
+    }
+}
+
+impl From<TransportError> for Error {
+    fn from(e: TransportError) -> Self {
+        match e {
+            TransportError::Io(e) => Self::Io(e),
+            #[cfg(feature = "tls")]
+            TransportError::Tls(e) => Self::Tls(e),
+            TransportError::HandshakeTimeout => Self::HandshakeTimeout,
+            TransportError::UnexpectedEof => Self::UnexpectedEof,
+        }
     }
 }

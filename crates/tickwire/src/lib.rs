@@ -63,7 +63,7 @@ mod tls;
 mod websocket;
 
 pub use client::{ClientBuilder, connect};
-pub use error::Error;
+pub use error::{Error, TransportError};
 pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder};
 pub use maybe_tls::MaybeTlsStream;
 pub use server::{ServerBuilder, accept};

@@ -94,7 +94,7 @@ impl Stream for MaybeTlsStream {
         }
     }
 
-    fn failure(&self) -> Option<crate::Error> {
+    fn failure(&self) -> Option<crate::TransportError> {
         match self {
             Self::Plain(_) => None,
             #[cfg(feature = "tls")]

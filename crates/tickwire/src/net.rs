@@ -1,10 +1,14 @@
 //! TCP connection setup shared by the WebSocket and HTTP clients.
 
-use std::io::ErrorKind;
+use std::io::{self, ErrorKind};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::{Error, MaybeTlsStream};
+#[cfg(feature = "tls")]
+use std::time::Instant;
+
+#[cfg(feature = "tls")]
+use crate::{MaybeTlsStream, TransportError};
 
 /// Connects to the first address of `host:port` that answers, each attempt bounded by
 /// `timeout` (`None`: the OS default). The last attempt's error is returned when none does.
@@ -12,7 +16,7 @@ pub(crate) fn tcp_connect(
     host: &str,
     port: u16,
     timeout: Option<Duration>,
-) -> Result<TcpStream, Error> {
+) -> io::Result<TcpStream> {
     let addrs = (host, port).to_socket_addrs()?;
     let mut last = None;
     for addr in addrs {
@@ -25,9 +29,7 @@ pub(crate) fn tcp_connect(
             Err(e) => last = Some(e),
         }
     }
-    Err(Error::Io(
-        last.unwrap_or_else(|| ErrorKind::NotFound.into()),
-    ))
+    Err(last.unwrap_or_else(|| ErrorKind::NotFound.into()))
 }
 
 /// Wraps `tcp` in TLS for `host` (SNI and certificate name; an IP address is checked against
@@ -38,7 +40,7 @@ pub(crate) fn tls_connect(
     host: &str,
     config: Option<&tickwire_tls::ClientTlsConfig>,
     deadline: Instant,
-) -> Result<MaybeTlsStream, Error> {
+) -> Result<MaybeTlsStream, TransportError> {
     let config = config
         .cloned()
         .unwrap_or_else(tickwire_tls::ClientTlsConfig::shared_default);
@@ -46,17 +48,4 @@ pub(crate) fn tls_connect(
     let mut stream = crate::TlsStream::new(tcp, codec);
     stream.handshake(deadline)?;
     Ok(MaybeTlsStream::Tls(Box::new(stream)))
-}
-
-/// Without the `tls` feature a secure scheme cannot be served.
-#[cfg(not(feature = "tls"))]
-pub(crate) fn tls_connect(
-    _tcp: TcpStream,
-    _host: &str,
-    _config: Option<&()>,
-    _deadline: Instant,
-) -> Result<MaybeTlsStream, Error> {
-    Err(Error::UnsupportedScheme(
-        "a TLS scheme (build with the `tls` feature)".into(),
-    ))
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tickwire_codec::buf::ReadBuf;
 
-use crate::Error;
+use crate::TransportError;
 
 /// Bytes asked of the socket per read during an opening handshake.
 const HANDSHAKE_READ: usize = 4 << 10;
@@ -39,17 +39,18 @@ pub trait Stream: Read + Write {
 
     /// Why the stream failed, when it knows more than the `io::Error` its `Read` / `Write`
     /// returned: a TLS stream's [`TlsError`](crate::TlsError) (an untrusted certificate, an
-    /// alert, a truncated record) as [`Error::Tls`]. The transports report this instead of
-    /// [`Error::Io`]; they never unpack the `io::Error`. Default: `None`.
-    fn failure(&self) -> Option<Error> {
+    /// alert, a truncated record) as [`TransportError::Tls`]. The transports report this
+    /// instead of [`TransportError::Io`] (as [`Error::Tls`](crate::Error::Tls)); they never
+    /// unpack the `io::Error`. Default: `None`.
+    fn failure(&self) -> Option<TransportError> {
         None
     }
 }
 
 /// An I/O error from `stream`, typed: the stream's own [`failure`](Stream::failure) when it has
-/// one, else [`Error::Io`].
-pub(crate) fn io_error<S: Stream + ?Sized>(stream: &S, error: io::Error) -> Error {
-    stream.failure().unwrap_or(Error::Io(error))
+/// one, else [`TransportError::Io`].
+pub(crate) fn io_error<S: Stream + ?Sized>(stream: &S, error: io::Error) -> TransportError {
+    stream.failure().unwrap_or(TransportError::Io(error))
 }
 
 impl Stream for TcpStream {
@@ -68,31 +69,31 @@ impl Stream for TcpStream {
 
 /// Reads once into `buf` before `deadline` (the opening handshake's bytes): the socket's read
 /// timeout is set to the time left. The codec bounds how far `buf` grows (head limits);
-/// this only reserves room for one read. An end of stream is [`Error::UnexpectedEof`], an
-/// expired deadline [`Error::HandshakeTimeout`].
+/// this only reserves room for one read. An end of stream is
+/// [`TransportError::UnexpectedEof`], an expired deadline [`TransportError::HandshakeTimeout`].
 pub(crate) fn read_before<S: Stream>(
     stream: &mut S,
     buf: &mut ReadBuf,
     deadline: Instant,
-) -> Result<(), Error> {
+) -> Result<(), TransportError> {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(Error::HandshakeTimeout);
+            return Err(TransportError::HandshakeTimeout);
         }
         stream.set_read_timeout(Some(left))?;
         if buf.spare().is_empty() {
             buf.reserve(HANDSHAKE_READ);
         }
         match stream.read(buf.spare()) {
-            Ok(0) => return Err(Error::UnexpectedEof),
+            Ok(0) => return Err(TransportError::UnexpectedEof),
             Ok(n) => {
                 buf.filled(n);
                 return Ok(());
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                return Err(Error::HandshakeTimeout);
+                return Err(TransportError::HandshakeTimeout);
             }
             Err(e) => return Err(io_error(stream, e)),
         }
@@ -100,15 +101,15 @@ pub(crate) fn read_before<S: Stream>(
 }
 
 /// Writes all of `bytes` before `deadline` (the socket's write timeout is set to the time
-/// left); an expired deadline is [`Error::HandshakeTimeout`].
+/// left); an expired deadline is [`TransportError::HandshakeTimeout`].
 pub(crate) fn write_before<S: Stream>(
     stream: &mut S,
     bytes: &[u8],
     deadline: Instant,
-) -> Result<(), Error> {
+) -> Result<(), TransportError> {
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
-        return Err(Error::HandshakeTimeout);
+        return Err(TransportError::HandshakeTimeout);
     }
     stream.set_write_timeout(Some(left))?;
     stream.write_all(bytes).map_err(|e| io_error(stream, e))

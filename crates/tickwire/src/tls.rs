@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tickwire_tls::{Plaintext, TlsCodec, TlsError};
 
-use crate::{Error, Stream};
+use crate::{Stream, TransportError};
 
 /// What a server writes, unencrypted, to a client that sent plaintext to its TLS port.
 const PLAINTEXT_ON_TLS_PORT: &[u8] = b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\
@@ -36,20 +36,20 @@ impl<S: Stream> TlsStream<S> {
     }
 
     /// Runs the TLS handshake to completion or until `deadline` (then
-    /// [`Error::HandshakeTimeout`]). A TLS failure is [`Error::Tls`]; the fatal alert owed to
+    /// [`TransportError::HandshakeTimeout`]). A TLS failure is [`TransportError::Tls`]; the fatal alert owed to
     /// the peer is written first (best effort), and a server answers a plaintext client with
     /// an HTTP 400 instead.
-    pub fn handshake(&mut self, deadline: Instant) -> Result<(), Error> {
+    pub fn handshake(&mut self, deadline: Instant) -> Result<(), TransportError> {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(Error::HandshakeTimeout);
+                return Err(TransportError::HandshakeTimeout);
             }
             if self.codec.wants_write() {
                 self.sock.set_write_timeout(Some(left))?;
                 match self.write_queued() {
                     Ok(()) => {}
-                    Err(e) if is_timeout(&e) => return Err(Error::HandshakeTimeout),
+                    Err(e) if is_timeout(&e) => return Err(TransportError::HandshakeTimeout),
                     Err(e) => return Err(crate::stream::io_error(self, e)),
                 }
             }
@@ -61,14 +61,14 @@ impl<S: Stream> TlsStream<S> {
             match self.codec.read_tls_from(&mut self.sock) {
                 Ok(_) => {}
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) if is_timeout(&e) => return Err(Error::HandshakeTimeout),
+                Err(e) if is_timeout(&e) => return Err(TransportError::HandshakeTimeout),
                 Err(e) => return Err(self.failed(e)),
             }
         }
     }
 
     /// A read failed: write what the peer is owed and return the typed error.
-    fn failed(&mut self, error: io::Error) -> Error {
+    fn failed(&mut self, error: io::Error) -> TransportError {
         self.owe_peer();
         crate::stream::io_error(self, error)
     }
@@ -203,7 +203,7 @@ impl<S: Stream> Stream for TlsStream<S> {
     /// The codec's recorded [`TlsError`], once TLS failed. Asking the codec keeps the typed
     /// error out of `io::Error` (no downcast), and it stays the answer for every later call,
     /// as the connection is finished.
-    fn failure(&self) -> Option<Error> {
-        self.codec.error().cloned().map(Error::Tls)
+    fn failure(&self) -> Option<TransportError> {
+        self.codec.error().cloned().map(TransportError::Tls)
     }
 }

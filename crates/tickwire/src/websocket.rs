@@ -414,7 +414,7 @@ impl<S: Stream> WebSocket<S> {
         if !matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
             self.transport_done = true;
         }
-        crate::stream::io_error(&self.stream, error)
+        crate::stream::io_error(&self.stream, error).into()
     }
 
     /// [`finish`](Self::finish)'s handshake part: sends a close if none was, and reads until

@@ -172,11 +172,17 @@ impl Session {
                 .connect_timeout
                 .or(self.options.read_timeout)
                 .unwrap_or(Duration::from_secs(10));
+            let deadline = Instant::now() + budget;
             #[cfg(feature = "tls")]
-            let tls = self.options.tls.as_ref();
+            {
+                crate::net::tls_connect(tcp, host, self.options.tls.as_ref(), deadline)?
+            }
+            // The builder refuses `https://` without the `tls` feature.
             #[cfg(not(feature = "tls"))]
-            let tls = None;
-            crate::net::tls_connect(tcp, host, tls, Instant::now() + budget)?
+            {
+                let _ = (tcp, deadline);
+                return Err(Error::UnsupportedScheme("https".into()));
+            }
         } else {
             MaybeTlsStream::Plain(tcp)
         };
@@ -224,7 +230,7 @@ impl Session {
             .and_then(|()| stream.flush())
         {
             if !is_closed(&e) || !self.rules.read_after_write_error() {
-                return Err(io_error(stream, e));
+                return Err(io_error(stream, e).into());
             }
             // The server stopped reading: it may have answered first (a 413 to a body too
             // large, a 401 before the body). Read what it sent; report the write error only
@@ -272,9 +278,9 @@ impl Session {
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if !received_any && is_closed(&e) => {
                     let e = write_error.take().unwrap_or(e);
-                    return Ok(Attempt::ClosedBeforeResponse(io_error(stream, e)));
+                    return Ok(Attempt::ClosedBeforeResponse(io_error(stream, e).into()));
                 }
-                Err(e) => return Err(io_error(stream, write_error.take().unwrap_or(e))),
+                Err(e) => return Err(io_error(stream, write_error.take().unwrap_or(e)).into()),
             };
             if n == 0 {
                 return match self.reader.read_eof(&mut self.rbuf)? {
@@ -284,7 +290,8 @@ impl Session {
                         Ok(Attempt::Done)
                     }
                     None => {
-                        let e = write_error.map_or(Error::NoResponse, |e| io_error(stream, e));
+                        let e =
+                            write_error.map_or(Error::NoResponse, |e| io_error(stream, e).into());
                         if received_any {
                             Err(e)
                         } else {
