@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 use serde_json::{Map, Value, json};
 use tickwire::codec::http::Method;
-use tickwire::{ClientResponse, Error, HttpClient};
+use tickwire::{ClientResponse, HttpClient, HttpClientError};
 
 #[path = "http_conformance/nginx.rs"]
 mod nginx;
@@ -120,7 +120,7 @@ fn main() -> ExitCode {
 // ---------------------------------------------------------------------------------------------
 // helpers
 
-fn sent<T>(what: &str, result: Result<T, Error>) -> Result<T, String> {
+fn sent<T>(what: &str, result: Result<T, HttpClientError>) -> Result<T, String> {
     result.map_err(|e| format!("{what}: {e}"))
 }
 

@@ -1,17 +1,18 @@
-//! The errors of the transport layer and of the blocking calls: [`TransportError`], what the
+//! The errors of the transport layer and of the WebSocket: [`TransportError`], what the
 //! shared stream helpers (TCP and TLS setup, handshake reads and writes) fail with, and
-//! [`Error`], the codec's typed errors plus I/O, URL and lifecycle failures, made from a
-//! [`TransportError`] with `From`.
+//! [`Error`], the WebSocket's, which is the codec's typed errors plus I/O, URL and lifecycle
+//! failures. The HTTP client has its own, [`HttpClientError`](crate::HttpClientError); both
+//! are made from a [`TransportError`] with `From`.
 
 use std::{fmt, io};
 
 use tickwire_codec::handshake::HandshakeError;
-use tickwire_codec::http::{HttpError, WriteError};
 use tickwire_codec::ws;
 
 /// A failure below any protocol: of the socket, of TLS, or of a deadline or read during an
 /// opening handshake. [`TlsStream::handshake`](crate::TlsStream::handshake) returns it and
-/// [`Stream::failure`](crate::Stream::failure) reports it; [`Error`] converts it with `From`.
+/// [`Stream::failure`](crate::Stream::failure) reports it; the WebSocket's [`Error`] and the
+/// HTTP client's [`HttpClientError`](crate::HttpClientError) convert it with `From`.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum TransportError {
@@ -70,9 +71,9 @@ impl From<tickwire_tls::TlsError> for TransportError {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
-    /// The socket failed. For the HTTP client, a read timeout set by the user surfaces here
-    /// with kind `WouldBlock` or `TimedOut` ([`Error::is_timeout`]); a WebSocket reports its
-    /// read timeout as `Recv::Timeout` instead.
+    /// The socket failed. A write timeout set by the user surfaces here with kind
+    /// `WouldBlock` or `TimedOut` ([`Error::is_timeout`]); a WebSocket reports its read
+    /// timeout as `Recv::Timeout` instead.
     Io(io::Error),
     /// The peer broke the protocol, a limit was exceeded or a connection timer expired. The
     /// close frame with [`ws::Error::close_code`] was sent (best effort) and the connection
@@ -95,25 +96,12 @@ pub enum Error {
     HandshakeTimeout,
     /// The peer closed the TCP connection without a close frame (close code 1006).
     UnexpectedEof,
-    /// An HTTP response broke RFC 9112 framing or a configured limit; the connection was
-    /// dropped.
-    Http(HttpError),
-    /// An HTTP request could not be written: a header name that is not a token, CR, LF or
-    /// NUL in a value or the path. Nothing was sent.
-    HttpWrite(WriteError),
-    /// The server closed the connection before any byte of the response (after one
-    /// automatic retry for an idempotent request on a reused connection).
-    NoResponse,
-    /// A gzip response body is corrupt, ends early or inflates past the body limit.
-    Decompress(String),
-    /// The closure writing a request body failed (its error is the source); nothing was
-    /// sent.
-    Body(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl Error {
-    /// True for [`Error::Io`] of kind `WouldBlock` or `TimedOut`: an HTTP request's read
-    /// timeout expired. (A WebSocket returns `Recv::Timeout` and `Recv::WouldBlock` instead.)
+    /// True for [`Error::Io`] of kind `WouldBlock` or `TimedOut`: a write timeout expired.
+    /// (A read timeout gives `Recv::Timeout` and `Recv::WouldBlock` instead, and an opening
+    /// handshake's [`Error::HandshakeTimeout`].)
     pub fn is_timeout(&self) -> bool {
         matches!(self, Self::Io(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut))
     }
@@ -137,11 +125,6 @@ impl fmt::Display for Error {
             Self::Tls(e) => write!(f, "TLS: {e}"),
             Self::HandshakeTimeout => f.write_str("handshake timed out"),
             Self::UnexpectedEof => f.write_str("peer closed the connection without a close frame"),
-            Self::Http(e) => write!(f, "HTTP: {e}"),
-            Self::HttpWrite(e) => write!(f, "HTTP request not written: {e}"),
-            Self::NoResponse => f.write_str("the server closed the connection without a response"),
-            Self::Decompress(reason) => write!(f, "{reason}"),
-            Self::Body(e) => write!(f, "request body: {e}"),
         }
     }
 }
@@ -154,9 +137,6 @@ impl std::error::Error for Error {
             Self::Handshake(e) => Some(e),
             #[cfg(feature = "tls")]
             Self::Tls(e) => Some(e),
-            Self::Http(e) => Some(e),
-            Self::HttpWrite(e) => Some(e),
-            Self::Body(e) => Some(&**e),
             _ => None,
         }
     }
@@ -186,12 +166,6 @@ impl From<ws::Error> for Error {
 impl From<HandshakeError> for Error {
     fn from(e: HandshakeError) -> Self {
         Self::Handshake(e)
-    }
-}
-
-impl From<HttpError> for Error {
-    fn from(e: HttpError) -> Self {
-        Self::Http(e)
     }
 }
 

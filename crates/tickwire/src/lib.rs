@@ -32,6 +32,10 @@
 //! `stream`'s deadline helpers and leave every decision to [`tickwire_codec::handshake`]);
 //! `net <- client, http`. The protocol logic is [`tickwire_codec`]'s, below all of them.
 //!
+//! Each protocol has its own error: [`Error`] for the WebSocket, [`HttpClientError`] for the
+//! HTTP client. The shared layers below them (`stream`, `tls`, `net`) fail with
+//! [`TransportError`], which both convert with `From`.
+//!
 //! # Features
 //!
 //! - `tls` (default): `wss://` and `https://` through rustls ([`tickwire_tls`]), ring provider.
@@ -64,7 +68,7 @@ mod websocket;
 
 pub use client::{ClientBuilder, connect};
 pub use error::{Error, TransportError};
-pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder};
+pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder, HttpClientError};
 pub use maybe_tls::MaybeTlsStream;
 pub use server::{ServerBuilder, accept};
 pub use stream::Stream;

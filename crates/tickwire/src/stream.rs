@@ -40,8 +40,9 @@ pub trait Stream: Read + Write {
     /// Why the stream failed, when it knows more than the `io::Error` its `Read` / `Write`
     /// returned: a TLS stream's [`TlsError`](crate::TlsError) (an untrusted certificate, an
     /// alert, a truncated record) as [`TransportError::Tls`]. The transports report this
-    /// instead of [`TransportError::Io`] (as [`Error::Tls`](crate::Error::Tls)); they never
-    /// unpack the `io::Error`. Default: `None`.
+    /// instead of [`TransportError::Io`] (as their own error's `Tls` variant: the
+    /// WebSocket's [`Error`](crate::Error), the [`HttpClientError`](crate::HttpClientError));
+    /// they never unpack the `io::Error`. Default: `None`.
     fn failure(&self) -> Option<TransportError> {
         None
     }

@@ -10,10 +10,10 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use tickwire::codec::http::{HttpError, Limits, WriteError};
-use tickwire::{Error, HttpClient};
+use tickwire::{HttpClient, HttpClientError};
 
 /// The error a call that must fail returned.
-fn the_error<T>(result: Result<T, Error>) -> Error {
+fn the_error<T>(result: Result<T, HttpClientError>) -> HttpClientError {
     match result {
         Ok(_) => panic!("expected an error, the call succeeded"),
         Err(e) => e,
@@ -201,7 +201,7 @@ fn a_get_that_races_the_servers_close_is_retried_a_post_is_not() {
     assert_eq!(client.connections_opened(), 2);
     let error = the_error(client.post("/order").send_body(b"buy 1"));
     done_tx.send(()).unwrap();
-    assert!(matches!(error, Error::NoResponse), "{error}");
+    assert!(matches!(error, HttpClientError::NoResponse), "{error}");
     assert_eq!(client.connections_opened(), 2);
     drop(client);
     let (seen, connections) = server.join();
@@ -534,7 +534,10 @@ fn a_corrupt_or_truncated_gzip_body_is_a_decompress_error() {
     let mut client = client(server.port()).gzip(true).build().unwrap();
     for what in ["corrupt", "truncated", "not gzip"] {
         let error = the_error(client.get("/gzip").send());
-        assert!(matches!(error, Error::Decompress(_)), "{what}: {error}");
+        assert!(
+            matches!(error, HttpClientError::Decompress(_)),
+            "{what}: {error}"
+        );
     }
     assert_eq!(client.get("/after").send().unwrap().body(), b"fine");
     drop(client);
@@ -560,7 +563,10 @@ fn a_gzip_body_inflating_past_the_body_limit_is_refused() {
     let started = Instant::now();
     for what in ["bomb", "one byte past"] {
         let error = the_error(client.get("/gzip").send());
-        assert!(matches!(error, Error::Decompress(_)), "{what}: {error}");
+        assert!(
+            matches!(error, HttpClientError::Decompress(_)),
+            "{what}: {error}"
+        );
     }
     assert!(started.elapsed() < Duration::from_secs(5));
     let response = client.get("/gzip").send().unwrap();
@@ -623,8 +629,8 @@ fn malformed_then_fresh(bytes: Vec<u8>, close: bool, limits: Limits) -> HttpErro
     drop(client);
     assert_eq!(server.join(), 2);
     match error {
-        Error::Http(e) => e,
-        other => panic!("expected Error::Http, got {other}"),
+        HttpClientError::Http(e) => e,
+        other => panic!("expected HttpClientError::Http, got {other}"),
     }
 }
 
@@ -728,7 +734,7 @@ fn an_unwritable_request_is_refused_before_anything_is_sent() {
     ];
     for (error, expected) in refused {
         assert!(
-            matches!(&error, Error::HttpWrite(e) if *e == expected),
+            matches!(&error, HttpClientError::Write(e) if *e == expected),
             "expected {expected:?}, got {error}"
         );
     }
@@ -743,7 +749,10 @@ fn an_unwritable_request_is_refused_before_anything_is_sent() {
             .build(),
     );
     assert!(
-        matches!(error, Error::HttpWrite(WriteError::InvalidHeaderValue)),
+        matches!(
+            error,
+            HttpClientError::Write(WriteError::InvalidHeaderValue)
+        ),
         "{error}"
     );
 }
@@ -755,11 +764,12 @@ mod tls_support;
 
 #[cfg(feature = "tls")]
 mod https {
+    use std::io::Read;
     use std::net::TcpStream;
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     use tickwire::tls_codec::TlsCodec;
-    use tickwire::{Error, HttpClient, ServerTlsConfig, TlsError, TlsStream};
+    use tickwire::{Error, HttpClient, HttpClientError, ServerTlsConfig, TlsError, TlsStream};
 
     use super::http_support::{Conn, Listener, PATIENCE, ok, server};
     use super::tls_support::{Ca, client_config, server_config};
@@ -799,6 +809,44 @@ mod https {
     }
 
     #[test]
+    fn a_server_that_never_answers_the_hello_is_a_handshake_timeout() {
+        let server = server(|mut listener| {
+            let mut tcp = listener.accept_tcp();
+            let mut hello = [0u8; 1];
+            let first = tcp.read(&mut hello).map(|n| (n, hello[0]));
+            // Hold the connection, silent, until the client gives up and closes it.
+            let mut rest = Vec::new();
+            let _ = tcp.read_to_end(&mut rest);
+            first.ok()
+        });
+        let mut client = HttpClient::builder(&format!("https://127.0.0.1:{}", server.port()))
+            .tls(client_config(&Ca::new("silent")))
+            .connect_timeout(Some(Duration::from_millis(300)))
+            .read_timeout(Some(PATIENCE))
+            .build()
+            .unwrap();
+        let start = Instant::now();
+        let error = super::the_error(client.get("/").send());
+        let waited = start.elapsed();
+        assert!(
+            matches!(error, HttpClientError::HandshakeTimeout),
+            "{error}"
+        );
+        assert!(error.is_timeout(), "{error}");
+        assert!(
+            waited >= Duration::from_millis(250) && waited < Duration::from_secs(5),
+            "{waited:?}"
+        );
+        assert!(!client.is_connected());
+        drop(client);
+        assert_eq!(
+            server.join(),
+            Some((1, 0x16)),
+            "the client sent its ClientHello"
+        );
+    }
+
+    #[test]
     fn an_untrusted_certificate_is_a_tls_error() {
         let config = server_config(&Ca::new("unknown").server_cert(&["127.0.0.1"]));
         let server = server(move |mut listener| accept_tls(&mut listener, &config).err());
@@ -812,7 +860,10 @@ mod https {
             Err(e) => e,
         };
         assert!(
-            matches!(error, Error::Tls(TlsError::UntrustedCertificate(_))),
+            matches!(
+                error,
+                HttpClientError::Tls(TlsError::UntrustedCertificate(_))
+            ),
             "{error}"
         );
         assert!(!client.is_connected());

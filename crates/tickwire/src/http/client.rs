@@ -3,17 +3,17 @@
 use std::time::Duration;
 
 use tickwire_codec::buf::WriteBuf;
-use tickwire_codec::http::{ClientSession, Limits, Method, ResponseReader, WriteError};
+use tickwire_codec::http::{ClientSession, Limits, Method, ResponseReader};
 use tickwire_codec::rest::{Query, RequestWriter};
 
 #[cfg(feature = "tls")]
 use tickwire_tls::ClientTlsConfig;
 
+use super::error::HttpClientError;
 #[cfg(feature = "deflate")]
 use super::gunzip::Gunzip;
 use super::request::ClientRequest;
 use super::session::{Options, Origin, Session};
-use crate::Error;
 
 /// A blocking HTTP/1.1 client for one origin (`http://` or `https://` host and port) over one
 /// keep-alive connection.
@@ -37,7 +37,7 @@ pub struct HttpClient {
 impl HttpClient {
     /// A client for `base_url` with the default options. The URL's path becomes the base path
     /// every request path is joined to.
-    pub fn new(base_url: &str) -> Result<Self, Error> {
+    pub fn new(base_url: &str) -> Result<Self, HttpClientError> {
         Self::builder(base_url).build()
     }
 
@@ -89,7 +89,7 @@ impl HttpClient {
 
     /// Opens the connection now instead of on the first request (a warm-up before the first
     /// order). Does nothing when one is open.
-    pub fn connect(&mut self) -> Result<(), Error> {
+    pub fn connect(&mut self) -> Result<(), HttpClientError> {
         self.session.connect()
     }
 
@@ -207,7 +207,7 @@ impl HttpClientBuilder {
     }
 
     /// Longest wait for response bytes; on expiry the request fails with
-    /// [`Error::is_timeout`] and the connection is dropped.
+    /// [`HttpClientError::is_timeout`] and the connection is dropped.
     pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.options.read_timeout = timeout;
         self
@@ -227,29 +227,30 @@ impl HttpClientBuilder {
     }
 
     /// Checks the URL and headers and makes the client; no connection is opened yet.
-    pub fn build(self) -> Result<HttpClient, Error> {
-        let url = url::Url::parse(&self.base_url).map_err(|e| Error::InvalidUrl(e.to_string()))?;
+    pub fn build(self) -> Result<HttpClient, HttpClientError> {
+        let url = url::Url::parse(&self.base_url)
+            .map_err(|e| HttpClientError::InvalidUrl(e.to_string()))?;
         let secure = match url.scheme() {
             "http" => false,
             "https" => true,
             other => {
-                return Err(Error::InvalidUrl(format!(
+                return Err(HttpClientError::InvalidUrl(format!(
                     "scheme {other}:// is not http:// or https://"
                 )));
             }
         };
         #[cfg(not(feature = "tls"))]
         if secure {
-            return Err(Error::UnsupportedScheme("https".into()));
+            return Err(HttpClientError::UnsupportedScheme("https".into()));
         }
         if url.query().is_some() || url.fragment().is_some() {
-            return Err(Error::InvalidUrl(
+            return Err(HttpClientError::InvalidUrl(
                 "a base URL takes no query or fragment".into(),
             ));
         }
         let host = url
             .host_str()
-            .ok_or_else(|| Error::InvalidUrl("no host".into()))?;
+            .ok_or_else(|| HttpClientError::InvalidUrl("no host".into()))?;
         let default_port = if secure { 443 } else { 80 };
         let port = url.port().unwrap_or(default_port);
         // The Host header keeps IPv6 brackets and names a non-default port (RFC 9110 §7.2).
@@ -293,11 +294,5 @@ impl HttpClientBuilder {
                 self.probe_after,
             ),
         })
-    }
-}
-
-impl From<WriteError> for Error {
-    fn from(e: WriteError) -> Self {
-        Self::HttpWrite(e)
     }
 }

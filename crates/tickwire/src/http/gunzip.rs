@@ -7,7 +7,7 @@
 #[cfg(feature = "deflate")]
 use tickwire_codec::deflate::{InflateError, PayloadInflater};
 
-use crate::Error;
+use super::error::HttpClientError;
 
 /// A reused gzip inflater (the codec's, shared with permessage-deflate's payload helpers) and
 /// its output buffer, bounded by the body size limit.
@@ -31,17 +31,19 @@ impl Gunzip {
 
     /// Inflates one gzip member into the reused buffer, its CRC-32 and length checked. A body
     /// that inflates past the limit, is not gzip, has bytes after the member, or ends early is
-    /// [`Error::Decompress`].
-    pub(crate) fn decode(&mut self, input: &[u8]) -> Result<&[u8], Error> {
+    /// [`HttpClientError::Decompress`].
+    pub(crate) fn decode(&mut self, input: &[u8]) -> Result<&[u8], HttpClientError> {
         self.out.clear();
         let limit = usize::try_from(self.limit).unwrap_or(usize::MAX);
         match self.inflater.gzip(input, &mut self.out, limit) {
             Ok(()) => Ok(&self.out),
-            Err(InflateError::TooLarge { limit }) => Err(Error::Decompress(format!(
+            Err(InflateError::TooLarge { limit }) => Err(HttpClientError::Decompress(format!(
                 "gzip body inflates past the {limit}-byte limit"
             ))),
-            Err(InflateError::Truncated) => Err(Error::Decompress("gzip body ends early".into())),
-            Err(e) => Err(Error::Decompress(format!("gzip body: {e}"))),
+            Err(InflateError::Truncated) => {
+                Err(HttpClientError::Decompress("gzip body ends early".into()))
+            }
+            Err(e) => Err(HttpClientError::Decompress(format!("gzip body: {e}"))),
         }
     }
 }
@@ -54,7 +56,7 @@ pub(crate) enum Gunzip {}
 #[cfg(not(feature = "deflate"))]
 impl Gunzip {
     /// Unreachable: there is no value to call it on.
-    pub(crate) fn decode(&mut self, _input: &[u8]) -> Result<&[u8], Error> {
+    pub(crate) fn decode(&mut self, _input: &[u8]) -> Result<&[u8], HttpClientError> {
         match *self {}
     }
 }

@@ -15,15 +15,17 @@
 //! let response = client.get("/ticker").query("symbol", "BTC-USD").send()?;
 //! assert!(response.status().is_success());
 //! println!("{}", String::from_utf8_lossy(response.body()));
-//! # Ok::<(), tickwire::Error>(())
+//! # Ok::<(), tickwire::HttpClientError>(())
 //! ```
 
 mod client;
+mod error;
 mod gunzip;
 mod request;
 mod response;
 mod session;
 
 pub use client::{HttpClient, HttpClientBuilder};
+pub use error::HttpClientError;
 pub use request::ClientRequest;
 pub use response::ClientResponse;

@@ -6,9 +6,9 @@ use std::fmt::Display;
 use tickwire_codec::http::{Method, WriteError};
 use tickwire_codec::rest::{BodyWriter, Query, RequestBuilder, WithHeaders};
 
+use super::error::HttpClientError;
 use super::response::ClientResponse;
 use super::session::Session;
-use crate::Error;
 
 /// A request under construction, written straight into the client's write buffer.
 ///
@@ -73,14 +73,14 @@ impl<'c, S> ClientRequest<'c, S> {
     }
 
     /// Sends the request without a body (`Content-Length: 0` for POST, PUT and PATCH).
-    pub fn send(self) -> Result<ClientResponse<'c>, Error> {
+    pub fn send(self) -> Result<ClientResponse<'c>, HttpClientError> {
         let builder = self.builder?;
         let (wbuf, _) = builder.finish_into();
         self.session.execute(wbuf, self.method)
     }
 
     /// Sends the request with `body`; Content-Length is computed.
-    pub fn send_body(self, body: impl AsRef<[u8]>) -> Result<ClientResponse<'c>, Error> {
+    pub fn send_body(self, body: impl AsRef<[u8]>) -> Result<ClientResponse<'c>, HttpClientError> {
         let builder = self.builder?;
         let (wbuf, _) = builder.body_into(body.as_ref());
         self.session.execute(wbuf, self.method)
@@ -88,18 +88,18 @@ impl<'c, S> ClientRequest<'c, S> {
 
     /// Sends the request with a body written by `write` straight into the wire buffer (for
     /// example `|w| serde_json::to_writer(w, &order)`); Content-Length is computed after.
-    /// An error from `write` is [`Error::Body`], and nothing is sent.
+    /// An error from `write` is [`HttpClientError::Body`], and nothing is sent.
     pub fn send_body_with<E>(
         self,
         write: impl FnOnce(&mut BodyWriter<'_>) -> Result<(), E>,
-    ) -> Result<ClientResponse<'c>, Error>
+    ) -> Result<ClientResponse<'c>, HttpClientError>
     where
         E: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let builder = self.builder?;
         let (wbuf, _) = builder
             .body_with_into(write)
-            .map_err(|e| Error::Body(e.into()))?;
+            .map_err(|e| HttpClientError::Body(e.into()))?;
         self.session.execute(wbuf, self.method)
     }
 

@@ -2,8 +2,8 @@
 
 use tickwire_codec::http::{Headers, Response, StatusCode, Version};
 
+use super::error::HttpClientError;
 use super::gunzip::Gunzip;
-use crate::Error;
 
 /// A final response, borrowed from the client until its next request.
 ///
@@ -21,7 +21,7 @@ impl<'a> ClientResponse<'a> {
     pub(crate) fn new(
         response: Response<'a>,
         gunzip: Option<&'a mut Gunzip>,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, HttpClientError> {
         // Looked up only when decoding is on: the walk over every field cost about 130
         // instructions per request on the bench's loopback POST (`tickwire-bench http
         // --callgrind`, client-side table) for a body that is used as it is anyway.

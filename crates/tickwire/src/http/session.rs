@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
 use tickwire_codec::http::{ClientSession, Failure, Method, Parsed, Probe, ResponseReader, Reuse};
 
+use super::error::HttpClientError;
 use super::gunzip::Gunzip;
 use super::response::ClientResponse;
 use crate::stream::io_error;
-use crate::{Error, MaybeTlsStream, Stream};
+use crate::{MaybeTlsStream, Stream};
 
 /// Where requests go.
 #[derive(Debug, Clone)]
@@ -51,7 +52,7 @@ enum Attempt {
     Done,
     /// The connection was closed by the server before any byte of the response: an
     /// idempotent request may be sent again on a fresh connection.
-    ClosedBeforeResponse(Error),
+    ClosedBeforeResponse(HttpClientError),
 }
 
 impl Session {
@@ -84,14 +85,14 @@ impl Session {
     }
 
     /// Opens the connection unless a live one is open.
-    pub(crate) fn connect(&mut self) -> Result<(), Error> {
+    pub(crate) fn connect(&mut self) -> Result<(), HttpClientError> {
         self.release_previous();
         self.ready()
     }
 
     /// Makes the connection ready for a request as the rules say: as it is, after a probe, or
     /// anew.
-    fn ready(&mut self) -> Result<(), Error> {
+    fn ready(&mut self) -> Result<(), HttpClientError> {
         let mut next = self.rules.before_request(Instant::now());
         if next == Reuse::Probe {
             let probe = self.probe();
@@ -118,7 +119,7 @@ impl Session {
         &mut self,
         wbuf: &mut WriteBuf,
         method: Method,
-    ) -> Result<ClientResponse<'_>, Error> {
+    ) -> Result<ClientResponse<'_>, HttpClientError> {
         let result = self.exchange(wbuf, method);
         wbuf.clear();
         if let Err(e) = result {
@@ -129,7 +130,7 @@ impl Session {
         self.response()
     }
 
-    fn exchange(&mut self, wbuf: &WriteBuf, method: Method) -> Result<(), Error> {
+    fn exchange(&mut self, wbuf: &WriteBuf, method: Method) -> Result<(), HttpClientError> {
         self.release_previous();
         self.ready()?;
         match self.attempt(wbuf, method)? {
@@ -160,7 +161,7 @@ impl Session {
         }
     }
 
-    fn open(&mut self) -> Result<(), Error> {
+    fn open(&mut self) -> Result<(), HttpClientError> {
         let Origin { secure, host, port } = &self.origin;
         let tcp = crate::net::tcp_connect(host, *port, self.options.connect_timeout)?;
         tcp.set_nodelay(self.options.nodelay)?;
@@ -181,7 +182,7 @@ impl Session {
             #[cfg(not(feature = "tls"))]
             {
                 let _ = (tcp, deadline);
-                return Err(Error::UnsupportedScheme("https".into()));
+                return Err(HttpClientError::UnsupportedScheme("https".into()));
             }
         } else {
             MaybeTlsStream::Plain(tcp)
@@ -220,9 +221,9 @@ impl Session {
     }
 
     /// Writes the request and reads until a final (non-1xx) response is complete.
-    fn attempt(&mut self, wbuf: &WriteBuf, method: Method) -> Result<Attempt, Error> {
+    fn attempt(&mut self, wbuf: &WriteBuf, method: Method) -> Result<Attempt, HttpClientError> {
         let Some(stream) = self.stream.as_mut() else {
-            return Err(Error::Io(ErrorKind::NotConnected.into()));
+            return Err(HttpClientError::Io(ErrorKind::NotConnected.into()));
         };
         let mut write_error = None;
         if let Err(e) = stream
@@ -270,7 +271,7 @@ impl Session {
                 continue;
             }
             let Some(stream) = self.stream.as_mut() else {
-                return Err(Error::Io(ErrorKind::NotConnected.into()));
+                return Err(HttpClientError::Io(ErrorKind::NotConnected.into()));
             };
             let spare = spare_for_read(&mut self.rbuf);
             let n = match stream.read(spare) {
@@ -290,8 +291,8 @@ impl Session {
                         Ok(Attempt::Done)
                     }
                     None => {
-                        let e =
-                            write_error.map_or(Error::NoResponse, |e| io_error(stream, e).into());
+                        let e = write_error
+                            .map_or(HttpClientError::NoResponse, |e| io_error(stream, e).into());
                         if received_any {
                             Err(e)
                         } else {
@@ -306,7 +307,7 @@ impl Session {
     }
 
     /// The final response the last [`attempt`](Self::attempt) completed.
-    fn response(&mut self) -> Result<ClientResponse<'_>, Error> {
+    fn response(&mut self) -> Result<ClientResponse<'_>, HttpClientError> {
         let Self {
             reader,
             rbuf,
@@ -314,7 +315,7 @@ impl Session {
             ..
         } = self;
         let Some(response) = reader.last(rbuf) else {
-            return Err(Error::NoResponse);
+            return Err(HttpClientError::NoResponse);
         };
         ClientResponse::new(response, gunzip.as_mut())
     }
