@@ -88,6 +88,18 @@ impl Config {
             ..Self::client()
         }
     }
+
+    with_methods! {
+        set with_limits => limits: Limits,
+        set with_auto_pong => auto_pong: bool,
+        set with_ping_interval => ping_interval: Option<Duration>,
+        set with_pong_timeout => pong_timeout: Duration,
+        set with_idle_timeout => idle_timeout: Option<Duration>,
+        set with_close_timeout => close_timeout: Duration,
+        set with_fragment_size => fragment_size: Option<usize>,
+        set with_read_buffer_size => read_buffer_size: usize,
+        set with_write_buffer_size => write_buffer_size: usize,
+    }
 }
 
 /// Where the connection is in its life (RFC 6455 §7).

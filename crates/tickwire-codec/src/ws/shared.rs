@@ -9,7 +9,8 @@
 
 use std::sync::Arc;
 
-use super::{FrameWriter, OpCode};
+use super::{FrameWriter, MAX_HEADER_LEN, OpCode};
+use crate::buf::WriteBuf;
 
 /// A data frame as a server sends it, encoded once: queue it on any number of server
 /// connections with [`Sender::shared`](super::Sender::shared); each holds a reference to
@@ -38,14 +39,11 @@ impl SharedFrame {
     }
 
     fn encode(opcode: OpCode, payload: &[u8]) -> Self {
-        let mut writer = FrameWriter::server();
-        let mut wire = vec![0; writer.max_encoded_len(payload.len())];
-        let written = writer
-            .message_into(&mut wire, opcode, payload)
-            .unwrap_or_default();
-        wire.truncate(written);
+        let mut out = WriteBuf::new(payload.len() + MAX_HEADER_LEN, 0);
+        FrameWriter::server().message(&mut out, opcode, payload);
+        let wire = out.as_slice();
         Self {
-            header_len: (written - payload.len()) as u8,
+            header_len: (wire.len() - payload.len()) as u8,
             wire: wire.into(),
             opcode,
         }
