@@ -115,6 +115,14 @@ struct Options {
     /// Only run workloads whose id contains this string.
     #[arg(long)]
     only: Option<String>,
+    /// Recorded samples per measurement instead of the plan's (warm-up a tenth of them): many
+    /// short rounds pair better on a noisy machine than a few long ones.
+    #[arg(long)]
+    samples: Option<usize>,
+    /// HTTP loopback: only these clients (comma-separated names as in the tables); the raw
+    /// floor always runs.
+    #[arg(long)]
+    clients: Option<String>,
     /// Where the report goes.
     #[arg(long, default_value = "target/bench-report")]
     out: PathBuf,
@@ -133,12 +141,21 @@ pub struct Ctx {
     /// Progress, one tick per library-round.
     pub progress: ProgressBar,
     only: Option<String>,
+    clients: Option<Vec<String>>,
 }
 
 impl Ctx {
     /// True when the workload `id` was selected with `--only` (or no filter was given).
     pub fn selected(&self, id: &str) -> bool {
         self.only.as_deref().is_none_or(|only| id.contains(only))
+    }
+
+    /// True when the HTTP client `name` was selected with `--clients` (or no filter was
+    /// given).
+    pub fn client_selected(&self, name: &str) -> bool {
+        self.clients
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == name))
     }
 
     /// Shows what is being measured now.
@@ -197,6 +214,10 @@ fn run_suite(suite: &str, options: &Options) {
     } else {
         (Plan::FULL, options.rounds.max(1))
     };
+    let plan = options.samples.map_or(plan, |samples| Plan {
+        warmup: (samples / 10).max(1),
+        samples: samples.max(1),
+    });
     let steps = match suite {
         "ws" => {
             ws_parse::STEPS
@@ -221,6 +242,10 @@ fn run_suite(suite: &str, options: &Options) {
         peer_core: options.peer_core,
         progress,
         only: options.only.clone(),
+        clients: options
+            .clients
+            .as_ref()
+            .map(|list| list.split(',').map(|n| n.trim().to_owned()).collect()),
     };
     let mut tables: Vec<Table> = Vec::new();
     match suite {

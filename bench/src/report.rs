@@ -17,6 +17,39 @@ use crate::harness::Clock;
 const PERCENTILES: [(f64, &str); 4] =
     [(50.0, "p50"), (90.0, "p90"), (99.0, "p99"), (99.9, "p99.9")];
 
+/// A sentence comparing two libraries round by round: the median over rounds of
+/// `a`'s rate divided by `b`'s in the same round, its interquartile range, and in how many
+/// rounds `a` was at least as fast. Pairing rounds cancels the drift of a shared machine that
+/// the ranges of separate medians keep. `a` and `b` hold one rate per round, in round order.
+pub fn paired_rates(a_name: &str, a: &[f64], b_name: &str, b: &[f64]) -> String {
+    let mut ratios: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .filter(|(_, b)| **b > 0.0)
+        .map(|(a, b)| a / b)
+        .collect();
+    if ratios.is_empty() {
+        return String::new();
+    }
+    ratios.sort_by(f64::total_cmp);
+    let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
+    let ahead = ratios.iter().filter(|r| **r >= 1.0).count();
+    format!(
+        " Paired by round, {a_name} / {b_name}: median {:.3} (quartiles {:.3}-{:.3}), \
+         {a_name} at least as fast in {ahead} of {} rounds.",
+        at(0.5),
+        at(0.25),
+        at(0.75),
+        ratios.len()
+    )
+}
+
+/// The order to run `n` libraries in round `round` (1-based): rotated by one each round, so
+/// no library always runs first or right after the same neighbour.
+pub fn round_order(n: usize, round: usize) -> impl Iterator<Item = usize> {
+    (0..n).map(move |i| (i + round) % n)
+}
+
 /// What one library measured in one workload.
 #[derive(Debug, Clone)]
 pub enum Figures {

@@ -18,7 +18,7 @@ use super::fixtures::{self, ORDER_JSON, PATH, RESPONSE_BODY};
 use super::server;
 use crate::Ctx;
 use crate::harness::{self, Plan};
-use crate::report::{Row, Table};
+use crate::report::{self, Row, Table};
 
 /// Requests made before counting in a callgrind run (both the 0 and the N run make them, so
 /// the difference holds only the counted requests): connection set-up, first-use
@@ -155,7 +155,8 @@ pub(super) fn tables(ctx: &Ctx, clients: &[Client]) -> [Table; 2] {
     let mut latencies: Vec<Vec<Histogram<u64>>> = vec![Vec::new(); clients.len()];
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); clients.len()];
     for round in 1..=ctx.rounds {
-        for (i, client) in clients.iter().enumerate() {
+        for i in report::round_order(clients.len(), round) {
+            let client = &clients[i];
             ctx.step(&format!(
                 "http loopback: {} (round {round}/{})",
                 client.name(),
@@ -175,7 +176,8 @@ pub(super) fn tables(ctx: &Ctx, clients: &[Client]) -> [Table; 2] {
          and the whole body of every response. {} warm-up + {} recorded requests per \
          connection. Async clients (reqwest, hyper) run on a tokio current-thread runtime \
          on the measuring thread; reqwest (blocking) drives its own runtime thread, which \
-         inherits core {}. Clients interleaved in each round.",
+         inherits core {}. Clients interleaved in each round, their order rotating by one \
+         each round.",
         ORDER_JSON.len(),
         ctx.peer_core,
         fixtures::response().len(),
@@ -199,8 +201,9 @@ pub(super) fn tables(ctx: &Ctx, clients: &[Client]) -> [Table; 2] {
         &format!(
             "The recorded requests of the round-trip workload divided by their wall time \
              (sequential, so this is the inverse of the mean round trip). {setup} Median of \
-             {} round(s), range over rounds.",
-            ctx.rounds
+             {} round(s), range over rounds.{}",
+            ctx.rounds,
+            paired(clients, &rates, Client::Tickwire, Client::NexusWeb),
         ),
     );
     for ((client, histograms), per_second) in clients.iter().zip(latencies).zip(rates) {
@@ -209,4 +212,13 @@ pub(super) fn tables(ctx: &Ctx, clients: &[Client]) -> [Table; 2] {
     }
     rtt.note.push_str(&super::targets_rtt(&rtt));
     [rtt, rate]
+}
+
+/// [`report::paired_rates`] of `a` against `b` when both were measured.
+fn paired(clients: &[Client], rates: &[Vec<f64>], a: Client, b: Client) -> String {
+    let at = |c: Client| clients.iter().position(|&x| x == c).map(|i| &rates[i]);
+    match (at(a), at(b)) {
+        (Some(ra), Some(rb)) => report::paired_rates(a.name(), ra, b.name(), rb),
+        _ => String::new(),
+    }
 }

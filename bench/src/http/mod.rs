@@ -35,7 +35,8 @@ pub const STEPS: u64 = (memory::LIBRARIES.len() + Client::ALL.len()) as u64;
 /// the instruction counts.
 pub fn run(ctx: &Ctx, callgrind: bool, loopback: bool) -> Vec<Table> {
     let memory_rows = memory::available();
-    let clients = Client::available();
+    let mut clients = Client::available();
+    clients.retain(|c| *c == Client::Raw || ctx.client_selected(c.name()));
     let mut tables = Vec::new();
     if ctx.selected(memory::ID) {
         tables.push(memory::table(ctx, &memory_rows));

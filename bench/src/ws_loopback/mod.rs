@@ -29,7 +29,7 @@ mod tls;
 
 use crate::Ctx;
 use crate::harness::{self, Plan};
-use crate::report::{Row, Table};
+use crate::report::{self, Row, Table};
 use crate::wire;
 
 /// Progress steps per round: one per library in each of the two peer workloads, both rows of
@@ -169,13 +169,14 @@ fn stream_table(ctx: &Ctx, payload: &[u8]) -> Table {
     let bytes = stream::encoded_stream(payload, messages);
     let mut rounds: Vec<Vec<f64>> = Library::ALL.iter().map(|_| Vec::new()).collect();
     for round in 1..=ctx.rounds {
-        for (library, rates) in Library::ALL.into_iter().zip(&mut rounds) {
+        for i in report::round_order(Library::ALL.len(), round) {
+            let library = Library::ALL[i];
             ctx.step(&format!(
                 "loopback stream: {} (round {round}/{})",
                 library.name(),
                 ctx.rounds
             ));
-            rates.push(stream::measure(library, &bytes, messages, ctx.peer_core));
+            rounds[i].push(stream::measure(library, &bytes, messages, ctx.peer_core));
         }
     }
     let note = format!(
@@ -186,11 +187,18 @@ fn stream_table(ctx: &Ctx, payload: &[u8]) -> Table {
          its library's message API and default buffers, checking the count and the last \
          message's length. Timed on the client from the first byte being readable to the \
          last message. raw TCP reads the same byte count into a 1 MiB buffer without \
-         parsing: the kernel floor. Median of {} round(s), range over rounds.",
+         parsing: the kernel floor. Median of {} round(s), range over rounds; the order \
+         of the libraries rotates each round.{}",
         ctx.peer_core,
         bytes.len(),
         ctx.core,
         ctx.rounds,
+        report::paired_rates(
+            Library::Tickwire.name(),
+            &rounds[Library::Tickwire as usize],
+            Library::NexusWeb.name(),
+            &rounds[Library::NexusWeb as usize],
+        ),
     );
     let mut table = Table::new(
         "loopback_stream",

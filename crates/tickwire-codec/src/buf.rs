@@ -105,6 +105,22 @@ impl ReadBuf {
         self.end == self.storage.len() && self.home(self.start) == self.start
     }
 
+    /// True when the data reaches the end of the storage: the last read filled all the spare
+    /// space it was given.
+    #[inline]
+    pub fn ends_at_capacity(&self) -> bool {
+        self.end == self.storage.len()
+    }
+
+    /// Grows the storage (zero-filled) to `capacity` bytes; a smaller `capacity` does nothing.
+    /// The data stays where it is.
+    pub fn grow_to(&mut self, capacity: usize) {
+        if capacity > self.storage.len() {
+            self.storage.resize(capacity, 0);
+            self.home_mask = Self::home_mask_for(capacity);
+        }
+    }
+
     /// Marks `n` bytes of the slice last returned by [`spare`](Self::spare) as received.
     ///
     /// # Panics
@@ -177,9 +193,7 @@ impl ReadBuf {
         self.compact();
         let needed = self.end + additional;
         if needed > self.storage.len() {
-            let target = needed.max(self.storage.len().saturating_mul(2));
-            self.storage.resize(target, 0);
-            self.home_mask = Self::home_mask_for(target);
+            self.grow_to(needed.max(self.storage.len().saturating_mul(2)));
         }
     }
 

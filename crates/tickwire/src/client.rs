@@ -111,6 +111,14 @@ impl ClientBuilder {
         self
     }
 
+    /// Sets the size up to which the read buffer doubles when a read fills it (a peer sending
+    /// faster than it is read): fewer, larger reads. Default 1 MiB for a client, 16 KiB (no
+    /// growth) for a server.
+    pub fn max_read_buffer(mut self, size: usize) -> Self {
+        self.options.config.max_read_buffer_size = size;
+        self
+    }
+
     /// Sends a keepalive ping after `interval` without traffic; fails the connection when
     /// no pong comes within `pong_timeout`.
     pub fn keepalive(mut self, interval: Duration, pong_timeout: Duration) -> Self {

@@ -84,6 +84,14 @@ impl ServerBuilder {
         self
     }
 
+    /// Sets the size up to which the read buffer doubles when a read fills it (a peer sending
+    /// faster than it is read): fewer, larger reads. Default 1 MiB for a client, 16 KiB (no
+    /// growth) for a server.
+    pub fn max_read_buffer(mut self, size: usize) -> Self {
+        self.options.config.max_read_buffer_size = size;
+        self
+    }
+
     /// Fails connections that send nothing for `timeout`.
     pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.options.config.idle_timeout = timeout;

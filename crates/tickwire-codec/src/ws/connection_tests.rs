@@ -748,3 +748,6 @@ fn poll_with_sender_echoes_a_borrowed_message_without_copying() {
 
 // ---- shared frames (fan-out by reference): connection_tests/shared.rs ----
 mod shared;
+
+// ---- the receive buffer under a backlog: connection_tests/read_growth.rs ----
+mod read_growth;
