@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use flate2::Compression;
 #[cfg(feature = "deflate")]
 use flate2::write::GzEncoder;
-use tickwire::{HttpClient, HttpClientBuilder};
+use tickwire::{HttpClient, HttpClientBuilder, HttpClientError};
 
 /// The bound on every wait unless a test sets a shorter one on purpose.
 pub(crate) const PATIENCE: Duration = Duration::from_secs(10);
@@ -285,4 +285,12 @@ pub(crate) fn varied_body(seed: usize, len: usize) -> Vec<u8> {
     (0..len)
         .map(|i| b"abcdefghijklmnopqrstuvwxyz0123456789"[(i * 7 + seed) % 36])
         .collect()
+}
+
+/// The error a call that must fail returned.
+pub(crate) fn the_error<T>(result: Result<T, HttpClientError>) -> HttpClientError {
+    match result {
+        Ok(_) => panic!("expected an error, the call succeeded"),
+        Err(e) => e,
+    }
 }
