@@ -312,6 +312,22 @@ pub fn run_target(workload: &str, library: &str, iterations: u64) -> Result<(), 
                 black_box(parser.next());
             }
         }
+        "parse_stream_text_40" | "parse_stream_text_512" => {
+            let len: usize = workload["parse_stream_text_".len()..]
+                .parse()
+                .map_err(|_| format!("unknown workload {workload}"))?;
+            let frame = wire::frame(true, 0x1, &wire::json_payload(len), None);
+            let stream: &'static [u8] = Box::leak(
+                frame
+                    .repeat((256 << 10) / frame.len() + 1)
+                    .into_boxed_slice(),
+            );
+            let mut parser = ws_parse::new_parser(library, false);
+            parser.load(stream, ws_parse::STREAM_READ, true);
+            for _ in 0..1000 + iterations {
+                black_box(parser.next());
+            }
+        }
         "encode_text_128_server" => {
             let mut encoder = ws_encode::Encoder::new(library, false);
             for _ in 0..iterations {

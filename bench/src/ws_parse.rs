@@ -73,7 +73,7 @@ pub fn run(ctx: &Ctx) -> Vec<Table> {
 }
 
 /// Bytes per read in the stream workloads: a socket read of one page.
-const STREAM_READ: usize = 4096;
+pub const STREAM_READ: usize = 4096;
 
 /// Per-message latency over an endless stream of `len`-byte text frames read 4 KiB at a time,
 /// so frames straddle reads and a partial frame waits in the buffer for the next read: one
