@@ -25,8 +25,8 @@ pub const ALIAS_PERIOD: usize = 4096;
 /// [`consume`](Self::consume). Consumed space is reclaimed by [`compact`](Self::compact), which
 /// `spare` calls itself when the spare tail is smaller than a quarter of the capacity or the
 /// data is no larger than the space it frees. In a buffer of 16 KiB or more, data moves only by
-/// multiples of [`ALIAS_PERIOD`], and an emptied buffer restarts at the same offset modulo
-/// 4 KiB rather than at 0.
+/// multiples of [`ALIAS_PERIOD`], and an empty buffer starts (and restarts) at its first
+/// 4 KiB-aligned address rather than at offset 0.
 #[derive(Debug, Clone)]
 pub struct ReadBuf {
     storage: Vec<u8>,
@@ -36,17 +36,35 @@ pub struct ReadBuf {
     /// goes is `offset & home_mask` (see [`home`](Self::home)). Kept beside the length so the
     /// per-read check is one AND.
     home_mask: usize,
+    /// Where an empty buffer starts: the first offset whose address is 4 KiB-aligned in a
+    /// buffer of at least four periods, else 0.
+    origin: usize,
 }
 
 impl ReadBuf {
     /// A buffer with `capacity` bytes of initialised storage.
     pub fn with_capacity(capacity: usize) -> Self {
-        Self {
+        let mut buf = Self {
             storage: vec![0; capacity.max(16)],
             start: 0,
             end: 0,
-            home_mask: Self::home_mask_for(capacity.max(16)),
-        }
+            home_mask: 0,
+            origin: 0,
+        };
+        buf.place();
+        buf.start = buf.origin;
+        buf.end = buf.origin;
+        buf
+    }
+
+    /// Sets `home_mask` and `origin` for the current storage (after it is made or moved).
+    fn place(&mut self) {
+        self.home_mask = Self::home_mask_for(self.storage.len());
+        self.origin = if self.home_mask == 0 {
+            0
+        } else {
+            self.storage.as_ptr().addr().wrapping_neg() & (ALIAS_PERIOD - 1)
+        };
     }
 
     /// The received bytes not yet consumed.
@@ -117,7 +135,7 @@ impl ReadBuf {
     pub fn grow_to(&mut self, capacity: usize) {
         if capacity > self.storage.len() {
             self.storage.resize(capacity, 0);
-            self.home_mask = Self::home_mask_for(capacity);
+            self.place();
         }
     }
 
@@ -150,9 +168,8 @@ impl ReadBuf {
         assert!(n <= self.len(), "ReadBuf::consume past the data");
         self.start += n;
         if self.start == self.end {
-            let home = self.home(self.end);
-            self.start = home;
-            self.end = home;
+            self.start = self.origin;
+            self.end = self.origin;
         }
     }
 
@@ -199,8 +216,8 @@ impl ReadBuf {
 
     /// Drops all data.
     pub fn clear(&mut self) {
-        self.start = 0;
-        self.end = 0;
+        self.start = self.origin;
+        self.end = self.origin;
     }
 }
 
@@ -384,8 +401,8 @@ mod tests {
             ] {
                 for kept in [0, 1, 9, capacity / 2, capacity] {
                     let mut buf = ReadBuf::with_capacity(capacity);
-                    let total = (consumed + kept).min(capacity);
                     let spare = buf.spare();
+                    let total = (consumed + kept).min(spare.len());
                     spare[..total].fill(1);
                     buf.filled(total);
                     buf.consume(consumed.min(total));
@@ -421,20 +438,43 @@ mod tests {
     #[test]
     fn read_buf_moves_keep_the_next_read_at_the_same_offset_modulo_4k() {
         let mut buf = ReadBuf::with_capacity(64 << 10);
+        let first_read_at = buf.capacity() - buf.spare().len();
         let bytes: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
         buf.extend_from_slice(&bytes);
         buf.consume(9_990);
         // 10 bytes left against 9 990 consumed: they move, by a multiple of 4 KiB.
         let spare = buf.spare().len();
         let next_read_at = buf.capacity() - spare;
-        assert_eq!(next_read_at % ALIAS_PERIOD, 10_000 % ALIAS_PERIOD);
+        assert_eq!(
+            next_read_at % ALIAS_PERIOD,
+            (first_read_at + 10_000) % ALIAS_PERIOD
+        );
         assert!(next_read_at < ALIAS_PERIOD + 10, "moved to the first 4 KiB");
         assert_eq!(buf.data(), &bytes[9_990..]);
-        // Emptied, it restarts at the offset the next read would have had.
+        // Emptied, it restarts at its first 4 KiB-aligned address, whatever came before.
         buf.filled(100);
-        let end = next_read_at + 100;
         buf.consume(buf.len());
-        assert_eq!(buf.capacity() - buf.spare().len(), end % ALIAS_PERIOD);
+        assert_eq!(buf.spare().as_ptr().addr() % ALIAS_PERIOD, 0);
+        assert!(buf.capacity() - buf.spare().len() < ALIAS_PERIOD);
+    }
+
+    #[test]
+    fn large_read_bufs_start_and_restart_4k_aligned() {
+        let mut buf = ReadBuf::with_capacity(64 << 10);
+        assert_eq!(buf.spare().as_ptr().addr() % ALIAS_PERIOD, 0, "new");
+        buf.extend_from_slice(&[7; 5000]);
+        buf.consume(5000);
+        assert_eq!(buf.spare().as_ptr().addr() % ALIAS_PERIOD, 0, "emptied");
+        buf.extend_from_slice(&[7; 300]);
+        buf.clear();
+        assert_eq!(buf.spare().as_ptr().addr() % ALIAS_PERIOD, 0, "cleared");
+        // Growing moves the storage; the data survives and the next empty start is aligned in
+        // the new storage.
+        buf.extend_from_slice(&[1, 2, 3]);
+        buf.grow_to(256 << 10);
+        assert_eq!(buf.data(), &[1, 2, 3]);
+        buf.consume(3);
+        assert_eq!(buf.spare().as_ptr().addr() % ALIAS_PERIOD, 0, "grown");
     }
 
     #[test]

@@ -73,6 +73,16 @@ struct Header {
     payload_len: usize,
 }
 
+/// What [`FrameReader::partial_rest`] did.
+enum Quick {
+    /// A message is ready (in `ready`).
+    Ready,
+    /// The frame is still arriving; its state is saved.
+    NeedMore,
+    /// Not its case: the general path decides.
+    General,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Partial {
     header: Header,
@@ -223,6 +233,13 @@ impl<L: LimitsSource> FrameReader<L> {
                 self.ready = Some(step);
                 return Ok(true);
             }
+            if !buf.is_empty() {
+                match self.partial_rest(buf) {
+                    Quick::Ready => return Ok(true),
+                    Quick::NeedMore => return Ok(false),
+                    Quick::General => {}
+                }
+            }
         }
         self.advance_general(buf)
     }
@@ -305,11 +322,13 @@ impl<L: LimitsSource> FrameReader<L> {
         }
     }
 
-    /// The hot path: a whole final data frame with RSV clear, no fragmented message in
-    /// progress, a short or 16-bit length (minimal), masked as the role requires and within
-    /// the limits. Anything else (including every error) returns `None` and takes the general
-    /// path, which re-parses from the same bytes, so the two paths cannot disagree on a
-    /// verdict, only on speed. Measured with `tickwire-bench ws --callgrind` (docs/BENCHMARKS.md).
+    /// The hot path: a final data frame with RSV clear, no fragmented message in progress, a
+    /// short or 16-bit length (minimal), masked as the role requires and within the limits:
+    /// whole, or (unmasked) still arriving, which [`partial_rest`](Self::partial_rest) takes
+    /// and may answer [`Step::NeedMore`]. Anything else (including every error) returns
+    /// `None` and takes the general path, which parses from the same bytes and state, so the
+    /// two paths cannot disagree on a verdict, only on speed. Measured with
+    /// `tickwire-bench ws --callgrind` (docs/BENCHMARKS.md).
     #[inline(always)]
     fn complete_single_frame(&mut self, buf: &mut ReadBuf) -> Option<Step> {
         if self.partial.is_some() || self.message.is_some() {
@@ -369,6 +388,76 @@ impl<L: LimitsSource> FrameReader<L> {
             start: start as u8,
             len,
         })
+    }
+
+    /// The general path's shortcut for a frame that arrives over several reads, outside a
+    /// fragmented message: a plain unmasked final Text or Binary frame (the saved partial
+    /// frame, or the one starting the buffer). The text that has arrived is validated now, so
+    /// invalid UTF-8 fails before the frame completes (as `process_partial` does), and room
+    /// is reserved for the rest; once whole, it is returned as `step_frame` would. A stream
+    /// read in pieces pays this once per read, so it skips `step`'s loop and state. On
+    /// anything else, and on invalid text, it returns `None` with the state untouched and
+    /// `step` decides, so the two cannot disagree on a verdict.
+    #[inline(never)]
+    fn partial_rest(&mut self, buf: &mut ReadBuf) -> Quick {
+        if self.message.is_some() {
+            return Quick::General;
+        }
+        let Partial { header, processed } = match self.partial {
+            Some(partial) => partial,
+            None => match self.parse_header(buf.data()) {
+                Ok(Some(header)) => Partial {
+                    header,
+                    processed: 0,
+                },
+                _ => return Quick::General,
+            },
+        };
+        if !(header.fin
+            && header.rsv == 0
+            && header.mask.is_none()
+            && matches!(header.opcode, OpCode::Text | OpCode::Binary))
+        {
+            return Quick::General;
+        }
+        let start = usize::from(header.header_len);
+        let total = start + header.payload_len;
+        let data = buf.data();
+        if data.len() >= total {
+            self.partial = None;
+            if processed > 0 {
+                // The prefix was checked incrementally; the whole payload is validated again
+                // when the &str is made, so the stream state is no longer needed.
+                self.utf8.reset();
+            }
+            self.pending_consume = total;
+            self.ready = Some(Step::Frame {
+                opcode: header.opcode,
+                start: header.header_len,
+                len: header.payload_len,
+            });
+            return Quick::Ready;
+        }
+        let arrived = data.len().saturating_sub(start);
+        let mut done = processed;
+        if header.opcode == OpCode::Text && arrived > processed {
+            let before = self.utf8.clone();
+            if self
+                .utf8
+                .feed(&data[start + processed..start + arrived])
+                .is_err()
+            {
+                self.utf8 = before;
+                return Quick::General;
+            }
+            done = arrived;
+        }
+        self.partial = Some(Partial {
+            header,
+            processed: done,
+        });
+        buf.reserve(total - data.len());
+        Quick::NeedMore
     }
 
     /// Parses frames until one completes a message or the bytes run out. Borrows of the
@@ -455,6 +544,7 @@ impl<L: LimitsSource> FrameReader<L> {
         self.assemble(buf, header, processed, total)
     }
 
+    #[inline(always)]
     fn parse_header(&self, data: &[u8]) -> Result<Option<Header>, Error> {
         let [b0, b1, ..] = *data else { return Ok(None) };
         let opcode = OpCode::from_bits(b0 & 0x0f).ok_or(Error::ReservedOpcode(b0 & 0x0f))?;

@@ -400,6 +400,29 @@ fn invalid_utf8_fails_before_the_frame_completes() {
     assert_eq!(reader.poll(&mut buf), Err(Error::InvalidUtf8));
 }
 
+/// A text frame arriving in three reads whose first read ends inside a two-byte character:
+/// the second read's bad continuation byte fails it at once, with the carried byte taken into
+/// account, and the reader stays failed.
+#[test]
+fn invalid_utf8_across_reads_of_one_frame_fails_at_the_read_that_brings_it() {
+    let mut payload = b"price \xc3".to_vec();
+    payload.extend(b"Ax".repeat(100));
+    let frame = raw(0x81, &payload, false);
+    let mut reader = FrameReader::new(Role::Client, Limits::client());
+    let mut buf = ReadBuf::with_capacity(1 << 16);
+    // Up to and including the 0xc3 that opens a two-byte character.
+    let first = frame.len() - payload.len() + 7;
+    reader.feed(&mut buf, &frame[..first]);
+    assert!(matches!(reader.poll(&mut buf), Ok(ReadEvent::NeedMore)));
+    reader.feed(&mut buf, &frame[first..20]);
+    assert_eq!(reader.poll(&mut buf), Err(Error::InvalidUtf8));
+    reader.feed(&mut buf, &frame[20..]);
+    assert_eq!(
+        reader.poll(&mut buf),
+        Err(Error::Failed(CloseCode::INVALID_PAYLOAD))
+    );
+}
+
 /// Found by the frame_reader fuzz target (its input layout: a control byte, split sizes, then
 /// the wire bytes): an unfinished text fragment holding invalid UTF-8, then a frame with a
 /// reserved opcode. Fed whole, the lazily checked fragment must still fail first, as it does
