@@ -44,6 +44,40 @@ pub fn paired_rates(a_name: &str, a: &[f64], b_name: &str, b: &[f64]) -> String 
     )
 }
 
+/// The same pairing for a latency quantile (lower is better): the median over rounds of `a`'s
+/// value at quantile `q` divided by `b`'s in the same round, its interquartile range, and in
+/// how many rounds `a` was no slower.
+pub fn paired_quantile(
+    a_name: &str,
+    a: &[Histogram<u64>],
+    b_name: &str,
+    b: &[Histogram<u64>],
+    q: f64,
+) -> String {
+    let mut ratios: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .map(|(a, b)| (a.value_at_quantile(q) as f64, b.value_at_quantile(q) as f64))
+        .filter(|(_, b)| *b > 0.0)
+        .map(|(a, b)| a / b)
+        .collect();
+    if ratios.is_empty() {
+        return String::new();
+    }
+    ratios.sort_by(f64::total_cmp);
+    let at = |x: f64| ratios[((ratios.len() - 1) as f64 * x).round() as usize];
+    let no_slower = ratios.iter().filter(|r| **r <= 1.0).count();
+    format!(
+        " p{} paired by round, {a_name} / {b_name}: median {:.3} (quartiles {:.3}-{:.3}), \
+         {a_name} no slower in {no_slower} of {} rounds.",
+        q * 100.0,
+        at(0.5),
+        at(0.25),
+        at(0.75),
+        ratios.len()
+    )
+}
+
 /// The order to run `n` libraries in round `round` (1-based): rotated by one each round, so
 /// no library always runs first or right after the same neighbour.
 pub fn round_order(n: usize, round: usize) -> impl Iterator<Item = usize> {
