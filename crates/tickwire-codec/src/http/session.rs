@@ -91,6 +91,18 @@ impl ClientSession {
     /// Idle time after which a connection is checked before reuse, by default.
     pub const DEFAULT_PROBE_AFTER: Duration = Duration::from_millis(500);
 
+    /// The total time one request may take, connect, write and the whole response included,
+    /// in the tickwire transports unless configured otherwise: 60 s.
+    ///
+    /// Why this value: it is twice the transports' default read timeout (30 s), so a server
+    /// that goes silent still fails a request by the read timeout, and the deadline stops the
+    /// one that keeps a request alive by trickling bytes (each byte restarts a read timeout).
+    /// It leaves a several-MiB snapshot over a slow link time to arrive. It also costs nothing
+    /// while a request is younger than the read timeout: the socket's timeout only has to be
+    /// shortened once the deadline is nearer than the next read timeout. Trading code sets a
+    /// shorter one: an order's answer is worthless after a second or two.
+    pub const DEFAULT_REQUEST_DEADLINE: Duration = Duration::from_secs(60);
+
     /// Rules with the default probe interval ([`DEFAULT_PROBE_AFTER`](Self::DEFAULT_PROBE_AFTER)).
     pub fn new() -> Self {
         Self::with_probe_after(Self::DEFAULT_PROBE_AFTER)

@@ -111,7 +111,9 @@ impl HttpClient {
 }
 
 /// Options for an [`HttpClient`]. Defaults: TCP_NODELAY on, a 10 s connect timeout, 30 s read
-/// and write timeouts, [`Limits::client`], no gzip, a `User-Agent: tickwire/<version>` header.
+/// and write timeouts, a 60 s total deadline per request
+/// ([`request_deadline`](Self::request_deadline)), [`Limits::client`], no gzip, a
+/// `User-Agent: tickwire/<version>` header.
 #[derive(Debug)]
 pub struct HttpClientBuilder {
     base_url: String,
@@ -142,6 +144,7 @@ impl HttpClientBuilder {
                 connect_timeout: Some(Duration::from_secs(10)),
                 read_timeout: Some(Duration::from_secs(30)),
                 write_timeout: Some(Duration::from_secs(30)),
+                request_deadline: Some(ClientSession::DEFAULT_REQUEST_DEADLINE),
                 nodelay: true,
                 #[cfg(feature = "tls")]
                 tls: None,
@@ -216,6 +219,20 @@ impl HttpClientBuilder {
     /// Longest wait for the socket to accept request bytes.
     pub fn write_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.options.write_timeout = timeout;
+        self
+    }
+
+    /// The total time one request may take: connecting (when it needs a connection), writing
+    /// the request and reading the response to the end of its body, an automatic resend
+    /// included. The per-read timeout bounds one wait for bytes, so a server that sends a
+    /// byte every few milliseconds would hold a request forever without this. On expiry the
+    /// request fails with [`HttpClientError::DeadlineExceeded`] and its connection is dropped,
+    /// never reused. `None` disables it (only the per-call timeouts remain).
+    ///
+    /// Default: on, 60 s ([`ClientSession::DEFAULT_REQUEST_DEADLINE`], which says why); set a
+    /// tighter one for orders. Name resolution is not covered: it cannot be interrupted.
+    pub fn request_deadline(mut self, deadline: Option<Duration>) -> Self {
+        self.options.request_deadline = deadline;
         self
     }
 

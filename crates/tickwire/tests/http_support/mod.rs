@@ -222,6 +222,22 @@ impl<S: Read + Write> Conn<S> {
         }
     }
 
+    /// Writes `bytes` one at a time, `gap` apart, until they are all sent or a write fails
+    /// (the client gave up and closed); returns how many were sent.
+    pub(crate) fn trickle(&mut self, bytes: &[u8], gap: Duration) -> usize {
+        for (sent, byte) in bytes.iter().enumerate() {
+            let written = self
+                .stream
+                .write_all(std::slice::from_ref(byte))
+                .and_then(|()| self.stream.flush());
+            if written.is_err() {
+                return sent;
+            }
+            thread::sleep(gap);
+        }
+        bytes.len()
+    }
+
     /// Reads more bytes into `pending`; false at EOF or reset.
     fn fill(&mut self) -> bool {
         let mut chunk = [0u8; 4096];
