@@ -79,6 +79,9 @@ pub struct ClientSession {
     close_after: bool,
     /// When the connection last finished an exchange (or opened).
     idle_since: Option<Instant>,
+    /// A request was started on the open connection and its final response has not
+    /// completed: what is left of that response may still arrive.
+    in_flight: bool,
 }
 
 impl Default for ClientSession {
@@ -117,6 +120,7 @@ impl ClientSession {
             reused: false,
             close_after: false,
             idle_since: None,
+            in_flight: false,
         }
     }
 
@@ -127,7 +131,7 @@ impl ClientSession {
 
     /// What to do before writing the next request at `now`.
     pub fn before_request(&self, now: Instant) -> Reuse {
-        if !self.open || self.close_after {
+        if !self.open || self.close_after || self.in_flight {
             return Reuse::Reconnect;
         }
         match self.idle_since {
@@ -155,6 +159,30 @@ impl ClientSession {
         self.reused = false;
         self.close_after = false;
         self.idle_since = Some(now);
+        self.in_flight = false;
+    }
+
+    /// A request is about to be written. Until [`response_complete`](Self::response_complete)
+    /// the connection may carry the rest of its response, so it can never carry another
+    /// request: a request abandoned part-way (a timeout, a deadline, a cancelled future)
+    /// leaves [`before_request`](Self::before_request) answering [`Reuse::Reconnect`], and
+    /// the next request cannot receive the abandoned one's response.
+    pub fn request_started(&mut self) {
+        self.in_flight = true;
+    }
+
+    /// Whether the open connection may go back to a pool of idle connections: it is open, its
+    /// last exchange completed and the response did not end it.
+    pub fn is_reusable(&self) -> bool {
+        self.open && !self.close_after && !self.in_flight
+    }
+
+    /// Whether an idle connection has sat unused for `max_idle` or longer at `now` and should
+    /// be closed rather than kept (a pool's idle expiry: servers close idle connections after
+    /// a few seconds, and an old one is the likeliest to be stale).
+    pub fn idle_expired(&self, now: Instant, max_idle: Duration) -> bool {
+        self.idle_since
+            .is_some_and(|since| now.saturating_duration_since(since) >= max_idle)
     }
 
     /// A final response completed at `now`; `keep_alive` is whether the connection may carry
@@ -162,6 +190,7 @@ impl ClientSession {
     /// by the close, not HTTP/1.0 without keep-alive). Bytes left after it in the buffer that
     /// no request asked for must be reported as `keep_alive = false`.
     pub fn response_complete(&mut self, keep_alive: bool, now: Instant) {
+        self.in_flight = false;
         self.reused = true;
         self.close_after = !keep_alive;
         self.idle_since = Some(now);
@@ -173,6 +202,7 @@ impl ClientSession {
         self.reused = false;
         self.close_after = false;
         self.idle_since = None;
+        self.in_flight = false;
     }
 
     /// Whether the connection now open has carried a complete exchange before.
@@ -241,6 +271,35 @@ mod tests {
         s.connected(at(2_002));
         s.response_complete(true, at(2_003));
         assert_eq!(s.after_probe(Probe::Unexpected), Reuse::Reconnect);
+    }
+
+    #[test]
+    fn a_request_abandoned_before_its_response_completed_never_reuses_the_connection() {
+        let mut s = ClientSession::new();
+        s.connected(at(0));
+        s.request_started();
+        assert!(!s.is_reusable());
+        // Dropped here: the response is still on its way.
+        assert_eq!(s.before_request(at(1)), Reuse::Reconnect);
+        s.connected(at(2));
+        s.request_started();
+        s.response_complete(true, at(3));
+        assert!(s.is_reusable());
+        assert_eq!(s.before_request(at(4)), Reuse::Send);
+        s.request_started();
+        s.response_complete(false, at(5));
+        assert!(!s.is_reusable());
+    }
+
+    #[test]
+    fn idle_connections_expire_after_the_idle_limit() {
+        let mut s = ClientSession::new();
+        assert!(!s.idle_expired(at(0), Duration::ZERO));
+        s.connected(at(0));
+        s.response_complete(true, at(100));
+        let limit = Duration::from_millis(1_000);
+        assert!(!s.idle_expired(at(1_099), limit));
+        assert!(s.idle_expired(at(1_100), limit));
     }
 
     #[test]

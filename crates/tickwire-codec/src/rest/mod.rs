@@ -34,9 +34,12 @@
 //! HTAB in values, no space, control, non-ASCII or `#` in paths; query keys and values are
 //! percent-encoded so any string is fine). A failing call removes the whole request from the
 //! buffer. This module does not send, read responses, retry or follow redirects: that is the
-//! transport's job.
+//! transport's job. With the `deflate` feature it also decodes gzip response bodies
+//! ([`GzipBody`]), the one gzip path of every tickwire HTTP client.
 
 mod builder;
+#[cfg(feature = "deflate")]
+mod gzip;
 mod percent;
 mod writer;
 
@@ -44,4 +47,6 @@ mod writer;
 mod tests;
 
 pub use builder::{BodyWriter, Query, RequestBuilder, WithHeaders};
+#[cfg(feature = "deflate")]
+pub use gzip::GzipBody;
 pub use writer::RequestWriter;

@@ -261,6 +261,7 @@ impl Session {
             stream.set_write_timeout(write_wait.timeout)?;
             self.applied_write_timeout = write_wait.timeout;
         }
+        self.rules.request_started();
         let mut write_error = None;
         if let Err(e) = stream
             .write_all(wbuf.as_slice())
