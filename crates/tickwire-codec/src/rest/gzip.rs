@@ -49,6 +49,13 @@ impl GzipBody {
         self.inflater.gzip(body, &mut self.out, self.limit)?;
         Ok(Some(&self.out))
     }
+
+    /// What the last [`decode`](Self::decode) that returned `Ok(Some(..))` inflated, for a
+    /// caller that keeps the decoder and the response side by side (an owned response);
+    /// unspecified after any other outcome.
+    pub fn inflated(&self) -> &[u8] {
+        &self.out
+    }
 }
 
 /// Whether the response's content coding is gzip.

@@ -37,6 +37,7 @@
 //! transport's job. With the `deflate` feature it also decodes gzip response bodies
 //! ([`GzipBody`]), the one gzip path of every tickwire HTTP client.
 
+mod base_url;
 mod builder;
 #[cfg(feature = "deflate")]
 mod gzip;
@@ -46,6 +47,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+pub use base_url::{BaseUrl, InvalidBaseUrl};
 pub use builder::{BodyWriter, Query, RequestBuilder, WithHeaders};
 #[cfg(feature = "deflate")]
 pub use gzip::GzipBody;

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::http::{ClientSession, Limits, Method, ResponseReader};
-use tickwire_codec::rest::{Query, RequestWriter};
+use tickwire_codec::rest::{BaseUrl, InvalidBaseUrl, Query, RequestWriter};
 
 #[cfg(feature = "tls")]
 use tickwire_tls::ClientTlsConfig;
@@ -245,38 +245,13 @@ impl HttpClientBuilder {
 
     /// Checks the URL and headers and makes the client; no connection is opened yet.
     pub fn build(self) -> Result<HttpClient, HttpClientError> {
-        let url = url::Url::parse(&self.base_url)
-            .map_err(|e| HttpClientError::InvalidUrl(e.to_string()))?;
-        let secure = match url.scheme() {
-            "http" => false,
-            "https" => true,
-            other => {
-                return Err(HttpClientError::InvalidUrl(format!(
-                    "scheme {other}:// is not http:// or https://"
-                )));
-            }
-        };
+        let url = BaseUrl::parse(&self.base_url)
+            .map_err(|InvalidBaseUrl(reason)| HttpClientError::InvalidUrl(reason))?;
         #[cfg(not(feature = "tls"))]
-        if secure {
+        if url.secure {
             return Err(HttpClientError::UnsupportedScheme("https".into()));
         }
-        if url.query().is_some() || url.fragment().is_some() {
-            return Err(HttpClientError::InvalidUrl(
-                "a base URL takes no query or fragment".into(),
-            ));
-        }
-        let host = url
-            .host_str()
-            .ok_or_else(|| HttpClientError::InvalidUrl("no host".into()))?;
-        let default_port = if secure { 443 } else { 80 };
-        let port = url.port().unwrap_or(default_port);
-        // The Host header keeps IPv6 brackets and names a non-default port (RFC 9110 §7.2).
-        let authority = match url.port() {
-            Some(port) => format!("{host}:{port}"),
-            None => host.to_owned(),
-        };
-        let base_path = url.path().trim_end_matches('/');
-        let mut writer = RequestWriter::new(&authority, base_path)?;
+        let mut writer = RequestWriter::new(&url.authority, &url.base_path)?;
         if let Some(agent) = &self.user_agent {
             writer.default_header("User-Agent", agent.as_bytes())?;
         }
@@ -288,12 +263,9 @@ impl HttpClientBuilder {
             writer.default_header(name, value)?;
         }
         let origin = Origin {
-            secure,
-            host: host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_owned(),
-            port,
+            secure: url.secure,
+            host: url.host,
+            port: url.port,
         };
         #[cfg(feature = "deflate")]
         let gunzip = self.gzip.then(|| Gunzip::new(self.limits.max_body_bytes));

@@ -136,6 +136,21 @@ impl From<TransportError> for HttpClientError {
     }
 }
 
+#[cfg(feature = "deflate")]
+impl From<tickwire_codec::deflate::InflateError> for HttpClientError {
+    /// [`HttpClientError::Decompress`], saying what was wrong with the gzip body.
+    fn from(e: tickwire_codec::deflate::InflateError) -> Self {
+        use tickwire_codec::deflate::InflateError;
+        Self::Decompress(match e {
+            InflateError::TooLarge { limit } => {
+                format!("gzip body inflates past the {limit}-byte limit")
+            }
+            InflateError::Truncated => "gzip body ends early".into(),
+            e => format!("gzip body: {e}"),
+        })
+    }
+}
+
 impl From<HttpError> for HttpClientError {
     fn from(e: HttpError) -> Self {
         Self::Http(e)

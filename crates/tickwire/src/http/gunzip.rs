@@ -1,12 +1,11 @@
 //! gzip response bodies (RFC 9110 §8.4.1.3) through the codec's [`GzipBody`], the one gzip
-//! path of the tickwire HTTP clients; this module only types its errors for this client.
+//! path of the tickwire HTTP clients; this module only gives it this client's
+//! error type.
 //!
 //! With the `deflate` feature off there is no inflater: the client never sends
 //! `Accept-Encoding: gzip`, no [`Gunzip`] value can exist, and a body the server gzipped
 //! anyway is handed over as sent, its `Content-Encoding` header left for the caller to see.
 
-#[cfg(feature = "deflate")]
-use tickwire_codec::deflate::InflateError;
 use tickwire_codec::http::Response;
 #[cfg(feature = "deflate")]
 use tickwire_codec::rest::GzipBody;
@@ -31,15 +30,7 @@ impl Gunzip {
         &mut self,
         response: &Response<'_>,
     ) -> Result<Option<&[u8]>, HttpClientError> {
-        self.0.decode(response).map_err(|e| {
-            HttpClientError::Decompress(match e {
-                InflateError::TooLarge { limit } => {
-                    format!("gzip body inflates past the {limit}-byte limit")
-                }
-                InflateError::Truncated => "gzip body ends early".into(),
-                e => format!("gzip body: {e}"),
-            })
-        })
+        Ok(self.0.decode(response)?)
     }
 }
 
