@@ -1,4 +1,5 @@
-//! What the HTTP client tests share: a scripted loopback server (a listener on 127.0.0.1 and a
+//! What the HTTP client tests share (the blocking client's here, and the async client's in
+//! `tickwire-tokio`, which includes this file): a scripted loopback server (a listener on 127.0.0.1 and a
 //! thread running the test's script), a minimal request reader for its side, and canned
 //! responses.
 //!
@@ -209,6 +210,13 @@ impl<S: Read + Write> Conn<S> {
         requests
     }
 
+    /// Reads one request and answers it with its own target as the body; returns it.
+    pub(crate) fn serve_one(&mut self) -> Received {
+        let request = self.read_request().expect("a request");
+        self.send(&ok(request.target().as_bytes()));
+        request
+    }
+
     /// Writes `bytes` and flushes.
     pub(crate) fn send(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).unwrap();
@@ -222,15 +230,19 @@ impl<S: Read + Write> Conn<S> {
         }
     }
 
+    /// Writes `bytes` and flushes; false when the client has closed the connection.
+    pub(crate) fn try_send(&mut self, bytes: &[u8]) -> bool {
+        self.stream
+            .write_all(bytes)
+            .and_then(|()| self.stream.flush())
+            .is_ok()
+    }
+
     /// Writes `bytes` one at a time, `gap` apart, until they are all sent or a write fails
     /// (the client gave up and closed); returns how many were sent.
     pub(crate) fn trickle(&mut self, bytes: &[u8], gap: Duration) -> usize {
         for (sent, byte) in bytes.iter().enumerate() {
-            let written = self
-                .stream
-                .write_all(std::slice::from_ref(byte))
-                .and_then(|()| self.stream.flush());
-            if written.is_err() {
+            if !self.try_send(std::slice::from_ref(byte)) {
                 return sent;
             }
             thread::sleep(gap);

@@ -1,0 +1,379 @@
+//! [`HttpClient`], a handle on one origin's pool, and its builder.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tickwire::HttpClientError;
+use tickwire_codec::buf::WriteBuf;
+use tickwire_codec::http::{ClientSession, Failure, Limits, Method};
+use tickwire_codec::rest::{Query, RequestWriter};
+#[cfg(feature = "tls")]
+use tickwire_tls::ClientTlsConfig;
+
+use super::conn::Attempt;
+use super::pool::Shared;
+use super::request::ClientRequest;
+use super::response::ClientResponse;
+
+/// An async HTTP/1.1 client for one origin (`http://` or `https://` host and port): a handle
+/// on a pool of keep-alive connections (see [the module docs](super) for the pool and for
+/// what dropping each future leaves).
+///
+/// A handle builds one request at a time into its own write buffer (`&mut self`, as the
+/// blocking [`tickwire::HttpClient`]); for concurrent requests, [`clone`](Clone::clone) it,
+/// one handle per task: clones share the pool, the options and the counters, and each has its
+/// own buffer. A request allocates nothing once the buffers have grown to fit.
+///
+/// - A request takes the warmest idle connection; before reuse after an idle spell, one
+///   non-blocking read attempt tells whether the server closed it. A request that finds it
+///   closed anyway (a race with the server's idle timeout) is sent again on a fresh
+///   connection when its method is idempotent; a POST or PATCH is never resent.
+/// - Every request is bounded by one total deadline (connect, write, and read to the end of
+///   the body) on top of the per-read and per-write timeouts; it is on by default.
+/// - Redirects are reported ([`ClientResponse::is_redirect`]), not followed.
+#[derive(Debug)]
+pub struct HttpClient {
+    shared: Arc<Shared>,
+    wbuf: WriteBuf,
+}
+
+impl Clone for HttpClient {
+    /// Another handle on the same pool, with a write buffer of its own.
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            wbuf: WriteBuf::new(self.shared.options.write_buffer, 0),
+        }
+    }
+}
+
+impl HttpClient {
+    /// A client for `base_url` with the default options. The URL's path becomes the base path
+    /// every request path is joined to. No connection is opened yet.
+    pub fn new(base_url: &str) -> Result<Self, HttpClientError> {
+        Self::builder(base_url).build()
+    }
+
+    /// A builder for `base_url`.
+    pub fn builder(base_url: &str) -> HttpClientBuilder {
+        HttpClientBuilder::new(base_url)
+    }
+
+    /// Starts a request with any method.
+    pub fn request(&mut self, method: Method, path: &str) -> ClientRequest<'_, Query> {
+        // A send future dropped part-way leaves its request here: it is never sent.
+        self.wbuf.clear();
+        let Self { shared, wbuf } = self;
+        let builder = shared.writer.request(wbuf, method, path);
+        ClientRequest::new(shared, builder, method)
+    }
+
+    /// Starts a GET.
+    pub fn get(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Get, path)
+    }
+
+    /// Starts a HEAD.
+    pub fn head(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Head, path)
+    }
+
+    /// Starts a POST (never resent automatically).
+    pub fn post(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Post, path)
+    }
+
+    /// Starts a PUT.
+    pub fn put(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Put, path)
+    }
+
+    /// Starts a PATCH (never resent automatically).
+    pub fn patch(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Patch, path)
+    }
+
+    /// Starts a DELETE.
+    pub fn delete(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Delete, path)
+    }
+
+    /// Starts an OPTIONS.
+    pub fn options(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Options, path)
+    }
+
+    /// Makes sure one warm connection waits in the pool (a warm-up before the first order):
+    /// opens one unless an idle one is there, bounded by the connect timeout. With the pool at
+    /// its cap, waits for a connection to come back.
+    pub async fn connect(&self) -> Result<(), HttpClientError> {
+        // The place goes back to the pool, with its connection, when dropped.
+        self.shared.checkout().await.map(drop)
+    }
+
+    /// How many connections this client (all its handles, and the background reconnects)
+    /// has opened: 1 after any number of sequential requests that reused the first one.
+    pub fn connections_opened(&self) -> u64 {
+        self.shared.connections_opened()
+    }
+
+    /// How many open connections wait in the pool now.
+    pub fn idle_connections(&self) -> usize {
+        self.shared.idle_connections()
+    }
+}
+
+impl Shared {
+    /// Sends the request in `wbuf` and reads its final response, all within the request's
+    /// deadline. `wbuf` is empty afterwards, whatever the outcome.
+    pub(crate) async fn execute(
+        self: &Arc<Self>,
+        wbuf: &mut WriteBuf,
+        method: Method,
+    ) -> Result<ClientResponse, HttpClientError> {
+        let exchange = self.exchange(wbuf.as_slice(), method);
+        let result = match self.options.request_deadline {
+            // The exchange is dropped at the deadline: its connection is closed (see `Checkout`).
+            Some(deadline) => tokio::time::timeout(deadline, exchange)
+                .await
+                .unwrap_or(Err(HttpClientError::DeadlineExceeded { deadline })),
+            None => exchange.await,
+        };
+        wbuf.clear();
+        result
+    }
+
+    async fn exchange(
+        self: &Arc<Self>,
+        request: &[u8],
+        method: Method,
+    ) -> Result<ClientResponse, HttpClientError> {
+        let mut place = self.checkout().await?;
+        let attempt = place
+            .conn_mut()
+            .attempt(request, method, &self.options)
+            .await?;
+        if let Attempt::ClosedBeforeResponse(e) = attempt {
+            if !place
+                .conn()
+                .may_resend(method, Failure::ClosedBeforeResponse)
+            {
+                return Err(e);
+            }
+            place.reconnect().await?;
+            let retried = place
+                .conn_mut()
+                .attempt(request, method, &self.options)
+                .await?;
+            if let Attempt::ClosedBeforeResponse(e) = retried {
+                return Err(e);
+            }
+        }
+        place.conn_mut().decode_body()?;
+        Ok(ClientResponse::new(place))
+    }
+}
+
+/// Where requests go.
+#[derive(Debug, Clone)]
+pub(crate) struct Origin {
+    pub(crate) secure: bool,
+    pub(crate) host: String,
+    pub(crate) port: u16,
+}
+
+/// Options fixed at build time, shared by every handle and connection.
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    pub(crate) connect_timeout: Option<Duration>,
+    pub(crate) read_timeout: Option<Duration>,
+    pub(crate) write_timeout: Option<Duration>,
+    pub(crate) request_deadline: Option<Duration>,
+    pub(crate) nodelay: bool,
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<ClientTlsConfig>,
+    pub(crate) limits: Limits,
+    #[cfg(feature = "deflate")]
+    pub(crate) gzip: bool,
+    pub(crate) read_buffer: usize,
+    pub(crate) write_buffer: usize,
+    pub(crate) probe_after: Duration,
+    pub(crate) max_connections: usize,
+    pub(crate) idle_timeout: Duration,
+}
+
+/// Options for an [`HttpClient`]. Defaults: TCP_NODELAY on, a 10 s connect timeout, 30 s read
+/// and write timeouts, a 60 s total deadline per request
+/// ([`request_deadline`](Self::request_deadline)), at most 8 connections, idle connections
+/// closed after 30 s, [`Limits::client`], no gzip, a `User-Agent: tickwire/<version>` header:
+/// the blocking client's defaults, plus the pool's.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct HttpClientBuilder {
+    base_url: String,
+    headers: Vec<(String, Vec<u8>)>,
+    user_agent: Option<String>,
+    options: Options,
+}
+
+impl HttpClientBuilder {
+    fn new(base_url: &str) -> Self {
+        Self {
+            base_url: base_url.to_owned(),
+            headers: Vec::new(),
+            user_agent: Some(concat!("tickwire/", env!("CARGO_PKG_VERSION")).to_owned()),
+            options: Options {
+                connect_timeout: Some(Duration::from_secs(10)),
+                read_timeout: Some(Duration::from_secs(30)),
+                write_timeout: Some(Duration::from_secs(30)),
+                request_deadline: Some(ClientSession::DEFAULT_REQUEST_DEADLINE),
+                nodelay: true,
+                #[cfg(feature = "tls")]
+                tls: None,
+                limits: Limits::client(),
+                #[cfg(feature = "deflate")]
+                gzip: false,
+                read_buffer: 16 * 1024,
+                write_buffer: 4 * 1024,
+                probe_after: ClientSession::DEFAULT_PROBE_AFTER,
+                max_connections: 8,
+                idle_timeout: Duration::from_secs(30),
+            },
+        }
+    }
+
+    /// A header sent with every request (an API key, `Accept`). Checked when building.
+    pub fn default_header(mut self, name: &str, value: impl AsRef<[u8]>) -> Self {
+        self.headers
+            .push((name.to_owned(), value.as_ref().to_vec()));
+        self
+    }
+
+    /// The `User-Agent` header (`None`: send none).
+    pub fn user_agent(mut self, agent: Option<&str>) -> Self {
+        self.user_agent = agent.map(str::to_owned);
+        self
+    }
+
+    /// Response limits (head size, header count, body size, chunk framing).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.options.limits = limits;
+        self
+    }
+
+    /// Sends `Accept-Encoding: gzip` and inflates gzip bodies (bounded by the body limit)
+    /// into a buffer each connection reuses. Needs the `deflate` feature.
+    #[cfg(feature = "deflate")]
+    pub fn gzip(mut self, gzip: bool) -> Self {
+        self.options.gzip = gzip;
+        self
+    }
+
+    /// Initial read buffer size per connection and write buffer size per handle (both grow
+    /// as needed, within the limits).
+    pub fn buffer_sizes(mut self, read: usize, write: usize) -> Self {
+        self.options.read_buffer = read;
+        self.options.write_buffer = write;
+        self
+    }
+
+    /// How long a connection may sit idle before it is checked for a close by the server
+    /// before the next request goes on it (default 500 ms; see the blocking client's
+    /// `probe_idle_after`). `Duration::ZERO` checks before every reuse.
+    pub fn probe_idle_after(mut self, idle: Duration) -> Self {
+        self.options.probe_after = idle;
+        self
+    }
+
+    /// TCP_NODELAY (default on).
+    pub fn nodelay(mut self, nodelay: bool) -> Self {
+        self.options.nodelay = nodelay;
+        self
+    }
+
+    /// Timeout of the TCP connect (name resolution and each address), and of the TLS
+    /// handshake.
+    pub fn connect_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.options.connect_timeout = timeout;
+        self
+    }
+
+    /// Longest wait for response bytes; on expiry the request fails with
+    /// [`HttpClientError::is_timeout`] and the connection is closed.
+    pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.options.read_timeout = timeout;
+        self
+    }
+
+    /// Longest wait for the socket to take the request.
+    pub fn write_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.options.write_timeout = timeout;
+        self
+    }
+
+    /// The total time one request may take: waiting for a connection from the pool,
+    /// connecting when it needs one, writing the request and reading the response to the end
+    /// of its body, an automatic resend included. The per-read timeout bounds one wait for
+    /// bytes, so a server that trickles a byte at a time would hold a request forever
+    /// without this. On expiry the request fails with
+    /// [`HttpClientError::DeadlineExceeded`] and its connection is closed, never reused.
+    /// `None` disables it.
+    ///
+    /// Default: on, 60 s ([`ClientSession::DEFAULT_REQUEST_DEADLINE`] says why), as in the
+    /// blocking client; set a tighter one for orders.
+    pub fn request_deadline(mut self, deadline: Option<Duration>) -> Self {
+        self.options.request_deadline = deadline;
+        self
+    }
+
+    /// The most connections open to the origin at once, idle, in use or being opened
+    /// (default 8; at least 1). A request beyond it waits for one to come back.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.options.max_connections = max.max(1);
+        self
+    }
+
+    /// How long an idle connection is kept before the pool closes it (default 30 s).
+    pub fn idle_timeout(mut self, idle: Duration) -> Self {
+        self.options.idle_timeout = idle;
+        self
+    }
+
+    /// TLS configuration for `https://` (default: Mozilla's roots, session resumption).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, config: ClientTlsConfig) -> Self {
+        self.options.tls = Some(config);
+        self
+    }
+
+    /// Checks the URL and headers and makes the client; no connection is opened yet.
+    pub fn build(self) -> Result<HttpClient, HttpClientError> {
+        let url = tickwire_codec::rest::BaseUrl::parse(&self.base_url)
+            .map_err(|e| HttpClientError::InvalidUrl(e.0))?;
+        #[cfg(not(feature = "tls"))]
+        if url.secure {
+            return Err(HttpClientError::UnsupportedScheme("https".into()));
+        }
+        let mut writer = RequestWriter::new(&url.authority, &url.base_path)?;
+        if let Some(agent) = &self.user_agent {
+            writer.default_header("User-Agent", agent.as_bytes())?;
+        }
+        #[cfg(feature = "deflate")]
+        if self.options.gzip {
+            writer.default_header("Accept-Encoding", b"gzip")?;
+        }
+        for (name, value) in &self.headers {
+            writer.default_header(name, value)?;
+        }
+        let origin = Origin {
+            secure: url.secure,
+            host: url.host,
+            port: url.port,
+        };
+        let wbuf = WriteBuf::new(self.options.write_buffer, 0);
+        Ok(HttpClient {
+            shared: Arc::new(Shared::new(writer, origin, self.options)),
+            wbuf,
+        })
+    }
+}
