@@ -119,6 +119,7 @@ fn sequential_requests_with_varied_bodies_reuse_one_connection() {
     });
 }
 
+#[cfg(feature = "deflate")]
 #[test]
 fn a_chunked_body_with_trailers_and_a_gzip_body_are_decoded() {
     on_both_runtimes(|| async {
@@ -240,5 +241,28 @@ fn a_warm_up_connect_is_used_by_the_first_request() {
             .await
             .unwrap();
         assert_eq!(accepted, 1);
+    });
+}
+
+#[test]
+fn an_idle_connection_past_the_idle_timeout_is_closed_and_replaced() {
+    on_both_runtimes(|| async {
+        let server = ManyServer::start(|_| ok(b"x"));
+        let mut client = client(server.port())
+            .idle_timeout(Duration::from_millis(50))
+            .build()
+            .unwrap();
+        client.get("/").send().await.unwrap();
+        client.get("/").send().await.unwrap();
+        assert_eq!(client.connections_opened(), 1);
+        tokio::time::sleep(Duration::from_millis(120)).await;
+        client.get("/").send().await.unwrap();
+        assert_eq!(client.connections_opened(), 2);
+        assert_eq!(client.idle_connections(), 1);
+        drop(client);
+        let (accepted, requests) = tokio::task::spawn_blocking(move || server.stop())
+            .await
+            .unwrap();
+        assert_eq!((accepted, requests), (2, 3));
     });
 }
