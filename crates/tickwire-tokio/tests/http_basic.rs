@@ -8,7 +8,7 @@ mod http_async;
 #[path = "../../tickwire/tests/http_support/mod.rs"]
 mod http_support;
 
-use http_async::{ManyServer, client, on_both_runtimes};
+use http_async::{ManyServer, client, joined, on_both_runtimes, stopped};
 use http_support::*;
 
 use std::time::Duration;
@@ -56,9 +56,7 @@ fn requests_on_the_wire_and_their_responses() {
         client.delete("orders/9").send().await.unwrap();
         assert_eq!(client.connections_opened(), 1);
         drop(client);
-        let requests = tokio::task::spawn_blocking(move || server.join())
-            .await
-            .unwrap();
+        let requests = joined(server).await;
         let agent = concat!("User-Agent: tickwire/", env!("CARGO_PKG_VERSION"));
         let fixed = format!("Host: 127.0.0.1:{port}\r\n{agent}\r\nX-Api-Key: k1\r\n");
         let heads: Vec<String> = requests.iter().map(|r| r.head().to_owned()).collect();
@@ -112,9 +110,7 @@ fn sequential_requests_with_varied_bodies_reuse_one_connection() {
         assert_eq!(client.connections_opened(), 1);
         assert_eq!(client.idle_connections(), 1);
         drop(client);
-        let counts = tokio::task::spawn_blocking(move || server.join())
-            .await
-            .unwrap();
+        let counts = joined(server).await;
         assert_eq!(counts, (30, 1));
     });
 }
@@ -156,9 +152,7 @@ fn a_chunked_body_with_trailers_and_a_gzip_body_are_decoded() {
         assert_eq!(response.trailers().get_str("x-checksum"), Some("42"));
         drop(response);
         drop(client);
-        let request = tokio::task::spawn_blocking(move || server.join())
-            .await
-            .unwrap();
+        let request = joined(server).await;
         assert_eq!(request.header("accept-encoding"), Some("gzip"));
     });
 }
@@ -181,9 +175,7 @@ fn connection_close_in_a_response_makes_the_next_request_use_another_connection(
         // Each one after the first found a connection opened in the background.
         assert!(client.connections_opened() >= 3);
         drop(client);
-        let (accepted, requests) = tokio::task::spawn_blocking(move || server.stop())
-            .await
-            .unwrap();
+        let (accepted, requests) = stopped(server).await;
         assert_eq!(requests, 3);
         assert!(accepted >= 3);
     });
@@ -219,9 +211,7 @@ fn eight_concurrent_requests_use_at_most_the_cap_and_the_connections_stay_warm()
             client.connections_opened()
         );
         drop(client);
-        let (accepted, requests) = tokio::task::spawn_blocking(move || server.stop())
-            .await
-            .unwrap();
+        let (accepted, requests) = stopped(server).await;
         assert!((1..=3).contains(&accepted), "{accepted} connections");
         assert_eq!(requests, 24);
     });
@@ -237,9 +227,7 @@ fn a_warm_up_connect_is_used_by_the_first_request() {
         assert_eq!(client.get("/").send().await.unwrap().body(), b"warm");
         assert_eq!(client.connections_opened(), 1);
         drop(client);
-        let (accepted, _) = tokio::task::spawn_blocking(move || server.stop())
-            .await
-            .unwrap();
+        let (accepted, _) = stopped(server).await;
         assert_eq!(accepted, 1);
     });
 }
@@ -260,9 +248,7 @@ fn an_idle_connection_past_the_idle_timeout_is_closed_and_replaced() {
         assert_eq!(client.connections_opened(), 2);
         assert_eq!(client.idle_connections(), 1);
         drop(client);
-        let (accepted, requests) = tokio::task::spawn_blocking(move || server.stop())
-            .await
-            .unwrap();
+        let (accepted, requests) = stopped(server).await;
         assert_eq!((accepted, requests), (2, 3));
     });
 }

@@ -9,7 +9,7 @@ mod http_async;
 #[path = "../../tickwire/tests/http_support/mod.rs"]
 mod http_support;
 
-use http_async::{ManyServer, client, on_both_runtimes};
+use http_async::{ManyServer, client, on_both_runtimes, stopped};
 use http_support::*;
 
 use std::time::Duration;
@@ -85,9 +85,7 @@ fn dropped_requests_never_leave_their_response_to_a_later_one() {
         );
         assert!(completed >= 30);
         drop(client);
-        tokio::task::spawn_blocking(move || server.stop())
-            .await
-            .unwrap();
+        stopped(server).await;
     });
 }
 
@@ -117,8 +115,6 @@ fn concurrent_tasks_dropping_requests_share_a_small_pool_safely() {
         drop(response);
         assert!(client.idle_connections() <= 2);
         drop((client, last));
-        tokio::task::spawn_blocking(move || server.stop())
-            .await
-            .unwrap();
+        stopped(server).await;
     });
 }

@@ -9,7 +9,7 @@ mod http_async;
 #[path = "../../tickwire/tests/http_support/mod.rs"]
 mod http_support;
 
-use http_async::{client, on_both_runtimes};
+use http_async::{client, joined, on_both_runtimes};
 use http_support::*;
 
 use std::time::{Duration, Instant};
@@ -56,9 +56,7 @@ fn a_get_on_a_connection_the_server_closed_is_resent_a_post_is_not() {
         assert_eq!(client.get("/three").send().await.unwrap().body(), b"after");
         assert_eq!(client.connections_opened(), 3);
         drop(client);
-        let (resent, last, connections) = tokio::task::spawn_blocking(move || server.join())
-            .await
-            .unwrap();
+        let (resent, last, connections) = joined(server).await;
         assert_eq!(resent.target(), "/two");
         let targets: Vec<&str> = last.iter().map(Received::target).collect();
         // The POST never reached a server that could read it, and was not sent again.
@@ -89,9 +87,7 @@ fn a_connection_closed_while_idle_is_found_by_the_probe_before_a_post() {
         assert_eq!(response.body(), b"fresh");
         drop(response);
         drop(client);
-        let counts = tokio::task::spawn_blocking(move || server.join())
-            .await
-            .unwrap();
+        let counts = joined(server).await;
         assert_eq!(counts, (1, 2));
     });
 }
@@ -131,9 +127,7 @@ fn a_trickling_server_cannot_hold_a_request_past_its_deadline() {
         assert_eq!(client.get("/next").send().await.unwrap().body(), b"on time");
         assert_eq!(client.connections_opened(), 2);
         drop(client);
-        let (sent, requests, connections) = tokio::task::spawn_blocking(move || server.join())
-            .await
-            .unwrap();
+        let (sent, requests, connections) = joined(server).await;
         // Bytes kept coming all along: the read timeout alone would never have fired.
         assert!(sent > 5, "only {sent} bytes trickled");
         assert_eq!((requests, connections), (1, 2));
@@ -164,9 +158,7 @@ fn a_read_timeout_fails_the_request_and_the_connection_is_not_reused() {
         assert_eq!(response.body(), b"late but fine");
         drop(response);
         drop(client);
-        let counts = tokio::task::spawn_blocking(move || server.join())
-            .await
-            .unwrap();
+        let counts = joined(server).await;
         assert_eq!(counts, (1, 2));
     });
 }
@@ -202,9 +194,7 @@ fn malformed_responses_are_typed_errors_and_the_next_request_gets_a_new_connecti
         );
         assert_eq!(client.get("/fine").send().await.unwrap().body(), b"fine");
         drop(client);
-        let counts = tokio::task::spawn_blocking(move || server.join())
-            .await
-            .unwrap();
+        let counts = joined(server).await;
         assert_eq!(counts, (1, 3));
     });
 }

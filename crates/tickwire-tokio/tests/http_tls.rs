@@ -16,7 +16,7 @@ mod tls_support;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use http_async::on_both_runtimes;
+use http_async::{joined, on_both_runtimes};
 use http_support::{Conn, Listener, PATIENCE, ok, server};
 use tickwire::tls_codec::TlsCodec;
 use tickwire::{ServerTlsConfig, TlsStream};
@@ -57,9 +57,7 @@ fn twenty_requests_over_one_tls_connection() {
         }
         assert_eq!(client.connections_opened(), 1);
         drop(client);
-        let counts = tokio::task::spawn_blocking(move || server.join())
-            .await
-            .unwrap();
+        let counts = joined(server).await;
         assert_eq!(counts, (20, 1));
     });
 }
@@ -90,9 +88,7 @@ fn an_idle_tls_connection_the_server_closed_is_replaced_before_a_post() {
         assert_eq!(response.body(), b"new");
         drop(response);
         drop(client);
-        let counts = tokio::task::spawn_blocking(move || server.join())
-            .await
-            .unwrap();
+        let counts = joined(server).await;
         assert_eq!(counts, (1, 2));
     });
 }
@@ -112,10 +108,6 @@ fn an_untrusted_certificate_is_a_tls_error() {
             .unwrap();
         let error = http_support::the_error(client.get("/").send().await);
         assert!(matches!(error, HttpClientError::Tls(_)), "{error}");
-        assert!(
-            tokio::task::spawn_blocking(move || server.join())
-                .await
-                .unwrap()
-        );
+        assert!(joined(server).await);
     });
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tickwire_tokio::{HttpClient, HttpClientBuilder};
 
-use super::http_support::{Conn, PATIENCE, Received};
+use super::http_support::{Conn, PATIENCE, Received, Server};
 
 /// Runs `test` on a current_thread runtime, then (a fresh instance) on a multi_thread one.
 /// Both with time and I/O enabled.
@@ -26,6 +26,21 @@ pub(crate) fn on_both_runtimes<F: Future<Output = ()>>(test: impl Fn() -> F) {
         .build()
         .unwrap()
         .block_on(test());
+}
+
+/// The scripted server's result, waited for off the runtime's threads (so that tasks the
+/// client left, such as a background reconnect, still run). Drop the client first.
+pub(crate) async fn joined<T: Send + 'static>(server: Server<T>) -> T {
+    tokio::task::spawn_blocking(move || server.join())
+        .await
+        .unwrap()
+}
+
+/// [`ManyServer::stop`], waited for off the runtime's threads. Drop the client first.
+pub(crate) async fn stopped(server: ManyServer) -> (usize, usize) {
+    tokio::task::spawn_blocking(move || server.stop())
+        .await
+        .unwrap()
 }
 
 /// A client for the server on `port`, its connect and reads bounded by [`PATIENCE`].
