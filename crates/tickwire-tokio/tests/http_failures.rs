@@ -92,13 +92,6 @@ fn a_connection_closed_while_idle_is_found_by_the_probe_before_a_post() {
     });
 }
 
-/// A response head announcing a body far longer than the deadline lets it trickle.
-fn endless_response() -> Vec<u8> {
-    let mut bytes = b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n".to_vec();
-    bytes.resize(bytes.len() + 100_000, b'x');
-    bytes
-}
-
 #[test]
 fn a_trickling_server_cannot_hold_a_request_past_its_deadline() {
     on_both_runtimes(|| async {

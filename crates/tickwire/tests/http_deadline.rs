@@ -15,13 +15,6 @@ use tickwire::HttpClientError;
 /// One byte every 20 ms: never long enough for the read timeout, forever for the request.
 const GAP: Duration = Duration::from_millis(20);
 
-/// A response head announcing a body far longer than the deadline lets it trickle.
-fn endless_response() -> Vec<u8> {
-    let mut bytes = b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n".to_vec();
-    bytes.resize(bytes.len() + 100_000, b'x');
-    bytes
-}
-
 #[test]
 fn a_trickling_server_cannot_hold_a_request_past_its_deadline() {
     let deadline = Duration::from_millis(300);

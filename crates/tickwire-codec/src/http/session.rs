@@ -50,6 +50,24 @@ pub enum Failure {
     Other,
 }
 
+impl Failure {
+    /// Whether a socket error of `kind` means the server closed or reset the connection (so a
+    /// request that got no byte of its response failed with
+    /// [`Failure::ClosedBeforeResponse`], and a write that failed so should be followed by a
+    /// read of what the server answered first).
+    pub fn is_close(kind: std::io::ErrorKind) -> bool {
+        use std::io::ErrorKind;
+        matches!(
+            kind,
+            ErrorKind::ConnectionReset
+                | ErrorKind::ConnectionAborted
+                | ErrorKind::BrokenPipe
+                | ErrorKind::UnexpectedEof
+                | ErrorKind::NotConnected
+        )
+    }
+}
+
 /// The connection rules of one HTTP/1.1 client connection slot.
 ///
 /// ```
@@ -300,6 +318,15 @@ mod tests {
         let limit = Duration::from_millis(1_000);
         assert!(!s.idle_expired(at(1_099), limit));
         assert!(s.idle_expired(at(1_100), limit));
+    }
+
+    #[test]
+    fn resets_and_broken_pipes_are_closes_timeouts_are_not() {
+        use std::io::ErrorKind;
+        assert!(Failure::is_close(ErrorKind::ConnectionReset));
+        assert!(Failure::is_close(ErrorKind::BrokenPipe));
+        assert!(!Failure::is_close(ErrorKind::TimedOut));
+        assert!(!Failure::is_close(ErrorKind::WouldBlock));
     }
 
     #[test]

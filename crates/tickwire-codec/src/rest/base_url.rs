@@ -4,6 +4,9 @@
 
 use core::fmt;
 
+use super::RequestWriter;
+use crate::http::WriteError;
+
 /// The parts of an `http://` or `https://` base URL a client needs: where to connect, what
 /// to write as `Host`, and the path every request path is joined to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +77,31 @@ impl BaseUrl {
     }
 }
 
+impl BaseUrl {
+    /// The request writer of a client of this URL: `Host` from
+    /// [`authority`](Self::authority), the [`base_path`](Self::base_path), and default headers
+    /// in this order: `User-Agent: user_agent` when given, `Accept-Encoding: gzip` when
+    /// `accept_gzip`, then `headers`. An invalid header is [`WriteError`].
+    pub fn request_writer<'h>(
+        &self,
+        user_agent: Option<&str>,
+        accept_gzip: bool,
+        headers: impl IntoIterator<Item = (&'h str, &'h [u8])>,
+    ) -> Result<RequestWriter, WriteError> {
+        let mut writer = RequestWriter::new(&self.authority, &self.base_path)?;
+        if let Some(agent) = user_agent {
+            writer.default_header("User-Agent", agent.as_bytes())?;
+        }
+        if accept_gzip {
+            writer.default_header("Accept-Encoding", b"gzip")?;
+        }
+        for (name, value) in headers {
+            writer.default_header(name, value)?;
+        }
+        Ok(writer)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,6 +118,25 @@ mod tests {
         let url = BaseUrl::parse("http://api.example.com").unwrap();
         assert_eq!((url.port, url.authority.as_str()), (80, "api.example.com"));
         assert_eq!(url.base_path, "");
+    }
+
+    #[test]
+    fn the_request_writer_carries_host_base_path_and_defaults_in_order() {
+        let url = BaseUrl::parse("http://127.0.0.1:8080/api").unwrap();
+        let writer = url
+            .request_writer(Some("t/1"), true, [("X-Key", &b"k"[..])])
+            .unwrap();
+        let mut buf = crate::buf::WriteBuf::new(256, 0);
+        writer.get(&mut buf, "x").unwrap().finish();
+        assert_eq!(
+            buf.as_slice(),
+            b"GET /api/x HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: t/1\r\n\
+              Accept-Encoding: gzip\r\nX-Key: k\r\n\r\n"
+        );
+        assert!(
+            url.request_writer(None, false, [("Bad Name", &b""[..])])
+                .is_err()
+        );
     }
 
     #[test]

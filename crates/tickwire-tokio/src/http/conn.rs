@@ -134,7 +134,7 @@ impl Conn {
         })
         .await;
         if let Err(e) = written {
-            if !is_closed(&e) || !self.rules.read_after_write_error() {
+            if !Failure::is_close(e.kind()) || !self.rules.read_after_write_error() {
                 return Err(self.stream.typed(e).into());
             }
             // The server stopped reading: it may have answered first (a 413, a 401 before
@@ -162,11 +162,11 @@ impl Conn {
                 }
             }
             parse = true;
-            let spare = spare_for_read(&mut self.rbuf);
+            let spare = ResponseReader::read_space(&mut self.rbuf);
             let n = match bounded(options.read_timeout, self.stream.read(spare)).await {
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) if !received_any && is_closed(&e) => {
+                Err(e) if !received_any && Failure::is_close(e.kind()) => {
                     let e = write_error.take().unwrap_or(e);
                     return Ok(Attempt::ClosedBeforeResponse(self.stream.typed(e).into()));
                 }
@@ -243,7 +243,7 @@ impl Conn {
             probe => return probe,
         }
         let mut cx = Context::from_waker(Waker::noop());
-        let spare = spare_for_read(&mut self.rbuf);
+        let spare = ResponseReader::read_space(&mut self.rbuf);
         let mut buf = tokio::io::ReadBuf::new(spare);
         match Pin::new(&mut self.stream).poll_read(&mut cx, &mut buf) {
             Poll::Ready(Ok(())) if buf.filled().is_empty() => Probe::Closed,
@@ -292,25 +292,4 @@ async fn bounded<T>(
         }),
         None => io.await,
     }
-}
-
-/// The spare space to read into, grown when nearly full. The reader's limits bound the
-/// growth: it fails a head or body over its limit before the buffer would pass it.
-fn spare_for_read(rbuf: &mut ReadBuf) -> &mut [u8] {
-    if rbuf.spare().len() < 512 {
-        rbuf.reserve(rbuf.capacity().max(4096));
-    }
-    rbuf.spare()
-}
-
-/// The server closed or reset the connection.
-fn is_closed(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        ErrorKind::ConnectionReset
-            | ErrorKind::ConnectionAborted
-            | ErrorKind::BrokenPipe
-            | ErrorKind::UnexpectedEof
-            | ErrorKind::NotConnected
-    )
 }

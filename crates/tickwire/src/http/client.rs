@@ -251,17 +251,12 @@ impl HttpClientBuilder {
         if url.secure {
             return Err(HttpClientError::UnsupportedScheme("https".into()));
         }
-        let mut writer = RequestWriter::new(&url.authority, &url.base_path)?;
-        if let Some(agent) = &self.user_agent {
-            writer.default_header("User-Agent", agent.as_bytes())?;
-        }
         #[cfg(feature = "deflate")]
-        if self.gzip {
-            writer.default_header("Accept-Encoding", b"gzip")?;
-        }
-        for (name, value) in &self.headers {
-            writer.default_header(name, value)?;
-        }
+        let gzip = self.gzip;
+        #[cfg(not(feature = "deflate"))]
+        let gzip = false;
+        let headers = self.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()));
+        let writer = url.request_writer(self.user_agent.as_deref(), gzip, headers)?;
         let origin = Origin {
             secure: url.secure,
             host: url.host,

@@ -2,7 +2,7 @@
 //! to reuse, when to probe, when a request may be resent, reading a response after a failed
 //! write) are the codec's [`ClientSession`]; this module only carries them out.
 
-use std::io::{self, ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
@@ -267,7 +267,7 @@ impl Session {
             .write_all(wbuf.as_slice())
             .and_then(|()| stream.flush())
         {
-            if !is_closed(&e) || !self.rules.read_after_write_error() {
+            if !Failure::is_close(e.kind()) || !self.rules.read_after_write_error() {
                 let e = io_error(stream, e).into();
                 return Err(self.deadline_or(write_wait, e));
             }
@@ -316,11 +316,11 @@ impl Session {
                 stream.set_read_timeout(wait.timeout)?;
                 self.applied_read_timeout = wait.timeout;
             }
-            let spare = spare_for_read(&mut self.rbuf);
+            let spare = ResponseReader::read_space(&mut self.rbuf);
             let n = match stream.read(spare) {
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) if !received_any && is_closed(&e) => {
+                Err(e) if !received_any && Failure::is_close(e.kind()) => {
                     let e = write_error.take().unwrap_or(e);
                     return Ok(Attempt::ClosedBeforeResponse(io_error(stream, e).into()));
                 }
@@ -409,27 +409,6 @@ impl Session {
     }
 }
 
-/// The spare space to read into, grown when full. The reader's limits bound the growth: it
-/// fails a head or body over its limit before the buffer would pass it.
-fn spare_for_read(rbuf: &mut ReadBuf) -> &mut [u8] {
-    if rbuf.spare().len() < 512 {
-        rbuf.reserve(rbuf.capacity().max(4096));
-    }
-    rbuf.spare()
-}
-
-/// The server closed or reset the connection.
-fn is_closed(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        ErrorKind::ConnectionReset
-            | ErrorKind::ConnectionAborted
-            | ErrorKind::BrokenPipe
-            | ErrorKind::UnexpectedEof
-            | ErrorKind::NotConnected
-    )
-}
-
 enum Idle {
     Open,
     Closed,
@@ -477,7 +456,7 @@ fn tls_idle_read(tls: &mut crate::TlsStream<std::net::TcpStream>, rbuf: &mut Rea
         return false;
     }
     let open = loop {
-        match tls.read(spare_for_read(rbuf)) {
+        match tls.read(ResponseReader::read_space(rbuf)) {
             Ok(_) => break false,
             Err(e) if e.kind() == ErrorKind::WouldBlock => break true,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}

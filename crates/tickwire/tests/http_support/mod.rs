@@ -300,6 +300,14 @@ pub(crate) fn chunked(body: &[u8], piece: usize) -> Vec<u8> {
     bytes
 }
 
+/// A response head announcing a 100 000-byte body, and the body: far more than a trickling
+/// server can send within a test's deadline.
+pub(crate) fn endless_response() -> Vec<u8> {
+    let mut bytes = b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n".to_vec();
+    bytes.resize(bytes.len() + 100_000, b'x');
+    bytes
+}
+
 /// `data` compressed as one gzip member.
 #[cfg(feature = "deflate")]
 pub(crate) fn gzip(data: &[u8]) -> Vec<u8> {
