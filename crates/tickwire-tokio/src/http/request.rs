@@ -16,7 +16,7 @@ use super::response::ClientResponse;
 /// Query parameters come first (they belong to the request line), then headers, then one of
 /// the `send` methods, whose future completes with the whole response. A header that cannot
 /// be written (CR, LF or NUL in it) is reported by `send`, and nothing is sent. What dropping
-/// a `send` future leaves is in [the module docs](super#cancel-safety).
+/// a `send` future leaves is in [`HttpClient`'s cancel safety](super::HttpClient#cancel-safety).
 #[must_use = "a request does nothing until it is sent"]
 pub struct ClientRequest<'c, S> {
     shared: &'c Arc<Shared>,
