@@ -2,7 +2,8 @@
 //! expiry, and the background task that replaces a connection lost while in use.
 //!
 //! One `std::sync::Mutex` guards the idle list and the count; it is held for a few
-//! instructions and never across an await. A request waiting for a connection (the pool at its
+//! instructions (and, for an idle connection due for a liveness check, one non-blocking
+//! `recv(MSG_PEEK)`), never across an await. A request waiting for a connection (the pool at its
 //! cap) waits on a [`Notify`], registered while the lock is held so that no return is missed.
 //!
 //! A [`Checkout`] is a claim on one of the `max_connections` places: holding a connection, or
@@ -99,11 +100,12 @@ impl Shared {
         let mut idle = self.lock();
         let now = Instant::now();
         self.expire(&mut idle, now);
+        let max_idle = self.options.idle_timeout;
         while let Some(mut conn) = idle.conns.pop_back() {
-            if conn.ready(now) {
+            if !conn.idle_expired(now, max_idle) && conn.ready(now) {
                 return Some(Some(conn));
             }
-            // Closed by the server while idle, or out of step: dropped here.
+            // Expired, closed by the server while idle, or out of step: dropped here.
             idle.taken -= 1;
         }
         if idle.taken < self.options.max_connections {
@@ -128,7 +130,9 @@ impl Shared {
         }
     }
 
-    /// Closes idle connections unused for `idle_timeout`: the oldest are at the front.
+    /// Closes idle connections unused for `idle_timeout`, from the front, where the oldest
+    /// returns are. (A connection returned late, its response held a while, may sit behind a
+    /// younger one; `try_checkout` checks the one it pops too.)
     fn expire(&self, idle: &mut Idle, now: Instant) {
         let max_idle = self.options.idle_timeout;
         while idle
