@@ -89,7 +89,7 @@ impl Conn {
     }
 
     /// Whether this idle connection may carry a request at `now`, as the rules say: as it is,
-    /// or after a check that the server has not closed it (one non-blocking read attempt).
+    /// or after a check that the server has not closed it (one non-blocking peek).
     pub(crate) fn ready(&mut self, now: Instant) -> bool {
         let mut next = self.rules.before_request(now);
         if next == Reuse::Probe {
