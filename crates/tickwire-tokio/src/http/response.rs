@@ -7,7 +7,9 @@ use super::pool::Checkout;
 /// A final response, read whole before `send` returned it. It holds its connection (the body
 /// is a slice of that connection's read buffer, or of its reused inflate buffer for a gzip
 /// body): dropping it returns the connection to the pool, so drop it (or let it go out of
-/// scope) once read, before waiting on anything unrelated.
+/// scope) once read, before waiting on anything unrelated. Responses held count against
+/// [`max_connections`](super::HttpClientBuilder::max_connections): with all of them held, a
+/// new request waits for one to be dropped, and fails at its deadline if none is.
 ///
 /// The body is de-chunked, and gunzipped when the client asked for gzip and the server sent
 /// `Content-Encoding: gzip`.
