@@ -252,3 +252,56 @@ fn an_idle_connection_past_the_idle_timeout_is_closed_and_replaced() {
         assert_eq!((accepted, requests), (2, 3));
     });
 }
+
+#[test]
+fn a_connection_lost_in_use_is_replaced_in_the_background_before_the_next_request() {
+    on_both_runtimes(|| async {
+        let server = ManyServer::start(|request| {
+            if request.target() == "/last-on-this-connection" {
+                response(
+                    "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n",
+                    b"bye",
+                )
+            } else {
+                ok(b"hi")
+            }
+        });
+        let mut client = client(server.port()).build().unwrap();
+        let response = client.get("/last-on-this-connection").send().await.unwrap();
+        assert!(!response.keep_alive());
+        drop(response);
+        assert_eq!(client.connections_opened(), 1);
+        // Nothing is asked of the client: the replacement opens on its own.
+        let waited = std::time::Instant::now();
+        while client.idle_connections() == 0 {
+            assert!(waited.elapsed() < PATIENCE, "no replacement connection");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(client.connections_opened(), 2);
+        // The next request finds it warm: no connect on its path.
+        assert_eq!(client.get("/").send().await.unwrap().body(), b"hi");
+        assert_eq!(client.connections_opened(), 2);
+        drop(client);
+        assert_eq!(stopped(server).await, (2, 2));
+    });
+}
+
+#[test]
+fn a_request_dropped_while_waiting_for_the_capped_pool_leaves_it_sound() {
+    on_both_runtimes(|| async {
+        let server = ManyServer::start(|_| ok(b"one"));
+        let mut client = client(server.port()).max_connections(1).build().unwrap();
+        let held = client.get("/").send().await.unwrap();
+        let mut other = client.clone();
+        // The only connection is held: this request waits for it, and is dropped waiting.
+        tokio::select! {
+            _ = other.get("/").send() => panic!("the cap of one connection was exceeded"),
+            () = tokio::time::sleep(Duration::from_millis(50)) => {}
+        }
+        drop(held);
+        assert_eq!(other.get("/").send().await.unwrap().body(), b"one");
+        assert_eq!(client.connections_opened(), 1);
+        drop((client, other));
+        assert_eq!(stopped(server).await, (1, 2));
+    });
+}
