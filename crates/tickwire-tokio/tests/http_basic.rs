@@ -270,8 +270,8 @@ fn a_connection_lost_in_use_is_replaced_in_the_background_before_the_next_reques
         let response = client.get("/last-on-this-connection").send().await.unwrap();
         assert!(!response.keep_alive());
         drop(response);
-        assert_eq!(client.connections_opened(), 1);
-        // Nothing is asked of the client: the replacement opens on its own.
+        // Nothing is asked of the client: the replacement opens on its own (on the
+        // multi_thread runtime it may already be open here).
         let waited = std::time::Instant::now();
         while client.idle_connections() == 0 {
             assert!(waited.elapsed() < PATIENCE, "no replacement connection");

@@ -25,6 +25,10 @@ use super::session::{Options, Origin, Session};
 /// - Responses are borrowed: a [`ClientResponse`](super::ClientResponse) lives until the next
 ///   request on this client. With a Content-Length body, a request and its response allocate
 ///   nothing once the buffers have grown to fit.
+/// - Every request is bounded by one total deadline (connect, write, and read to the end of
+///   the body) on top of the per-read and per-write timeouts: on by default, 60 s
+///   ([`HttpClientBuilder::request_deadline`]); on expiry the request fails with
+///   [`HttpClientError::DeadlineExceeded`] and its connection is dropped.
 /// - Redirects are reported ([`is_redirect`](super::ClientResponse::is_redirect)), not
 ///   followed.
 #[derive(Debug)]
