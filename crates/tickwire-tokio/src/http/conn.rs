@@ -135,7 +135,7 @@ impl Conn {
         .await;
         if let Err(e) = written {
             if !Failure::is_close(e.kind()) || !self.rules.read_after_write_error() {
-                return Err(self.stream.typed(e).into());
+                return Err(typed(&self.stream, e));
             }
             // The server stopped reading: it may have answered first (a 413, a 401 before
             // the body). Read what it sent; report the write error only when nothing is there.
@@ -168,9 +168,9 @@ impl Conn {
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if !received_any && Failure::is_close(e.kind()) => {
                     let e = write_error.take().unwrap_or(e);
-                    return Ok(Attempt::ClosedBeforeResponse(self.stream.typed(e).into()));
+                    return Ok(Attempt::ClosedBeforeResponse(typed(&self.stream, e)));
                 }
-                Err(e) => return Err(self.stream.typed(write_error.take().unwrap_or(e)).into()),
+                Err(e) => return Err(typed(&self.stream, write_error.take().unwrap_or(e))),
             };
             if n == 0 {
                 return self.end_of_stream(write_error, received_any);
@@ -192,7 +192,7 @@ impl Conn {
             self.rules.response_complete(false, Instant::now());
             return Ok(Attempt::Done);
         }
-        let e = write_error.map_or(HttpClientError::NoResponse, |e| self.stream.typed(e).into());
+        let e = write_error.map_or(HttpClientError::NoResponse, |e| typed(&self.stream, e));
         if received_any {
             Err(e)
         } else {
@@ -256,6 +256,14 @@ impl Conn {
             },
         }
     }
+}
+
+/// A socket error as this client reports it: the stream's typed failure (a TLS error) when it
+/// has one, else [`HttpClientError::Io`]. Never unpacked from the `io::Error`.
+fn typed(stream: &MaybeTls, error: io::Error) -> HttpClientError {
+    stream
+        .failure()
+        .map_or(HttpClientError::Io(error), HttpClientError::from)
 }
 
 /// One `recv(MSG_PEEK)` on the non-blocking socket: nothing to read is open, end of stream
