@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
 #[cfg(feature = "deflate")]
 use tickwire_codec::deflate::DeflateConfig;
-use tickwire_codec::handshake::{ClientHandshake, ClientOptions, Parsed};
+use tickwire_codec::handshake::{ClientHandshake, ClientOptions, Endpoint, HandshakeError, Parsed};
 use tickwire_codec::ws::{Buffers, Config, Limits, MaskSource, Role};
 
 #[cfg(feature = "tls")]
@@ -176,22 +176,10 @@ impl ClientBuilder {
     /// handshake timeout bounds the TLS and WebSocket handshakes together.
     pub fn connect(self, url: &str) -> Result<WebSocket<MaybeTlsStream>, Error> {
         let parsed = url::Url::parse(url).map_err(|e| Error::InvalidUrl(e.to_string()))?;
-        let secure = match parsed.scheme() {
-            "ws" => false,
-            "wss" => true,
-            other => {
-                return Err(Error::InvalidUrl(format!(
-                    "scheme {other}:// is not ws:// or wss://"
-                )));
-            }
-        };
-        let host = parsed
-            .host_str()
-            .ok_or_else(|| Error::InvalidUrl("no host".into()))?;
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        let port = parsed
-            .port_or_known_default()
-            .unwrap_or(if secure { 443 } else { 80 });
+        let Endpoint { secure, host, port } = Endpoint::of(&parsed).map_err(|e| match e {
+            HandshakeError::InvalidUrl(why) => Error::InvalidUrl(why),
+            other => Error::Handshake(other),
+        })?;
         let tcp = crate::net::tcp_connect(host, port, self.connect_timeout)?;
         tcp.set_nodelay(self.nodelay)?;
         let deadline = Instant::now() + self.handshake_timeout;
