@@ -41,6 +41,7 @@ use tickwire_codec::ws::PreparedMessage;
 use tickwire_codec::ws::{CloseCode, ConnectionState, OpCode, Progress, Sender, SharedFrame};
 
 use crate::core::{Core, Timer, now};
+use crate::websocket::Negotiated;
 use crate::{Error, Recv, Transport, WebSocket};
 
 /// The receiving half of a split [`WebSocket`]. Runs the connection's timers and writes owed
@@ -79,6 +80,7 @@ struct Inner<S> {
     stream: S,
     core: Core,
     write_timeout: Option<Duration>,
+    negotiated: Negotiated,
 }
 
 /// The two tasks waiting for the socket to take bytes.
@@ -121,13 +123,14 @@ impl<S: Transport> WebSocket<S> {
     /// Splits the connection into a reader and a writer that may live in different tasks
     /// (TLS included). See the [`split` module docs](crate::split) for how they share it.
     pub fn split(self) -> (WebSocketReader<S>, WebSocketWriter<S>) {
-        let read_timeout = self.read_timeout();
+        let read_timeout = self.read_timeout;
         let wakers = Arc::new(WriteWakers::default());
         let shared = Arc::new(Shared {
             inner: Mutex::new(Inner {
                 stream: self.stream,
                 core: self.core,
                 write_timeout: self.write_timeout,
+                negotiated: self.negotiated,
             }),
             write_waker: Waker::from(Arc::clone(&wakers)),
             wakers,
@@ -169,6 +172,25 @@ impl<S: Transport> WebSocketReader<S> {
             inner: shared.lock(),
             progress,
         })
+    }
+
+    /// Puts the halves back together (to [`finish`](WebSocket::finish) the connection, for
+    /// example); `None` when `writer` is another connection's.
+    pub fn reunite(self, writer: WebSocketWriter<S>) -> Option<WebSocket<S>> {
+        if !Arc::ptr_eq(&self.shared, &writer.shared) {
+            return None;
+        }
+        drop(writer);
+        let shared = Arc::into_inner(self.shared)?;
+        let inner = shared
+            .inner
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut ws = WebSocket::from_core(inner.stream, inner.core, self.timer);
+        ws.read_timeout = self.read_timeout;
+        ws.write_timeout = inner.write_timeout;
+        ws.negotiated = inner.negotiated;
+        Some(ws)
     }
 
     /// Sets the read timeout: a `recv` that waits longer gives [`Recv::Timeout`].

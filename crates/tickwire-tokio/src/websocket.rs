@@ -32,8 +32,14 @@ pub struct WebSocket<S> {
     pub(crate) stream: S,
     pub(crate) core: Core,
     pub(crate) timer: Timer,
-    read_timeout: Option<Duration>,
+    pub(crate) read_timeout: Option<Duration>,
     pub(crate) write_timeout: Option<Duration>,
+    pub(crate) negotiated: Negotiated,
+}
+
+/// What the opening handshake settled on.
+#[derive(Debug, Default)]
+pub(crate) struct Negotiated {
     subprotocol: Option<String>,
     #[cfg(feature = "deflate")]
     deflate: Option<DeflateParams>,
@@ -43,15 +49,17 @@ impl<S: Transport> WebSocket<S> {
     /// Wraps a stream whose opening handshake is done. `bufs.read` holds any bytes that
     /// arrived after the handshake (see [`Buffers::with_read`]).
     pub fn from_parts(stream: S, conn: Connection, bufs: Buffers, role: Role) -> Self {
+        Self::from_core(stream, Core::new(conn, bufs, role), Timer::new())
+    }
+
+    pub(crate) fn from_core(stream: S, core: Core, timer: Timer) -> Self {
         Self {
             stream,
-            core: Core::new(conn, bufs, role),
-            timer: Timer::new(),
+            core,
+            timer,
             read_timeout: None,
             write_timeout: None,
-            subprotocol: None,
-            #[cfg(feature = "deflate")]
-            deflate: None,
+            negotiated: Negotiated::default(),
         }
     }
 
@@ -62,7 +70,7 @@ impl<S: Transport> WebSocket<S> {
         read_timeout: Option<Duration>,
         write_timeout: Option<Duration>,
     ) -> Self {
-        self.subprotocol = subprotocol;
+        self.negotiated.subprotocol = subprotocol;
         self.read_timeout = read_timeout;
         self.write_timeout = write_timeout;
         self
@@ -71,19 +79,19 @@ impl<S: Transport> WebSocket<S> {
     /// Records the permessage-deflate parameters the handshake negotiated.
     #[cfg(feature = "deflate")]
     pub(crate) fn with_deflate(mut self, negotiated: Option<DeflateParams>) -> Self {
-        self.deflate = negotiated;
+        self.negotiated.deflate = negotiated;
         self
     }
 
     /// The permessage-deflate parameters in force, or `None` when it was not negotiated.
     #[cfg(feature = "deflate")]
     pub fn deflate(&self) -> Option<&DeflateParams> {
-        self.deflate.as_ref()
+        self.negotiated.deflate.as_ref()
     }
 
     /// The subprotocol the opening handshake selected, if any.
     pub fn subprotocol(&self) -> Option<&str> {
-        self.subprotocol.as_deref()
+        self.negotiated.subprotocol.as_deref()
     }
 
     /// Waits for the next message, the end of the stream or the read timeout. The message is
@@ -306,10 +314,5 @@ impl<S: Transport> WebSocket<S> {
     /// Sets the write timeout that bounds [`flush`](Self::flush).
     pub fn set_write_timeout(&mut self, timeout: Option<Duration>) {
         self.write_timeout = timeout;
-    }
-
-    /// The read timeout set.
-    pub(crate) fn read_timeout(&self) -> Option<Duration> {
-        self.read_timeout
     }
 }

@@ -1,0 +1,196 @@
+//! Split halves in different tasks, TLS included: messages both ways at once, pings answered
+//! and the close handshake completed when only the reader half is polled, on both runtimes.
+
+mod support;
+
+use support::{PATIENCE, listen, tls_pair};
+use tickwire_tokio::{
+    ClientBuilder, CloseCode, MaybeTlsStream, Message, Recv, ServerBuilder, WebSocket, accept,
+    connect,
+};
+use tokio::time::timeout;
+
+const MESSAGES: u32 = 2_000;
+
+/// A TLS echo server for one connection; returns how many messages it echoed.
+async fn tls_echo_server() -> (
+    String,
+    tokio::task::JoinHandle<u32>,
+    tickwire_tokio::ClientTlsConfig,
+) {
+    let (server_tls, client_tls) = tls_pair();
+    let (listener, addr) = listen().await;
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut ws = ServerBuilder::new()
+            .accept_tls(tcp, &server_tls)
+            .await
+            .unwrap();
+        let mut echoed = 0;
+        loop {
+            match ws.recv_with_sender().await.unwrap() {
+                (Recv::Message(Message::Text(text)), mut sender) => sender.text(text).unwrap(),
+                (Recv::Message(_), _) => continue,
+                (Recv::Closed, _) => break,
+                (other, _) => panic!("{other:?}"),
+            }
+            echoed += 1;
+            ws.flush().await.unwrap();
+        }
+        ws.finish().await.unwrap();
+        echoed
+    });
+    (
+        format!("wss://127.0.0.1:{}/", addr.port()),
+        server,
+        client_tls,
+    )
+}
+
+async fn halves_in_two_tasks() {
+    let (url, server, client_tls) = tls_echo_server().await;
+    let ws: WebSocket<MaybeTlsStream> = ClientBuilder::new()
+        .tls(client_tls)
+        .connect(&url)
+        .await
+        .unwrap();
+    let (mut reader, mut writer) = ws.split();
+    let writing = tokio::spawn(async move {
+        for i in 0..MESSAGES {
+            writer.send_text(&format!("m{i}")).unwrap();
+            if i % 7 == 0 {
+                writer.flush().await.unwrap();
+            }
+        }
+        writer.flush().await.unwrap();
+        writer
+    });
+    let reading = tokio::spawn(async move {
+        for i in 0..MESSAGES {
+            let mut received = reader.recv().await.unwrap();
+            let expected = format!("m{i}");
+            assert_eq!(
+                received.message().unwrap(),
+                Recv::Message(Message::Text(&expected))
+            );
+        }
+        reader
+    });
+    let mut writer = timeout(PATIENCE, writing).await.unwrap().unwrap();
+    let mut reader = timeout(PATIENCE, reading).await.unwrap().unwrap();
+    writer.close(CloseCode::NORMAL, "").await.unwrap();
+    let mut received = reader.recv().await.unwrap();
+    assert!(matches!(
+        received.message().unwrap(),
+        Recv::Message(Message::Close(_))
+    ));
+    drop(received);
+    assert!(reader.recv().await.unwrap().is_closed());
+    // Back together to end the transport the way RFC 6455 §7.1.1 asks (the server waits
+    // for our FIN).
+    let mut ws = reader.reunite(writer).unwrap();
+    ws.finish().await.unwrap();
+    assert_eq!(timeout(PATIENCE, server).await.unwrap().unwrap(), MESSAGES);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn halves_in_two_tasks_over_tls_multi_thread() {
+    halves_in_two_tasks().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn halves_in_two_tasks_over_tls_current_thread() {
+    halves_in_two_tasks().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_alone_answers_pings_and_finishes_the_peers_close() {
+    let (listener, addr) = listen().await;
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut ws = accept(tcp).await.unwrap();
+        for round in 0..3u8 {
+            ws.ping(&[round; 4]).unwrap();
+            ws.flush().await.unwrap();
+            assert_eq!(
+                ws.recv().await.unwrap(),
+                Recv::Message(Message::Pong(&[round; 4]))
+            );
+            ws.send_text("pong seen").unwrap();
+            ws.flush().await.unwrap();
+        }
+        ws.close(CloseCode::GOING_AWAY, "bye").await.unwrap();
+        // The client's reply arrives although its writer half is never used.
+        assert!(
+            matches!(ws.recv().await.unwrap(), Recv::Message(Message::Close(Some(f))) if f.code == CloseCode::GOING_AWAY)
+        );
+        assert_eq!(ws.recv().await.unwrap(), Recv::Closed);
+        ws.finish().await
+    });
+    let ws = connect(&format!("ws://{addr}/")).await.unwrap();
+    let (mut reader, writer) = ws.split();
+    for _ in 0..3 {
+        let mut received = reader.recv().await.unwrap();
+        // Pings are returned to the caller too; the pong is already queued and written.
+        match received.message().unwrap() {
+            Recv::Message(Message::Ping(_)) => {
+                drop(received);
+                let mut received = reader.recv().await.unwrap();
+                assert_eq!(
+                    received.message().unwrap(),
+                    Recv::Message(Message::Text("pong seen"))
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let mut received = reader.recv().await.unwrap();
+    assert!(matches!(
+        received.message().unwrap(),
+        Recv::Message(Message::Close(Some(f))) if f.reason == "bye"
+    ));
+    drop(received);
+    assert!(reader.recv().await.unwrap().is_closed());
+    reader.reunite(writer).unwrap().finish().await.unwrap();
+    timeout(PATIENCE, server).await.unwrap().unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_reply_while_the_message_is_lent_and_a_writer_started_close() {
+    let (url, server, client_tls) = tls_echo_server().await;
+    let ws = ClientBuilder::new()
+        .tls(client_tls)
+        .connect(&url)
+        .await
+        .unwrap();
+    let (mut reader, mut writer) = ws.split();
+    writer.send_text("first").unwrap();
+    writer.flush().await.unwrap();
+    for i in 0..10 {
+        let mut received = reader.recv().await.unwrap();
+        let (recv, mut sender) = received.message_with_sender().unwrap();
+        let Recv::Message(Message::Text(text)) = recv else {
+            panic!("{recv:?}")
+        };
+        assert_eq!(
+            text,
+            if i == 0 {
+                "first".to_owned()
+            } else {
+                format!("again {i}")
+            }
+        );
+        // Queued under the reader's guard; the reader's next wait writes it.
+        sender.text(&format!("again {}", i + 1)).unwrap();
+    }
+    writer.close(CloseCode::NORMAL, "").await.unwrap();
+    loop {
+        let mut received = reader.recv().await.unwrap();
+        if received.is_closed() {
+            break;
+        }
+        received.message().unwrap();
+    }
+    reader.reunite(writer).unwrap().finish().await.unwrap();
+    assert_eq!(timeout(PATIENCE, server).await.unwrap().unwrap(), 11);
+}
