@@ -66,6 +66,8 @@ mod client;
 mod core;
 mod handshake;
 mod net;
+#[cfg(feature = "stream")]
+mod owned;
 mod server;
 pub mod split;
 mod stream;
@@ -75,6 +77,8 @@ mod transport;
 mod websocket;
 
 pub use client::{ClientBuilder, connect};
+#[cfg(feature = "stream")]
+pub use owned::OwnedMessage;
 pub use server::{ServerBuilder, accept};
 pub use split::{Received, WebSocketReader, WebSocketWriter};
 pub use tickwire::{Error, Recv, TransportError};
