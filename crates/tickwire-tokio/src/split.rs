@@ -3,7 +3,7 @@
 //! # Design
 //!
 //! The two halves share one `Arc` (allocated once, at `split`) holding a `std::sync::Mutex`
-//! around the stream and the connection's [`Core`]. The codec's [`Connection`] is one state
+//! around the stream and the connection's state (`Connection` and `Buffers`). The codec's [`Connection`] is one state
 //! machine (the reader queues pongs and the close reply into the same output the writer
 //! fills, in the order RFC 6455 needs), so it is shared rather than cut in two, and every
 //! lock is held only for one synchronous step: a poll of the socket, or queueing a message.

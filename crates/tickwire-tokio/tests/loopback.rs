@@ -219,3 +219,53 @@ async fn a_peer_that_vanishes_is_unexpected_eof() {
         Err(tickwire_tokio::Error::UnexpectedEof)
     ));
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_silent_server_is_a_handshake_timeout() {
+    let (listener, addr) = listen().await;
+    let server = tokio::spawn(async move {
+        // Accepts, reads the request, never answers.
+        let (mut tcp, _) = listener.accept().await.unwrap();
+        let mut sink = [0u8; 1024];
+        while let Ok(n) = tokio::io::AsyncReadExt::read(&mut tcp, &mut sink).await {
+            if n == 0 {
+                break;
+            }
+        }
+    });
+    let failed = ClientBuilder::new()
+        .handshake_timeout(Duration::from_millis(50))
+        .connect(&format!("ws://{addr}/"))
+        .await;
+    assert!(
+        matches!(failed, Err(tickwire_tokio::Error::HandshakeTimeout)),
+        "{failed:?}"
+    );
+    timeout(PATIENCE, server).await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_plaintext_client_of_a_tls_server_gets_a_400() {
+    let (server_tls, _) = tls_pair();
+    let (listener, addr) = listen().await;
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        ServerBuilder::new()
+            .accept_tls(tcp, &server_tls)
+            .await
+            .map(drop)
+    });
+    let refused = connect(&format!("ws://{addr}/")).await;
+    match refused {
+        Err(tickwire_tokio::Error::Handshake(e)) => assert!(e.to_string().contains("400"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    let failed = timeout(PATIENCE, server).await.unwrap().unwrap();
+    assert!(
+        matches!(
+            failed,
+            Err(tickwire_tokio::Error::Tls(tickwire_tokio::TlsError::NotTls))
+        ),
+        "{failed:?}"
+    );
+}
