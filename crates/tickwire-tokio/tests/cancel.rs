@@ -9,7 +9,9 @@ mod support;
 use std::time::Duration;
 
 use support::{FAST, PATIENCE, Pace, listen, message_text, relay, tls_pair};
-use tickwire_tokio::{ClientBuilder, Config, DeflateConfig, Message, Recv, ServerBuilder};
+use tickwire_tokio::{
+    ClientBuilder, Config, DeflateConfig, MaybeTlsStream, Message, Recv, ServerBuilder, WebSocket,
+};
 use tokio::time::{sleep, timeout};
 
 const MESSAGES: u32 = 100_000;
@@ -36,18 +38,28 @@ const SLOW_READER: Pace = Pace {
     pause: Duration::from_millis(1),
 };
 
+/// The server side: TLS, permessage-deflate, fragmenting.
+async fn accept_one(
+    listener: tokio::net::TcpListener,
+    tls: tickwire_tokio::ServerTlsConfig,
+) -> WebSocket<MaybeTlsStream> {
+    let (tcp, _) = listener.accept().await.unwrap();
+    let ws = ServerBuilder::new()
+        .config(fragmenting(Config::server()))
+        .deflate(DeflateConfig::default())
+        .accept_tls(tcp, &tls)
+        .await
+        .unwrap();
+    assert!(ws.deflate().is_some());
+    ws
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recv_raced_against_a_timer_loses_no_message() {
     let (server_tls, client_tls) = tls_pair();
     let (listener, server_addr) = listen().await;
     let server = tokio::spawn(async move {
-        let (tcp, _) = listener.accept().await.unwrap();
-        let mut ws = ServerBuilder::new()
-            .config(fragmenting(Config::server()))
-            .deflate(DeflateConfig::default())
-            .accept_tls(tcp, &server_tls)
-            .await
-            .unwrap();
+        let mut ws = accept_one(listener, server_tls).await;
         assert!(ws.deflate().is_some());
         for i in 0..MESSAGES {
             ws.send_text(&message_text(i)).unwrap();
@@ -111,13 +123,7 @@ async fn flush_raced_against_a_timer_sends_every_message_whole() {
     let (server_tls, client_tls) = tls_pair();
     let (listener, server_addr) = listen().await;
     let server = tokio::spawn(async move {
-        let (tcp, _) = listener.accept().await.unwrap();
-        let mut ws = ServerBuilder::new()
-            .config(fragmenting(Config::server()))
-            .deflate(DeflateConfig::default())
-            .accept_tls(tcp, &server_tls)
-            .await
-            .unwrap();
+        let mut ws = accept_one(listener, server_tls).await;
         let mut next = 0u32;
         loop {
             match ws.recv().await.unwrap() {

@@ -5,30 +5,12 @@ mod support;
 
 use std::time::Duration;
 
-use support::{PATIENCE, listen, tls_pair};
+use support::{PATIENCE, echo, listen, tls_pair};
 use tickwire_tokio::{
     ClientBuilder, CloseCode, DeflateConfig, Message, Recv, Response, ServerBuilder, WebSocket,
     accept, connect,
 };
 use tokio::time::timeout;
-
-/// Echoes every text and binary message until the close handshake ends, then finishes.
-async fn echo<S: tickwire_tokio::Transport>(mut ws: WebSocket<S>) -> usize {
-    let mut echoed = 0;
-    loop {
-        match ws.recv_with_sender().await.unwrap() {
-            (Recv::Message(Message::Text(text)), mut sender) => sender.text(text).unwrap(),
-            (Recv::Message(Message::Binary(bytes)), mut sender) => sender.binary(bytes).unwrap(),
-            (Recv::Message(_), _) => continue,
-            (Recv::Closed, _) => break,
-            (other, _) => panic!("unexpected {other:?}"),
-        }
-        echoed += 1;
-        ws.flush().await.unwrap();
-    }
-    ws.finish().await.unwrap();
-    echoed
-}
 
 async fn round_trips<S: tickwire_tokio::Transport>(ws: &mut WebSocket<S>, count: usize) {
     for i in 0..count {

@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::{PATIENCE, listen, tls_pair};
+use support::{PATIENCE, echo, listen, tls_pair};
 use tickwire_tokio::{
     ClientBuilder, CloseCode, MaybeTlsStream, Message, Recv, ServerBuilder, WebSocket, accept,
     connect,
@@ -22,23 +22,11 @@ async fn tls_echo_server() -> (
     let (listener, addr) = listen().await;
     let server = tokio::spawn(async move {
         let (tcp, _) = listener.accept().await.unwrap();
-        let mut ws = ServerBuilder::new()
+        let ws = ServerBuilder::new()
             .accept_tls(tcp, &server_tls)
             .await
             .unwrap();
-        let mut echoed = 0;
-        loop {
-            match ws.recv_with_sender().await.unwrap() {
-                (Recv::Message(Message::Text(text)), mut sender) => sender.text(text).unwrap(),
-                (Recv::Message(_), _) => continue,
-                (Recv::Closed, _) => break,
-                (other, _) => panic!("{other:?}"),
-            }
-            echoed += 1;
-            ws.flush().await.unwrap();
-        }
-        ws.finish().await.unwrap();
-        echoed
+        echo(ws).await as u32
     });
     (
         format!("wss://127.0.0.1:{}/", addr.port()),

@@ -17,7 +17,7 @@ use rcgen::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use tickwire_tokio::{ClientTlsConfig, ServerTlsConfig};
+use tickwire_tokio::{ClientTlsConfig, Message, Recv, ServerTlsConfig, Transport, WebSocket};
 
 /// The bound on every wait.
 pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
@@ -146,4 +146,23 @@ pub(crate) fn message_text(i: u32) -> String {
         text.push_str(&format!("{} ", i % 1000));
     }
     text
+}
+
+/// Echoes every text and binary message until the close handshake ends, then finishes;
+/// returns how many it echoed.
+pub(crate) async fn echo<S: Transport>(mut ws: WebSocket<S>) -> usize {
+    let mut echoed = 0;
+    loop {
+        match ws.recv_with_sender().await.unwrap() {
+            (Recv::Message(Message::Text(text)), mut sender) => sender.text(text).unwrap(),
+            (Recv::Message(Message::Binary(bytes)), mut sender) => sender.binary(bytes).unwrap(),
+            (Recv::Message(_), _) => continue,
+            (Recv::Closed, _) => break,
+            (other, _) => panic!("unexpected {other:?}"),
+        }
+        echoed += 1;
+        ws.flush().await.unwrap();
+    }
+    ws.finish().await.unwrap();
+    echoed
 }
