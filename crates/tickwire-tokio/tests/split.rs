@@ -5,8 +5,7 @@ mod support;
 
 use support::{PATIENCE, echo, listen, tls_pair};
 use tickwire_tokio::{
-    ClientBuilder, CloseCode, MaybeTlsStream, Message, Recv, ServerBuilder, WebSocket, accept,
-    connect,
+    ClientBuilder, CloseCode, MaybeTlsStream, Message, Recv, ServerBuilder, WebSocket,
 };
 use tokio::time::timeout;
 
@@ -92,11 +91,15 @@ async fn halves_in_two_tasks_over_tls_current_thread() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reader_alone_answers_pings_and_finishes_the_peers_close() {
+async fn a_reader_alone_answers_pings_and_finishes_the_peers_close_over_tls() {
+    let (server_tls, client_tls) = tls_pair();
     let (listener, addr) = listen().await;
     let server = tokio::spawn(async move {
         let (tcp, _) = listener.accept().await.unwrap();
-        let mut ws = accept(tcp).await.unwrap();
+        let mut ws = ServerBuilder::new()
+            .accept_tls(tcp, &server_tls)
+            .await
+            .unwrap();
         for round in 0..3u8 {
             ws.ping(&[round; 4]).unwrap();
             ws.flush().await.unwrap();
@@ -115,7 +118,11 @@ async fn a_reader_alone_answers_pings_and_finishes_the_peers_close() {
         assert_eq!(ws.recv().await.unwrap(), Recv::Closed);
         ws.finish().await
     });
-    let ws = connect(&format!("ws://{addr}/")).await.unwrap();
+    let ws = ClientBuilder::new()
+        .tls(client_tls)
+        .connect(&format!("wss://127.0.0.1:{}/", addr.port()))
+        .await
+        .unwrap();
     let (mut reader, writer) = ws.split();
     for _ in 0..3 {
         let mut received = reader.recv().await.unwrap();
