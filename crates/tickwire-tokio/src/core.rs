@@ -40,31 +40,27 @@ pub(crate) struct Core {
     pub(crate) transport_done: bool,
 }
 
-/// The connection's timer: one `Sleep`, allocated once per connection and re-armed in place
-/// when the codec's [`Connection::poll_timeout`] moves.
-#[derive(Debug)]
+/// The connection's timer: one `Sleep`, allocated at the first deadline the codec's
+/// [`Connection::poll_timeout`] sets (a connection with no timer never needs tokio's time
+/// driver) and re-armed in place when the deadline moves.
+#[derive(Debug, Default)]
 pub(crate) struct Timer {
-    sleep: Pin<Box<Sleep>>,
+    sleep: Option<Pin<Box<Sleep>>>,
     armed: Option<std::time::Instant>,
 }
 
 impl Timer {
-    pub(crate) fn new() -> Self {
-        Self {
-            sleep: Box::pin(tokio::time::sleep_until(tokio::time::Instant::now())),
-            armed: None,
-        }
-    }
-
     /// Ready once `at` (a codec instant, on tokio's clock) has passed.
     fn poll_at(&mut self, at: std::time::Instant, cx: &mut Context<'_>) -> Poll<()> {
+        let deadline = tokio::time::Instant::from_std(at);
+        let sleep = self
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
         if self.armed != Some(at) {
-            self.sleep
-                .as_mut()
-                .reset(tokio::time::Instant::from_std(at));
+            sleep.as_mut().reset(deadline);
             self.armed = Some(at);
         }
-        self.sleep.as_mut().poll(cx)
+        sleep.as_mut().poll(cx)
     }
 }
 

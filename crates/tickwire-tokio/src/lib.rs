@@ -25,7 +25,9 @@
 //! [`TransportError`]), so code can move between the two transports. Sends queue; nothing is
 //! written before [`WebSocket::flush`] or a `recv` that is about to wait (which writes what is
 //! owed first). Timers (keepalive pings, pong deadline, idle and close timeouts) are the
-//! codec's `poll_timeout`, run on tokio's clock by `recv`.
+//! codec's `poll_timeout`, run on tokio's clock by `recv`. The runtime needs its I/O and time
+//! drivers (`#[tokio::main]` and `Builder::enable_all` turn both on): the handshakes are
+//! bounded by tokio timers.
 //!
 //! # Cancel safety
 //!
@@ -35,7 +37,8 @@
 //! | method | if the future is dropped |
 //! |---|---|
 //! | [`WebSocket::recv`], [`WebSocket::recv_with_sender`], [`WebSocketReader::recv`] | Nothing is lost: bytes read are already in the connection's buffer (recorded in the poll that read them), a partial frame stays there, and a message already parsed waits for the next call, which returns it whole. Owed pongs stay queued. |
-//! | [`WebSocket::flush`], [`WebSocketWriter::flush`] | What the socket took is recorded; the rest stays queued and goes out on the next flush (or `recv`). A frame already partly written is first in line and completed before any other frame, so the peer never sees a frame cut or interleaved, and the connection stays usable. (Over TLS, bytes the codec accepted are encrypted whole records, written before anything else.) The only way a peer sees half a frame is the connection being dropped before the next flush. |
+//! | `Stream::poll_next` (feature `stream`) | As `recv`: nothing is lost. |
+//! | [`WebSocket::flush`], [`WebSocketWriter::flush`], `Sink::poll_flush` / `poll_ready` / `poll_close` (feature `stream`) | What the socket took is recorded; the rest stays queued and goes out on the next flush (or `recv`). A frame already partly written is first in line and completed before any other frame, so the peer never sees a frame cut or interleaved, and the connection stays usable. (Over TLS, bytes the codec accepted are encrypted whole records, written before anything else.) The only way a peer sees half a frame is the connection being dropped before the next flush. |
 //! | `send_*`, `ping`, [`WebSocketWriter::with_sender`] | Not async: a message is queued whole or not at all. |
 //! | [`WebSocket::close`], [`WebSocketWriter::close`] | The close frame is queued before the first `.await`; a dropped future leaves it queued, and it goes out on the next flush or `recv`. |
 //! | [`WebSocket::finish`] | The close handshake stays where it was (close queued or sent, transport maybe shut); calling `finish` again resumes it. |

@@ -60,7 +60,8 @@ pub struct WebSocketWriter<S> {
 }
 
 /// What [`WebSocketReader::recv`] found, holding the connection while a message is lent.
-/// `!Send`: drop it before the next `.await`.
+/// `!Send`: drop it before the next `.await`. Dropped before [`message`](Self::message) was
+/// called, it leaves the message for the next `recv` (nothing is lost).
 #[derive(Debug)]
 pub struct Received<'a, S> {
     inner: MutexGuard<'a, Inner<S>>,

@@ -49,7 +49,7 @@ impl<S: Transport> WebSocket<S> {
     /// Wraps a stream whose opening handshake is done. `bufs.read` holds any bytes that
     /// arrived after the handshake (see [`Buffers::with_read`]).
     pub fn from_parts(stream: S, conn: Connection, bufs: Buffers, role: Role) -> Self {
-        Self::from_core(stream, Core::new(conn, bufs, role), Timer::new())
+        Self::from_core(stream, Core::new(conn, bufs, role), Timer::default())
     }
 
     pub(crate) fn from_core(stream: S, core: Core, timer: Timer) -> Self {
