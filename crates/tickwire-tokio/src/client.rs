@@ -9,10 +9,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
-#[cfg(feature = "deflate")]
-use tickwire_codec::deflate::DeflateConfig;
 use tickwire_codec::handshake::{ClientHandshake, ClientOptions, Endpoint, HandshakeError, Parsed};
-use tickwire_codec::ws::{Buffers, Config, Limits, MaskSource, Role};
+use tickwire_codec::ws::{Buffers, MaskSource, Role};
 #[cfg(feature = "tls")]
 use tickwire_tls::ClientTlsConfig;
 
@@ -27,7 +25,7 @@ pub async fn connect(url: &str) -> Result<WebSocket<MaybeTlsStream>, Error> {
 }
 
 /// Options for a client connection, those of the blocking `tickwire::ClientBuilder`.
-/// Defaults: [`Config::client`] (16 MiB frames, 64 MiB messages), TCP_NODELAY on, a 10 s
+/// Defaults: [`Config::client`](tickwire_codec::ws::Config::client) (16 MiB frames, 64 MiB messages), TCP_NODELAY on, a 10 s
 /// connect timeout and a 10 s handshake timeout, no read or write timeout.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -65,108 +63,7 @@ impl ClientBuilder {
         }
     }
 
-    /// Adds a request header. A name that is not an HTTP token, or a value with a control
-    /// byte, is refused when connecting.
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.options.headers.push((name.into(), value.into()));
-        self
-    }
-
-    /// Offers a subprotocol; the server may select one of those offered.
-    pub fn subprotocol(mut self, protocol: impl Into<String>) -> Self {
-        self.options.subprotocols.push(protocol.into());
-        self
-    }
-
-    /// Offers an extension (a raw `Sec-WebSocket-Extensions` item).
-    pub fn extension_offer(mut self, offer: impl Into<String>) -> Self {
-        self.options.extensions.push(offer.into());
-        self
-    }
-
-    /// Offers permessage-deflate (RFC 7692) with `config` (see the blocking builder).
-    #[cfg(feature = "deflate")]
-    pub fn deflate(mut self, config: DeflateConfig) -> Self {
-        self.options.deflate = Some(config);
-        self
-    }
-
-    /// Replaces the whole connection configuration.
-    pub fn config(mut self, config: Config) -> Self {
-        self.options.config = config;
-        self
-    }
-
-    /// Sets the receive limits.
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.options.config.limits = limits;
-        self
-    }
-
-    /// Sets the initial read and write buffer sizes.
-    pub fn buffer_sizes(mut self, read: usize, write: usize) -> Self {
-        self.options.config.read_buffer_size = read;
-        self.options.config.write_buffer_size = write;
-        self
-    }
-
-    /// Sets the size up to which the read buffer doubles when a read fills it.
-    pub fn max_read_buffer(mut self, size: usize) -> Self {
-        self.options.config.max_read_buffer_size = size;
-        self
-    }
-
-    /// Sends a keepalive ping after `interval` without traffic; fails the connection when
-    /// no pong comes within `pong_timeout`. Driven by `recv` (the reader half when split).
-    pub fn keepalive(mut self, interval: Duration, pong_timeout: Duration) -> Self {
-        self.options.config.ping_interval = Some(interval);
-        self.options.config.pong_timeout = pong_timeout;
-        self
-    }
-
-    /// TCP_NODELAY (default on).
-    pub fn nodelay(mut self, nodelay: bool) -> Self {
-        self.nodelay = nodelay;
-        self
-    }
-
-    /// Timeout for resolving and for each TCP connect attempt (`None`: the OS default).
-    pub fn connect_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// Timeout for the whole opening handshake (TLS and upgrade) once TCP is up.
-    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
-        self.handshake_timeout = timeout;
-        self
-    }
-
-    /// Read timeout: a `recv` that waits longer returns [`Recv::Timeout`](crate::Recv).
-    pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.read_timeout = timeout;
-        self
-    }
-
-    /// Write timeout: bounds each `flush`.
-    pub fn write_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.write_timeout = timeout;
-        self
-    }
-
-    /// Replaces the masking-key source (deterministic keys in tests).
-    pub fn mask_source(mut self, mask: MaskSource) -> Self {
-        self.mask = Some(mask);
-        self
-    }
-
-    /// Uses this TLS configuration for `wss://` (default:
-    /// [`ClientTlsConfig::shared_default`]).
-    #[cfg(feature = "tls")]
-    pub fn tls(mut self, config: ClientTlsConfig) -> Self {
-        self.tls = Some(config);
-        self
-    }
+    tickwire::__client_builder_options!();
 
     /// Connects over TCP (and TLS for `wss://`) and performs the opening handshake. The
     /// handshake timeout bounds the TLS and WebSocket handshakes together.

@@ -60,7 +60,7 @@
 //! # Features
 //!
 //! - `tls` (default), `aws-lc-rs`, `deflate` (default): as in [`tickwire`].
-//! - `stream`: [`WebSocket`] as a `futures_core::Stream` of [`OwnedMessage`]s and a
+//! - `stream`: [`WebSocket`] as a `futures_core::Stream` of `OwnedMessage`s and a
 //!   `futures_sink::Sink` of them, for code written against tokio-tungstenite (one
 //!   allocation per received message: the owned copy).
 #![forbid(unsafe_code)]

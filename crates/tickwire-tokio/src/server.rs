@@ -12,12 +12,10 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
-#[cfg(feature = "deflate")]
-use tickwire_codec::deflate::DeflateConfig;
 use tickwire_codec::handshake::{
-    Outcome, Parsed, Request, Response, ServerHandshake, ServerLimits, ServerOptions,
+    Outcome, Parsed, Request, Response, ServerHandshake, ServerOptions,
 };
-use tickwire_codec::ws::{Buffers, Config, Limits, Role};
+use tickwire_codec::ws::{Buffers, Role};
 #[cfg(feature = "tls")]
 use tickwire_tls::ServerTlsConfig;
 
@@ -33,7 +31,7 @@ pub async fn accept(stream: TcpStream) -> Result<WebSocket<TcpStream>, Error> {
 }
 
 /// Options for the server side, those of the blocking `tickwire::ServerBuilder`. Defaults:
-/// [`Config::server`] (1 MiB frames and messages), 8 KiB request head and 32 headers at most,
+/// [`Config::server`](tickwire_codec::ws::Config::server) (1 MiB frames and messages), 8 KiB request head and 32 headers at most,
 /// TCP_NODELAY on, a 10 s handshake timeout, no read or write timeout.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -63,85 +61,7 @@ impl ServerBuilder {
         }
     }
 
-    /// Replaces the whole connection configuration (keepalive, idle and close timeouts...).
-    pub fn config(mut self, config: Config) -> Self {
-        self.options.config = config;
-        self
-    }
-
-    /// Sets the receive limits.
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.options.config.limits = limits;
-        self
-    }
-
-    /// Limits on the upgrade request head.
-    pub fn head_limits(mut self, limits: ServerLimits) -> Self {
-        self.options.limits = limits;
-        self
-    }
-
-    /// Sets the initial read and write buffer sizes.
-    pub fn buffer_sizes(mut self, read: usize, write: usize) -> Self {
-        self.options.config.read_buffer_size = read;
-        self.options.config.write_buffer_size = write;
-        self
-    }
-
-    /// Sets the size up to which the read buffer doubles when a read fills it.
-    pub fn max_read_buffer(mut self, size: usize) -> Self {
-        self.options.config.max_read_buffer_size = size;
-        self
-    }
-
-    /// Fails connections that send nothing for `timeout`.
-    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.options.config.idle_timeout = timeout;
-        self
-    }
-
-    /// TCP_NODELAY (default on).
-    pub fn nodelay(mut self, nodelay: bool) -> Self {
-        self.nodelay = nodelay;
-        self
-    }
-
-    /// Timeout for the TLS handshake, reading the upgrade request and writing the response.
-    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
-        self.handshake_timeout = timeout;
-        self
-    }
-
-    /// Read timeout after the handshake (see [`crate::ClientBuilder::read_timeout`]).
-    pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.read_timeout = timeout;
-        self
-    }
-
-    /// Write timeout: bounds each `flush`.
-    pub fn write_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.write_timeout = timeout;
-        self
-    }
-
-    /// Accepts permessage-deflate (RFC 7692) with `config` (see the blocking builder).
-    #[cfg(feature = "deflate")]
-    pub fn deflate(mut self, config: DeflateConfig) -> Self {
-        self.options.deflate = Some(config);
-        self
-    }
-
-    /// Speaks `protocol`: selected when the client offers it and the hook selects none.
-    pub fn subprotocol(mut self, protocol: impl Into<String>) -> Self {
-        self.options.subprotocols.push(protocol.into());
-        self
-    }
-
-    /// Adds a header to every 101.
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.options.headers.push((name.into(), value.into()));
-        self
-    }
+    tickwire::__server_builder_options!();
 
     /// Accepts any valid upgrade request.
     pub async fn accept(&self, stream: TcpStream) -> Result<WebSocket<TcpStream>, Error> {
