@@ -189,3 +189,84 @@ async fn a_reply_while_the_message_is_lent_and_a_writer_started_close() {
     reader.reunite(writer).unwrap().finish().await.unwrap();
     assert_eq!(timeout(PATIENCE, server).await.unwrap().unwrap(), 11);
 }
+
+/// Both halves wait for the socket at once: the writer on a full send buffer (the peer does
+/// not read at first), the reader with pongs owed. Every write wake-up must reach the task
+/// that waits, or this hangs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_halves_wait_on_a_full_socket_and_both_are_woken() {
+    const COUNT: u32 = 5_000;
+    let (listener, addr) = listen().await;
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut ws = tickwire_tokio::accept(tcp).await.unwrap();
+        // Not reading yet: the client's writer fills its socket.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let (mut next, mut pings, mut pongs) = (0u32, 0u64, 0u64);
+        while next < COUNT || pongs < pings {
+            match ws.recv().await.unwrap() {
+                Recv::Message(Message::Binary(bytes)) => {
+                    assert_eq!(bytes, payload(next).as_slice(), "message {next}");
+                    next += 1;
+                    if next % 100 == 0 {
+                        ws.ping(&next.to_be_bytes()).unwrap();
+                        ws.flush().await.unwrap();
+                        pings += 1;
+                    }
+                }
+                Recv::Message(Message::Pong(_)) => pongs += 1,
+                other => panic!("{other:?}"),
+            }
+        }
+        ws.close(CloseCode::NORMAL, "").await.unwrap();
+        while ws.recv().await.unwrap() != Recv::Closed {}
+        ws.finish().await.unwrap();
+        (next, pongs)
+    });
+    let ws = tickwire_tokio::connect(&format!("ws://{addr}/"))
+        .await
+        .unwrap();
+    socket2::SockRef::from(ws.stream().tcp())
+        .set_send_buffer_size(8 << 10)
+        .unwrap();
+    let (mut reader, mut writer) = ws.split();
+    let writing = tokio::spawn(async move {
+        for i in 0..COUNT {
+            writer
+                .with_sender(|sender| sender.binary(&payload(i)))
+                .unwrap();
+            if i % 10 == 9 {
+                writer.flush().await.unwrap();
+            }
+        }
+        writer.flush().await.unwrap();
+        writer
+    });
+    let reading = tokio::spawn(async move {
+        let mut pings = 0u64;
+        loop {
+            let mut received = reader.recv().await.unwrap();
+            match received.message().unwrap() {
+                Recv::Message(Message::Ping(_)) => pings += 1,
+                Recv::Message(Message::Close(_)) => {}
+                Recv::Closed => break,
+                other => panic!("{other:?}"),
+            }
+        }
+        (reader, pings)
+    });
+    let writer = timeout(PATIENCE, writing).await.unwrap().unwrap();
+    let (reader, pings) = timeout(PATIENCE, reading).await.unwrap().unwrap();
+    reader.reunite(writer).unwrap().finish().await.unwrap();
+    let (received, pongs) = timeout(PATIENCE, server).await.unwrap().unwrap();
+    assert_eq!(received, COUNT);
+    assert_eq!(pongs, pings);
+    assert_eq!(pings, u64::from(COUNT / 100));
+}
+
+/// Message `i` of the backpressure test: 1 KiB that names its number.
+fn payload(i: u32) -> Vec<u8> {
+    let mut bytes = vec![(i % 251) as u8; 1024];
+    bytes[..4].copy_from_slice(&i.to_be_bytes());
+    bytes
+}
