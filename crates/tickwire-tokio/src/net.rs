@@ -6,12 +6,10 @@ use std::io::{self, ErrorKind};
 use std::time::Duration;
 
 use tokio::net::TcpStream;
-use tokio::time::Instant;
-
-use crate::stream::MaybeTls;
 #[cfg(feature = "tls")]
-use crate::tls::TlsStream;
-use tickwire::TransportError;
+use {
+    crate::stream::MaybeTls, crate::tls::TlsStream, tickwire::TransportError, tokio::time::Instant,
+};
 
 /// Resolves `host:port` and connects to the first address that answers, each attempt (and the
 /// resolution) bounded by `timeout` (`None`: the OS default). TCP_NODELAY is set to `nodelay`.

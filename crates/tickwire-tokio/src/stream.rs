@@ -57,12 +57,6 @@ impl MaybeTls {
             Self::Tls(tls) => tls.failure(),
         }
     }
-
-    /// `error` typed: the stream's [`failure`](Self::failure) if it has one, else
-    /// [`TransportError::Io`].
-    pub(crate) fn typed(&self, error: io::Error) -> TransportError {
-        self.failure().unwrap_or(TransportError::Io(error))
-    }
 }
 
 impl AsyncRead for MaybeTls {
