@@ -269,15 +269,33 @@ pub struct HttpClientBuilder {
     base_url: String,
     headers: Vec<(String, Vec<u8>)>,
     user_agent: Option<String>,
+    // The fields the shared setters name (`tickwire::__http_client_builder_options`), copied
+    // into `options` by `build`.
+    limits: Limits,
+    #[cfg(feature = "deflate")]
+    gzip: bool,
+    read_buffer: usize,
+    write_buffer: usize,
+    probe_after: Duration,
     options: Options,
 }
 
 impl HttpClientBuilder {
     fn new(base_url: &str) -> Self {
+        let limits = Limits::client();
+        let (read_buffer, write_buffer) = (16 * 1024, 4 * 1024);
+        let probe_after = ClientSession::DEFAULT_PROBE_AFTER;
         Self {
             base_url: base_url.to_owned(),
             headers: Vec::new(),
             user_agent: Some(concat!("tickwire/", env!("CARGO_PKG_VERSION")).to_owned()),
+            limits,
+            #[cfg(feature = "deflate")]
+            gzip: false,
+            read_buffer,
+            write_buffer,
+            probe_after,
+            // Its copies of the fields above are set by `build`.
             options: Options {
                 connect_timeout: Some(Duration::from_secs(10)),
                 read_timeout: Some(Duration::from_secs(30)),
@@ -286,101 +304,19 @@ impl HttpClientBuilder {
                 nodelay: true,
                 #[cfg(feature = "tls")]
                 tls: None,
-                limits: Limits::client(),
+                limits,
                 #[cfg(feature = "deflate")]
                 gzip: false,
-                read_buffer: 16 * 1024,
-                write_buffer: 4 * 1024,
-                probe_after: ClientSession::DEFAULT_PROBE_AFTER,
+                read_buffer,
+                write_buffer,
+                probe_after,
                 max_connections: 8,
                 idle_timeout: Duration::from_secs(30),
             },
         }
     }
 
-    /// A header sent with every request (an API key, `Accept`). Checked when building.
-    pub fn default_header(mut self, name: &str, value: impl AsRef<[u8]>) -> Self {
-        self.headers
-            .push((name.to_owned(), value.as_ref().to_vec()));
-        self
-    }
-
-    /// The `User-Agent` header (`None`: send none).
-    pub fn user_agent(mut self, agent: Option<&str>) -> Self {
-        self.user_agent = agent.map(str::to_owned);
-        self
-    }
-
-    /// Response limits (head size, header count, body size, chunk framing).
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.options.limits = limits;
-        self
-    }
-
-    /// Sends `Accept-Encoding: gzip` and inflates gzip bodies (bounded by the body limit)
-    /// into a buffer each connection reuses. Needs the `deflate` feature.
-    #[cfg(feature = "deflate")]
-    pub fn gzip(mut self, gzip: bool) -> Self {
-        self.options.gzip = gzip;
-        self
-    }
-
-    /// Initial read buffer size per connection and write buffer size per handle (both grow
-    /// as needed, within the limits).
-    pub fn buffer_sizes(mut self, read: usize, write: usize) -> Self {
-        self.options.read_buffer = read;
-        self.options.write_buffer = write;
-        self
-    }
-
-    /// How long a connection may sit idle before it is checked for a close by the server
-    /// before the next request goes on it (default 500 ms; see the blocking client's
-    /// `probe_idle_after`). `Duration::ZERO` checks before every reuse.
-    pub fn probe_idle_after(mut self, idle: Duration) -> Self {
-        self.options.probe_after = idle;
-        self
-    }
-
-    /// TCP_NODELAY (default on).
-    pub fn nodelay(mut self, nodelay: bool) -> Self {
-        self.options.nodelay = nodelay;
-        self
-    }
-
-    /// Timeout of the TCP connect (name resolution and each address), and of the TLS
-    /// handshake.
-    pub fn connect_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.options.connect_timeout = timeout;
-        self
-    }
-
-    /// Longest wait for response bytes; on expiry the request fails with
-    /// [`HttpClientError::is_timeout`] and the connection is closed.
-    pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.options.read_timeout = timeout;
-        self
-    }
-
-    /// Longest wait for the socket to take the request.
-    pub fn write_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.options.write_timeout = timeout;
-        self
-    }
-
-    /// The total time one request may take: waiting for a connection from the pool,
-    /// connecting when it needs one, writing the request and reading the response to the end
-    /// of its body, an automatic resend included. The per-read timeout bounds one wait for
-    /// bytes, so a server that trickles a byte at a time would hold a request forever
-    /// without this. On expiry the request fails with
-    /// [`HttpClientError::DeadlineExceeded`] and its connection is closed, never reused.
-    /// `None` disables it.
-    ///
-    /// Default: on, 60 s ([`ClientSession::DEFAULT_REQUEST_DEADLINE`] says why), as in the
-    /// blocking client; set a tighter one for orders.
-    pub fn request_deadline(mut self, deadline: Option<Duration>) -> Self {
-        self.options.request_deadline = deadline;
-        self
-    }
+    tickwire::__http_client_builder_options!();
 
     /// The most connections open to the origin at once, idle, in use or being opened
     /// (default 8; at least 1). A request beyond it waits for one to come back.
@@ -395,15 +331,16 @@ impl HttpClientBuilder {
         self
     }
 
-    /// TLS configuration for `https://` (default: Mozilla's roots, session resumption).
-    #[cfg(feature = "tls")]
-    pub fn tls(mut self, config: ClientTlsConfig) -> Self {
-        self.options.tls = Some(config);
-        self
-    }
-
     /// Checks the URL and headers and makes the client; no connection is opened yet.
-    pub fn build(self) -> Result<HttpClient, HttpClientError> {
+    pub fn build(mut self) -> Result<HttpClient, HttpClientError> {
+        self.options.limits = self.limits;
+        #[cfg(feature = "deflate")]
+        {
+            self.options.gzip = self.gzip;
+        }
+        self.options.read_buffer = self.read_buffer;
+        self.options.write_buffer = self.write_buffer;
+        self.options.probe_after = self.probe_after;
         let url = tickwire_codec::rest::BaseUrl::parse(&self.base_url)
             .map_err(|e| HttpClientError::InvalidUrl(e.0))?;
         #[cfg(not(feature = "tls"))]
