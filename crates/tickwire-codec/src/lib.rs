@@ -17,7 +17,8 @@
 //!   [`ws::Extension`] seam; permessage-deflate plugs into it and adds the compressing
 //!   constructors of [`ws::PreparedMessage`], which the writer sends.
 //! - `buf <- http <- rest`: the REST builder writes through the HTTP writers and shares their
-//!   byte checks, which live in `http`.
+//!   byte checks, which live in `http`. `deflate <- rest` too: `rest::GzipBody` inflates gzip
+//!   response bodies with `deflate`'s bounded inflater.
 //! - `http, ws, deflate <- handshake`: the opening handshake reads and writes its heads with
 //!   the HTTP readers and writers (one set of header rules for every head), negotiates
 //!   permessage-deflate with `deflate`'s functions, and hands out a ready [`ws::Connection`].

@@ -15,6 +15,12 @@ use rustls::{Connection, HandshakeKind, ProtocolVersion};
 
 use crate::{ClientTlsConfig, ServerTlsConfig, TlsError};
 
+/// What a server writes, unencrypted, to a client that sent plaintext to its TLS port (after
+/// [`TlsError::NotTls`]): an HTTP 400 that says why, instead of a TLS alert the client cannot
+/// read. Shared by every transport's server side.
+pub const PLAINTEXT_ON_TLS_PORT: &[u8] = b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\
+Content-Type: text/plain\r\nContent-Length: 44\r\n\r\nThis port speaks TLS: use https:// or wss://";
+
 /// What [`TlsCodec::read_plaintext`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Plaintext {

@@ -10,7 +10,7 @@ mod codec;
 mod config;
 mod error;
 
-pub use codec::{Plaintext, TlsCodec, TlsVersion};
+pub use codec::{PLAINTEXT_ON_TLS_PORT, Plaintext, TlsCodec, TlsVersion};
 pub use config::{
     ClientTlsBuilder, ClientTlsConfig, DangerousClientTls, ServerTlsBuilder, ServerTlsConfig,
     certificates_from_pem, private_key_from_pem, provider,

@@ -9,12 +9,10 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
-#[cfg(feature = "deflate")]
-use tickwire_codec::deflate::DeflateConfig;
 use tickwire_codec::handshake::{
-    Outcome, Parsed, Request, Response, ServerHandshake, ServerLimits, ServerOptions,
+    Outcome, Parsed, Request, Response, ServerHandshake, ServerOptions,
 };
-use tickwire_codec::ws::{Buffers, Config, Limits, Role};
+use tickwire_codec::ws::{Buffers, Role};
 
 #[cfg(feature = "tls")]
 use tickwire_tls::{ServerTlsConfig, TlsCodec};
@@ -29,7 +27,7 @@ pub fn accept(stream: TcpStream) -> Result<WebSocket<TcpStream>, Error> {
     ServerBuilder::new().accept(stream)
 }
 
-/// Options for the server side. Defaults: [`Config::server`] (1 MiB frames and messages),
+/// Options for the server side. Defaults: [`Config::server`](tickwire_codec::ws::Config::server) (1 MiB frames and messages),
 /// 8 KiB request head and 32 headers at most, TCP_NODELAY on, a 10 s handshake timeout, no
 /// read or write timeout.
 #[derive(Debug, Clone)]
@@ -59,93 +57,7 @@ impl ServerBuilder {
         }
     }
 
-    /// Replaces the whole connection configuration.
-    pub fn config(mut self, config: Config) -> Self {
-        self.options.config = config;
-        self
-    }
-
-    /// Sets the receive limits.
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.options.config.limits = limits;
-        self
-    }
-
-    /// Limits on the upgrade request head.
-    pub fn head_limits(mut self, limits: ServerLimits) -> Self {
-        self.options.limits = limits;
-        self
-    }
-
-    /// Sets the initial read and write buffer sizes.
-    pub fn buffer_sizes(mut self, read: usize, write: usize) -> Self {
-        self.options.config.read_buffer_size = read;
-        self.options.config.write_buffer_size = write;
-        self
-    }
-
-    /// Sets the size up to which the read buffer doubles when a read fills it (a peer sending
-    /// faster than it is read): fewer, larger reads. Default 1 MiB for a client, 16 KiB (no
-    /// growth) for a server.
-    pub fn max_read_buffer(mut self, size: usize) -> Self {
-        self.options.config.max_read_buffer_size = size;
-        self
-    }
-
-    /// Fails connections that send nothing for `timeout`.
-    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.options.config.idle_timeout = timeout;
-        self
-    }
-
-    /// TCP_NODELAY (default on).
-    pub fn nodelay(mut self, nodelay: bool) -> Self {
-        self.nodelay = nodelay;
-        self
-    }
-
-    /// Timeout for reading the upgrade request and writing the response.
-    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
-        self.handshake_timeout = timeout;
-        self
-    }
-
-    /// Read timeout after the handshake (see [`crate::ClientBuilder::read_timeout`]).
-    pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.read_timeout = timeout;
-        self
-    }
-
-    /// Write timeout for the socket.
-    pub fn write_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.write_timeout = timeout;
-        self
-    }
-
-    /// Accepts permessage-deflate (RFC 7692) with `config`: the first valid offer is
-    /// answered; invalid offers (duplicate, unknown or out-of-range parameters) are declined,
-    /// and a request whose every permessage-deflate offer is invalid gets 400. The message
-    /// size limit applies to inflated bytes. Needs the `deflate` feature; without it an offer
-    /// is ignored (the 101 names no extension, as RFC 7692 §5 allows).
-    #[cfg(feature = "deflate")]
-    pub fn deflate(mut self, config: DeflateConfig) -> Self {
-        self.options.deflate = Some(config);
-        self
-    }
-
-    /// Speaks `protocol`: when the accept hook selects no subprotocol, the first one the
-    /// client offered (in its order of preference) among those given here is selected.
-    pub fn subprotocol(mut self, protocol: impl Into<String>) -> Self {
-        self.options.subprotocols.push(protocol.into());
-        self
-    }
-
-    /// Adds a header to every 101 (before the hook's own). A name that is not an HTTP token,
-    /// or a value with a control byte, fails the handshake with a 500.
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.options.headers.push((name.into(), value.into()));
-        self
-    }
+    crate::__server_builder_options!();
 
     /// Accepts any valid upgrade request.
     pub fn accept(&self, stream: TcpStream) -> Result<WebSocket<TcpStream>, Error> {

@@ -6,13 +6,9 @@
 use std::io::{self, ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 
-use tickwire_tls::{Plaintext, TlsCodec, TlsError};
+use tickwire_tls::{PLAINTEXT_ON_TLS_PORT, Plaintext, TlsCodec, TlsError};
 
 use crate::{Stream, TransportError};
-
-/// What a server writes, unencrypted, to a client that sent plaintext to its TLS port.
-const PLAINTEXT_ON_TLS_PORT: &[u8] = b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\
-Content-Type: text/plain\r\nContent-Length: 44\r\n\r\nThis port speaks TLS: use https:// or wss://";
 
 /// A TLS connection over a blocking stream. Reads return plaintext; writes encrypt and write
 /// through at once (one record batch per `write` call, no implicit buffering).

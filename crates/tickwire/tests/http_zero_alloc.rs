@@ -4,129 +4,12 @@
 //! allocator counts only the thread that asks it to (the loopback server thread is not
 //! counted).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::io::{Read, Write};
-use std::net::TcpListener;
-use std::sync::atomic::{AtomicU64, Ordering};
+mod zero_alloc_support;
+use zero_alloc_support::*;
+
+use std::sync::atomic::Ordering;
 
 use tickwire::HttpClient;
-
-struct ThreadCounting;
-
-thread_local! {
-    static COUNT_THIS_THREAD: Cell<bool> = const { Cell::new(false) };
-}
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-fn note_allocation() {
-    if COUNT_THIS_THREAD.try_with(Cell::get).unwrap_or(false) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: every call is forwarded to `System` unchanged; the counter has no effect on the
-// memory returned.
-unsafe impl GlobalAlloc for ThreadCounting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note_allocation();
-        // SAFETY: same layout contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note_allocation();
-        // SAFETY: same layout contract as our caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note_allocation();
-        // SAFETY: `ptr` came from this allocator (System underneath) with `layout`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from this allocator (System underneath) with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: ThreadCounting = ThreadCounting;
-
-const RESPONSE_BODY: &[u8] =
-    br#"{"orderId":"8c1e2f","status":"NEW","symbol":"BTC-USD","price":"101.25","qty":"0.5","ts":1732390000123}"#;
-
-/// A keep-alive server answering every request with the same Content-Length JSON response,
-/// after checking it received a complete POST with the JSON body.
-fn server() -> (u16, std::thread::JoinHandle<usize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let handle = std::thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
-        stream.set_nodelay(true).unwrap();
-        let mut response = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            RESPONSE_BODY.len()
-        )
-        .into_bytes();
-        response.extend_from_slice(RESPONSE_BODY);
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut have = 0;
-        let mut served = 0;
-        loop {
-            let n = stream.read(&mut buf[have..]).unwrap();
-            if n == 0 {
-                return served;
-            }
-            have += n;
-            loop {
-                let mut headers = [httparse::EMPTY_HEADER; 16];
-                let mut request = httparse::Request::new(&mut headers);
-                let httparse::Status::Complete(head) = request.parse(&buf[..have]).unwrap() else {
-                    break;
-                };
-                let length: usize = request
-                    .headers
-                    .iter()
-                    .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-                    .map(|h| std::str::from_utf8(h.value).unwrap().parse().unwrap())
-                    .unwrap();
-                assert_eq!(request.method, Some("POST"));
-                if have < head + length {
-                    break;
-                }
-                let body = &buf[head..head + length];
-                assert!(body.starts_with(b"{\"symbol\":\"BTC-USD\""), "{body:?}");
-                buf.copy_within(head + length..have, 0);
-                have -= head + length;
-                stream.write_all(&response).unwrap();
-                served += 1;
-            }
-        }
-    });
-    (port, handle)
-}
-
-struct Order<'a> {
-    symbol: &'a str,
-    side: &'a str,
-    price: &'a str,
-    qty: &'a str,
-    client_id: u64,
-}
-
-/// Writes the order as ~100 B of JSON without allocating, as a serializer into the wire
-/// buffer would.
-fn write_order(w: &mut impl Write, order: &Order<'_>) -> std::io::Result<()> {
-    write!(
-        w,
-        r#"{{"symbol":"{}","side":"{}","type":"LIMIT","price":"{}","quantity":"{}","clientOrderId":{}}}"#,
-        order.symbol, order.side, order.price, order.qty, order.client_id
-    )
-}
 
 fn post(client: &mut HttpClient, order: &Order<'_>) -> usize {
     let response = client
@@ -147,13 +30,7 @@ fn main() {
     let mut client = HttpClient::builder(&format!("http://127.0.0.1:{port}"))
         .build()
         .unwrap();
-    let order = Order {
-        symbol: "BTC-USD",
-        side: "BUY",
-        price: "101.25",
-        qty: "0.5",
-        client_id: 1_732_390_000,
-    };
+    let order = ORDER;
     for _ in 0..100 {
         post(&mut client, &order);
     }

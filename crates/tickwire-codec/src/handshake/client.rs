@@ -101,6 +101,42 @@ pub struct Accepted {
     pub headers: Vec<(String, Vec<u8>)>,
 }
 
+/// Where a `ws://` / `wss://` URL says to connect: what every client transport needs before
+/// its socket exists (the handshake itself takes the whole URL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoint<'u> {
+    /// `wss://`: TLS first.
+    pub secure: bool,
+    /// The host to resolve and, over TLS, to name in SNI and check the certificate against:
+    /// a DNS name or an IP address (an IPv6 literal without its brackets).
+    pub host: &'u str,
+    /// The port: the URL's, else 80 (`ws`) or 443 (`wss`).
+    pub port: u16,
+}
+
+impl<'u> Endpoint<'u> {
+    /// The endpoint of `url`; [`HandshakeError::InvalidUrl`] for another scheme or no host.
+    pub fn of(url: &'u url::Url) -> Result<Self, HandshakeError> {
+        let secure = match url.scheme() {
+            "ws" => false,
+            "wss" => true,
+            other => {
+                return Err(HandshakeError::InvalidUrl(format!(
+                    "scheme {other}:// is not ws:// or wss://"
+                )));
+            }
+        };
+        let host = url
+            .host_str()
+            .ok_or_else(|| HandshakeError::InvalidUrl("no host".into()))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let port = url
+            .port_or_known_default()
+            .unwrap_or(if secure { 443 } else { 80 });
+        Ok(Self { secure, host, port })
+    }
+}
+
 /// A client handshake in progress: the request to write and the state to check the answer.
 #[derive(Debug)]
 pub struct ClientHandshake {

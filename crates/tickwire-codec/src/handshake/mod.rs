@@ -43,7 +43,7 @@ use base64::Engine as _;
 use sha1::{Digest, Sha1};
 
 pub use crate::http::Parsed;
-pub use client::{Accepted, ClientHandshake, ClientOptions};
+pub use client::{Accepted, ClientHandshake, ClientOptions, Endpoint};
 pub use error::HandshakeError;
 pub use server::{
     Outcome, Request, Response, ServerHandshake, ServerLimits, ServerOptions, Upgraded,

@@ -614,3 +614,24 @@ fn server_driven_out_of_order_is_misuse() {
     );
     assert!(out.is_empty());
 }
+
+#[test]
+fn endpoint_of_a_url_names_scheme_host_and_port() {
+    let endpoint = |url: &str| {
+        let url = url::Url::parse(url).unwrap();
+        Endpoint::of(&url).map(|e| (e.secure, e.host.to_owned(), e.port))
+    };
+    assert_eq!(
+        endpoint("ws://example.com/feed"),
+        Ok((false, "example.com".into(), 80))
+    );
+    assert_eq!(
+        endpoint("wss://example.com:9443/"),
+        Ok((true, "example.com".into(), 9443))
+    );
+    assert_eq!(endpoint("wss://[::1]/x"), Ok((true, "::1".into(), 443)));
+    assert!(matches!(
+        endpoint("http://example.com/"),
+        Err(HandshakeError::InvalidUrl(_))
+    ));
+}

@@ -50,6 +50,24 @@ pub enum Failure {
     Other,
 }
 
+impl Failure {
+    /// Whether a socket error of `kind` means the server closed or reset the connection (so a
+    /// request that got no byte of its response failed with
+    /// [`Failure::ClosedBeforeResponse`], and a write that failed so should be followed by a
+    /// read of what the server answered first).
+    pub fn is_close(kind: std::io::ErrorKind) -> bool {
+        use std::io::ErrorKind;
+        matches!(
+            kind,
+            ErrorKind::ConnectionReset
+                | ErrorKind::ConnectionAborted
+                | ErrorKind::BrokenPipe
+                | ErrorKind::UnexpectedEof
+                | ErrorKind::NotConnected
+        )
+    }
+}
+
 /// The connection rules of one HTTP/1.1 client connection slot.
 ///
 /// ```
@@ -79,6 +97,9 @@ pub struct ClientSession {
     close_after: bool,
     /// When the connection last finished an exchange (or opened).
     idle_since: Option<Instant>,
+    /// A request was started on the open connection and its final response has not
+    /// completed: what is left of that response may still arrive.
+    in_flight: bool,
 }
 
 impl Default for ClientSession {
@@ -90,6 +111,18 @@ impl Default for ClientSession {
 impl ClientSession {
     /// Idle time after which a connection is checked before reuse, by default.
     pub const DEFAULT_PROBE_AFTER: Duration = Duration::from_millis(500);
+
+    /// The total time one request may take, connect, write and the whole response included,
+    /// in the tickwire transports unless configured otherwise: 60 s.
+    ///
+    /// Why this value: it is twice the transports' default read timeout (30 s), so a server
+    /// that goes silent still fails a request by the read timeout, and the deadline stops the
+    /// one that keeps a request alive by trickling bytes (each byte restarts a read timeout).
+    /// It leaves a several-MiB snapshot over a slow link time to arrive. It also costs nothing
+    /// while a request is younger than the read timeout: the socket's timeout only has to be
+    /// shortened once the deadline is nearer than the next read timeout. Trading code sets a
+    /// shorter one: an order's answer is worthless after a second or two.
+    pub const DEFAULT_REQUEST_DEADLINE: Duration = Duration::from_secs(60);
 
     /// Rules with the default probe interval ([`DEFAULT_PROBE_AFTER`](Self::DEFAULT_PROBE_AFTER)).
     pub fn new() -> Self {
@@ -105,6 +138,7 @@ impl ClientSession {
             reused: false,
             close_after: false,
             idle_since: None,
+            in_flight: false,
         }
     }
 
@@ -115,7 +149,7 @@ impl ClientSession {
 
     /// What to do before writing the next request at `now`.
     pub fn before_request(&self, now: Instant) -> Reuse {
-        if !self.open || self.close_after {
+        if !self.open || self.close_after || self.in_flight {
             return Reuse::Reconnect;
         }
         match self.idle_since {
@@ -143,6 +177,30 @@ impl ClientSession {
         self.reused = false;
         self.close_after = false;
         self.idle_since = Some(now);
+        self.in_flight = false;
+    }
+
+    /// A request is about to be written. Until [`response_complete`](Self::response_complete)
+    /// the connection may carry the rest of its response, so it can never carry another
+    /// request: a request abandoned part-way (a timeout, a deadline, a cancelled future)
+    /// leaves [`before_request`](Self::before_request) answering [`Reuse::Reconnect`], and
+    /// the next request cannot receive the abandoned one's response.
+    pub fn request_started(&mut self) {
+        self.in_flight = true;
+    }
+
+    /// Whether the open connection may go back to a pool of idle connections: it is open, its
+    /// last exchange completed and the response did not end it.
+    pub fn is_reusable(&self) -> bool {
+        self.open && !self.close_after && !self.in_flight
+    }
+
+    /// Whether an idle connection has sat unused for `max_idle` or longer at `now` and should
+    /// be closed rather than kept (a pool's idle expiry: servers close idle connections after
+    /// a few seconds, and an old one is the likeliest to be stale).
+    pub fn idle_expired(&self, now: Instant, max_idle: Duration) -> bool {
+        self.idle_since
+            .is_some_and(|since| now.saturating_duration_since(since) >= max_idle)
     }
 
     /// A final response completed at `now`; `keep_alive` is whether the connection may carry
@@ -150,6 +208,7 @@ impl ClientSession {
     /// by the close, not HTTP/1.0 without keep-alive). Bytes left after it in the buffer that
     /// no request asked for must be reported as `keep_alive = false`.
     pub fn response_complete(&mut self, keep_alive: bool, now: Instant) {
+        self.in_flight = false;
         self.reused = true;
         self.close_after = !keep_alive;
         self.idle_since = Some(now);
@@ -161,6 +220,7 @@ impl ClientSession {
         self.reused = false;
         self.close_after = false;
         self.idle_since = None;
+        self.in_flight = false;
     }
 
     /// Whether the connection now open has carried a complete exchange before.
@@ -229,6 +289,44 @@ mod tests {
         s.connected(at(2_002));
         s.response_complete(true, at(2_003));
         assert_eq!(s.after_probe(Probe::Unexpected), Reuse::Reconnect);
+    }
+
+    #[test]
+    fn a_request_abandoned_before_its_response_completed_never_reuses_the_connection() {
+        let mut s = ClientSession::new();
+        s.connected(at(0));
+        s.request_started();
+        assert!(!s.is_reusable());
+        // Dropped here: the response is still on its way.
+        assert_eq!(s.before_request(at(1)), Reuse::Reconnect);
+        s.connected(at(2));
+        s.request_started();
+        s.response_complete(true, at(3));
+        assert!(s.is_reusable());
+        assert_eq!(s.before_request(at(4)), Reuse::Send);
+        s.request_started();
+        s.response_complete(false, at(5));
+        assert!(!s.is_reusable());
+    }
+
+    #[test]
+    fn idle_connections_expire_after_the_idle_limit() {
+        let mut s = ClientSession::new();
+        assert!(!s.idle_expired(at(0), Duration::ZERO));
+        s.connected(at(0));
+        s.response_complete(true, at(100));
+        let limit = Duration::from_millis(1_000);
+        assert!(!s.idle_expired(at(1_099), limit));
+        assert!(s.idle_expired(at(1_100), limit));
+    }
+
+    #[test]
+    fn resets_and_broken_pipes_are_closes_timeouts_are_not() {
+        use std::io::ErrorKind;
+        assert!(Failure::is_close(ErrorKind::ConnectionReset));
+        assert!(Failure::is_close(ErrorKind::BrokenPipe));
+        assert!(!Failure::is_close(ErrorKind::TimedOut));
+        assert!(!Failure::is_close(ErrorKind::WouldBlock));
     }
 
     #[test]

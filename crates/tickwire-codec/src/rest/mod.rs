@@ -34,14 +34,21 @@
 //! HTAB in values, no space, control, non-ASCII or `#` in paths; query keys and values are
 //! percent-encoded so any string is fine). A failing call removes the whole request from the
 //! buffer. This module does not send, read responses, retry or follow redirects: that is the
-//! transport's job.
+//! transport's job. With the `deflate` feature it also decodes gzip response bodies
+//! ([`GzipBody`]), the one gzip path of every tickwire HTTP client.
 
+mod base_url;
 mod builder;
+#[cfg(feature = "deflate")]
+mod gzip;
 mod percent;
 mod writer;
 
 #[cfg(test)]
 mod tests;
 
+pub use base_url::{BaseUrl, InvalidBaseUrl};
 pub use builder::{BodyWriter, Query, RequestBuilder, WithHeaders};
+#[cfg(feature = "deflate")]
+pub use gzip::GzipBody;
 pub use writer::RequestWriter;

@@ -4,10 +4,7 @@ use std::time::Duration;
 
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::http::{ClientSession, Limits, Method, ResponseReader};
-use tickwire_codec::rest::{Query, RequestWriter};
-
-#[cfg(feature = "tls")]
-use tickwire_tls::ClientTlsConfig;
+use tickwire_codec::rest::{BaseUrl, InvalidBaseUrl, Query, RequestWriter};
 
 use super::error::HttpClientError;
 #[cfg(feature = "deflate")]
@@ -25,6 +22,10 @@ use super::session::{Options, Origin, Session};
 /// - Responses are borrowed: a [`ClientResponse`](super::ClientResponse) lives until the next
 ///   request on this client. With a Content-Length body, a request and its response allocate
 ///   nothing once the buffers have grown to fit.
+/// - Every request is bounded by one total deadline (connect, write, and read to the end of
+///   the body) on top of the per-read and per-write timeouts: on by default, 60 s
+///   ([`HttpClientBuilder::request_deadline`]); on expiry the request fails with
+///   [`HttpClientError::DeadlineExceeded`] and its connection is dropped.
 /// - Redirects are reported ([`is_redirect`](super::ClientResponse::is_redirect)), not
 ///   followed.
 #[derive(Debug)]
@@ -111,7 +112,9 @@ impl HttpClient {
 }
 
 /// Options for an [`HttpClient`]. Defaults: TCP_NODELAY on, a 10 s connect timeout, 30 s read
-/// and write timeouts, [`Limits::client`], no gzip, a `User-Agent: tickwire/<version>` header.
+/// and write timeouts, a 60 s total deadline per request
+/// ([`request_deadline`](Self::request_deadline)), [`Limits::client`], no gzip, a
+/// `User-Agent: tickwire/<version>` header.
 #[derive(Debug)]
 pub struct HttpClientBuilder {
     base_url: String,
@@ -142,6 +145,7 @@ impl HttpClientBuilder {
                 connect_timeout: Some(Duration::from_secs(10)),
                 read_timeout: Some(Duration::from_secs(30)),
                 write_timeout: Some(Duration::from_secs(30)),
+                request_deadline: Some(ClientSession::DEFAULT_REQUEST_DEADLINE),
                 nodelay: true,
                 #[cfg(feature = "tls")]
                 tls: None,
@@ -149,134 +153,26 @@ impl HttpClientBuilder {
         }
     }
 
-    /// A header sent with every request (an API key, `Accept`). Checked when building.
-    pub fn default_header(mut self, name: &str, value: impl AsRef<[u8]>) -> Self {
-        self.headers
-            .push((name.to_owned(), value.as_ref().to_vec()));
-        self
-    }
-
-    /// The `User-Agent` header (`None`: send none).
-    pub fn user_agent(mut self, agent: Option<&str>) -> Self {
-        self.user_agent = agent.map(str::to_owned);
-        self
-    }
-
-    /// Response limits (head size, header count, body size, chunk framing).
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Sends `Accept-Encoding: gzip` and inflates gzip bodies (bounded by the body limit)
-    /// into a buffer the client reuses. Needs the `deflate` feature; without it no
-    /// `Accept-Encoding` is sent and bodies come back as sent.
-    #[cfg(feature = "deflate")]
-    pub fn gzip(mut self, gzip: bool) -> Self {
-        self.gzip = gzip;
-        self
-    }
-
-    /// Initial read and write buffer sizes (they grow as needed, within the limits).
-    pub fn buffer_sizes(mut self, read: usize, write: usize) -> Self {
-        self.read_buffer = read;
-        self.write_buffer = write;
-        self
-    }
-
-    /// How long a keep-alive connection may sit idle before it is checked (one non-blocking
-    /// `recv(MSG_PEEK)`) for a close by the server before the next request goes on it
-    /// (default 500 ms). Back-to-back requests skip the check; `Duration::ZERO` checks before
-    /// every reuse. The check keeps a request that may not be resent (a POST) from being
-    /// written into a connection the server already closed while it was idle.
-    pub fn probe_idle_after(mut self, idle: Duration) -> Self {
-        self.probe_after = idle;
-        self
-    }
-
-    /// TCP_NODELAY (default on).
-    pub fn nodelay(mut self, nodelay: bool) -> Self {
-        self.options.nodelay = nodelay;
-        self
-    }
-
-    /// Timeout of the TCP connect per resolved address, and of the TLS handshake.
-    pub fn connect_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.options.connect_timeout = timeout;
-        self
-    }
-
-    /// Longest wait for response bytes; on expiry the request fails with
-    /// [`HttpClientError::is_timeout`] and the connection is dropped.
-    pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.options.read_timeout = timeout;
-        self
-    }
-
-    /// Longest wait for the socket to accept request bytes.
-    pub fn write_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.options.write_timeout = timeout;
-        self
-    }
-
-    /// TLS configuration for `https://` (default: Mozilla's roots, session resumption).
-    #[cfg(feature = "tls")]
-    pub fn tls(mut self, config: ClientTlsConfig) -> Self {
-        self.options.tls = Some(config);
-        self
-    }
+    crate::__http_client_builder_options!();
 
     /// Checks the URL and headers and makes the client; no connection is opened yet.
     pub fn build(self) -> Result<HttpClient, HttpClientError> {
-        let url = url::Url::parse(&self.base_url)
-            .map_err(|e| HttpClientError::InvalidUrl(e.to_string()))?;
-        let secure = match url.scheme() {
-            "http" => false,
-            "https" => true,
-            other => {
-                return Err(HttpClientError::InvalidUrl(format!(
-                    "scheme {other}:// is not http:// or https://"
-                )));
-            }
-        };
+        let url = BaseUrl::parse(&self.base_url)
+            .map_err(|InvalidBaseUrl(reason)| HttpClientError::InvalidUrl(reason))?;
         #[cfg(not(feature = "tls"))]
-        if secure {
+        if url.secure {
             return Err(HttpClientError::UnsupportedScheme("https".into()));
         }
-        if url.query().is_some() || url.fragment().is_some() {
-            return Err(HttpClientError::InvalidUrl(
-                "a base URL takes no query or fragment".into(),
-            ));
-        }
-        let host = url
-            .host_str()
-            .ok_or_else(|| HttpClientError::InvalidUrl("no host".into()))?;
-        let default_port = if secure { 443 } else { 80 };
-        let port = url.port().unwrap_or(default_port);
-        // The Host header keeps IPv6 brackets and names a non-default port (RFC 9110 §7.2).
-        let authority = match url.port() {
-            Some(port) => format!("{host}:{port}"),
-            None => host.to_owned(),
-        };
-        let base_path = url.path().trim_end_matches('/');
-        let mut writer = RequestWriter::new(&authority, base_path)?;
-        if let Some(agent) = &self.user_agent {
-            writer.default_header("User-Agent", agent.as_bytes())?;
-        }
         #[cfg(feature = "deflate")]
-        if self.gzip {
-            writer.default_header("Accept-Encoding", b"gzip")?;
-        }
-        for (name, value) in &self.headers {
-            writer.default_header(name, value)?;
-        }
+        let gzip = self.gzip;
+        #[cfg(not(feature = "deflate"))]
+        let gzip = false;
+        let headers = self.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()));
+        let writer = url.request_writer(self.user_agent.as_deref(), gzip, headers)?;
         let origin = Origin {
-            secure,
-            host: host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_owned(),
-            port,
+            secure: url.secure,
+            host: url.host,
+            port: url.port,
         };
         #[cfg(feature = "deflate")]
         let gunzip = self.gzip.then(|| Gunzip::new(self.limits.max_body_bytes));

@@ -1,5 +1,6 @@
 //! [`HttpClientError`]: what an [`HttpClient`](super::HttpClient) call can fail with.
 
+use std::time::Duration;
 use std::{fmt, io};
 
 use tickwire_codec::http::{HttpError, WriteError};
@@ -27,6 +28,16 @@ pub enum HttpClientError {
     /// The TLS handshake did not complete within the connect timeout (or the read timeout
     /// when there is none, or 10 s).
     HandshakeTimeout,
+    /// The request did not complete within its total deadline
+    /// ([`HttpClientBuilder::request_deadline`](crate::HttpClientBuilder::request_deadline),
+    /// the configured duration is carried): connecting, writing the request and reading the
+    /// response to the end of its body together took longer, however often bytes arrived.
+    /// Distinct from a read timeout ([`HttpClientError::Io`] of kind `WouldBlock` /
+    /// `TimedOut`), which is a single wait with no byte. The connection was dropped.
+    DeadlineExceeded {
+        /// The total time the request was allowed.
+        deadline: Duration,
+    },
     /// A response broke RFC 9112 framing or a configured limit; the connection was dropped.
     Http(HttpError),
     /// A request could not be written: a header name that is not a token, CR, LF or NUL in a
@@ -44,14 +55,15 @@ pub enum HttpClientError {
 
 impl HttpClientError {
     /// True when a timer expired: [`HttpClientError::Io`] of kind `WouldBlock` or `TimedOut`
-    /// (a read, write or TCP connect timeout) or [`HttpClientError::HandshakeTimeout`].
+    /// (a read, write or TCP connect timeout), [`HttpClientError::HandshakeTimeout`] or
+    /// [`HttpClientError::DeadlineExceeded`].
     pub fn is_timeout(&self) -> bool {
         match self {
             Self::Io(e) => matches!(
                 e.kind(),
                 io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
             ),
-            Self::HandshakeTimeout => true,
+            Self::HandshakeTimeout | Self::DeadlineExceeded { .. } => true,
             _ => false,
         }
     }
@@ -68,6 +80,12 @@ impl fmt::Display for HttpClientError {
                 write!(f, "unsupported URL scheme {scheme}:// in this build")
             }
             Self::HandshakeTimeout => f.write_str("TLS handshake timed out"),
+            Self::DeadlineExceeded { deadline } => {
+                write!(
+                    f,
+                    "the request did not complete within its {deadline:?} deadline"
+                )
+            }
             Self::Http(e) => write!(f, "HTTP: {e}"),
             Self::Write(e) => write!(f, "HTTP request not written: {e}"),
             Self::NoResponse => f.write_str("the server closed the connection without a response"),
@@ -89,6 +107,7 @@ impl std::error::Error for HttpClientError {
             Self::InvalidUrl(_)
             | Self::UnsupportedScheme(_)
             | Self::HandshakeTimeout
+            | Self::DeadlineExceeded { .. }
             | Self::NoResponse
             | Self::Decompress(_) => None,
         }
@@ -114,6 +133,21 @@ impl From<TransportError> for HttpClientError {
             // cut short is `TlsError::HandshakeEof`. Kept typed as an I/O end of stream.
             TransportError::UnexpectedEof => Self::Io(io::ErrorKind::UnexpectedEof.into()),
         }
+    }
+}
+
+#[cfg(feature = "deflate")]
+impl From<tickwire_codec::deflate::InflateError> for HttpClientError {
+    /// [`HttpClientError::Decompress`], saying what was wrong with the gzip body.
+    fn from(e: tickwire_codec::deflate::InflateError) -> Self {
+        use tickwire_codec::deflate::InflateError;
+        Self::Decompress(match e {
+            InflateError::TooLarge { limit } => {
+                format!("gzip body inflates past the {limit}-byte limit")
+            }
+            InflateError::Truncated => "gzip body ends early".into(),
+            e => format!("gzip body: {e}"),
+        })
     }
 }
 

@@ -1,50 +1,36 @@
-//! gzip response bodies (RFC 9110 §8.4.1.3), inflated into a buffer the client reuses.
+//! gzip response bodies (RFC 9110 §8.4.1.3) through the codec's [`GzipBody`], the one gzip
+//! path of the tickwire HTTP clients; this module only gives it this client's
+//! error type.
 //!
 //! With the `deflate` feature off there is no inflater: the client never sends
 //! `Accept-Encoding: gzip`, no [`Gunzip`] value can exist, and a body the server gzipped
 //! anyway is handed over as sent, its `Content-Encoding` header left for the caller to see.
 
+use tickwire_codec::http::Response;
 #[cfg(feature = "deflate")]
-use tickwire_codec::deflate::{InflateError, PayloadInflater};
+use tickwire_codec::rest::GzipBody;
 
 use super::error::HttpClientError;
 
-/// A reused gzip inflater (the codec's, shared with permessage-deflate's payload helpers) and
-/// its output buffer, bounded by the body size limit.
+/// The codec's reused gzip decoder, bounded by the body size limit.
 #[cfg(feature = "deflate")]
 #[derive(Debug)]
-pub(crate) struct Gunzip {
-    inflater: PayloadInflater,
-    out: Vec<u8>,
-    limit: u64,
-}
+pub(crate) struct Gunzip(GzipBody);
 
 #[cfg(feature = "deflate")]
 impl Gunzip {
     pub(crate) fn new(limit: u64) -> Self {
-        Self {
-            inflater: PayloadInflater::new(),
-            out: Vec::new(),
-            limit,
-        }
+        Self(GzipBody::new(limit))
     }
 
-    /// Inflates one gzip member into the reused buffer, its CRC-32 and length checked. A body
-    /// that inflates past the limit, is not gzip, has bytes after the member, or ends early is
+    /// The body inflated when it is gzip on the wire, `None` when it is not. A body that
+    /// inflates past the limit, is not gzip, has bytes after the member, or ends early is
     /// [`HttpClientError::Decompress`].
-    pub(crate) fn decode(&mut self, input: &[u8]) -> Result<&[u8], HttpClientError> {
-        self.out.clear();
-        let limit = usize::try_from(self.limit).unwrap_or(usize::MAX);
-        match self.inflater.gzip(input, &mut self.out, limit) {
-            Ok(()) => Ok(&self.out),
-            Err(InflateError::TooLarge { limit }) => Err(HttpClientError::Decompress(format!(
-                "gzip body inflates past the {limit}-byte limit"
-            ))),
-            Err(InflateError::Truncated) => {
-                Err(HttpClientError::Decompress("gzip body ends early".into()))
-            }
-            Err(e) => Err(HttpClientError::Decompress(format!("gzip body: {e}"))),
-        }
+    pub(crate) fn decode(
+        &mut self,
+        response: &Response<'_>,
+    ) -> Result<Option<&[u8]>, HttpClientError> {
+        Ok(self.0.decode(response)?)
     }
 }
 
@@ -56,7 +42,10 @@ pub(crate) enum Gunzip {}
 #[cfg(not(feature = "deflate"))]
 impl Gunzip {
     /// Unreachable: there is no value to call it on.
-    pub(crate) fn decode(&mut self, _input: &[u8]) -> Result<&[u8], HttpClientError> {
+    pub(crate) fn decode(
+        &mut self,
+        _response: &Response<'_>,
+    ) -> Result<Option<&[u8]>, HttpClientError> {
         match *self {}
     }
 }

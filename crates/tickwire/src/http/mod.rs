@@ -21,6 +21,7 @@
 mod client;
 mod error;
 mod gunzip;
+mod options;
 mod request;
 mod response;
 mod session;

@@ -22,20 +22,13 @@ impl<'a> ClientResponse<'a> {
         response: Response<'a>,
         gunzip: Option<&'a mut Gunzip>,
     ) -> Result<Self, HttpClientError> {
-        // Looked up only when decoding is on: the walk over every field cost about 130
-        // instructions per request on the bench's loopback POST (`tickwire-bench http
-        // --callgrind`, client-side table) for a body that is used as it is anyway.
-        let gzipped = || {
-            response
-                .headers()
-                .get("content-encoding")
-                .is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"gzip"))
+        let inflated = match gunzip {
+            Some(gunzip) => gunzip.decode(&response)?,
+            None => None,
         };
-        let (body, decoded) = match gunzip {
-            Some(gunzip) if !response.body().is_empty() && gzipped() => {
-                (gunzip.decode(response.body())?, true)
-            }
-            _ => (response.body(), false),
+        let (body, decoded) = match inflated {
+            Some(body) => (body, true),
+            None => (response.body(), false),
         };
         Ok(Self {
             response,

@@ -2,7 +2,7 @@
 //! to reuse, when to probe, when a request may be resent, reading a response after a failed
 //! write) are the codec's [`ClientSession`]; this module only carries them out.
 
-use std::io::{self, ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
@@ -28,6 +28,8 @@ pub(crate) struct Options {
     pub(crate) connect_timeout: Option<Duration>,
     pub(crate) read_timeout: Option<Duration>,
     pub(crate) write_timeout: Option<Duration>,
+    /// The total time of one request (connect, write, whole response); `None`: unbounded.
+    pub(crate) request_deadline: Option<Duration>,
     pub(crate) nodelay: bool,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<tickwire_tls::ClientTlsConfig>,
@@ -44,6 +46,23 @@ pub(crate) struct Session {
     rules: ClientSession,
     connections_opened: u64,
     pub(crate) gunzip: Option<Gunzip>,
+    /// When the request being carried out must be complete (`None`: no deadline, or no
+    /// request under way).
+    deadline: Option<Instant>,
+    /// The read timeout set on the socket now: the configured one, or shorter while the
+    /// deadline is nearer than that. Compared before each read, so the socket option is only
+    /// set when it has to change.
+    applied_read_timeout: Option<Duration>,
+    /// The same for the write timeout.
+    applied_write_timeout: Option<Duration>,
+}
+
+/// How long one socket wait may take within a request.
+#[derive(Debug, Clone, Copy)]
+struct Wait {
+    timeout: Option<Duration>,
+    /// The request's deadline, not the per-call timeout, set `timeout`.
+    by_deadline: bool,
 }
 
 /// Outcome of one attempt on one connection.
@@ -73,6 +92,9 @@ impl Session {
             rules: ClientSession::with_probe_after(probe_after),
             connections_opened: 0,
             gunzip,
+            deadline: None,
+            applied_read_timeout: None,
+            applied_write_timeout: None,
         }
     }
 
@@ -87,13 +109,14 @@ impl Session {
     /// Opens the connection unless a live one is open.
     pub(crate) fn connect(&mut self) -> Result<(), HttpClientError> {
         self.release_previous();
-        self.ready()
+        self.deadline = None;
+        self.ready(Instant::now())
     }
 
     /// Makes the connection ready for a request as the rules say: as it is, after a probe, or
     /// anew.
-    fn ready(&mut self) -> Result<(), HttpClientError> {
-        let mut next = self.rules.before_request(Instant::now());
+    fn ready(&mut self, now: Instant) -> Result<(), HttpClientError> {
+        let mut next = self.rules.before_request(now);
         if next == Reuse::Probe {
             let probe = self.probe();
             next = self.rules.after_probe(probe);
@@ -132,7 +155,9 @@ impl Session {
 
     fn exchange(&mut self, wbuf: &WriteBuf, method: Method) -> Result<(), HttpClientError> {
         self.release_previous();
-        self.ready()?;
+        let now = Instant::now();
+        self.deadline = self.options.request_deadline.map(|total| now + total);
+        self.ready(now)?;
         match self.attempt(wbuf, method)? {
             Attempt::Done => Ok(()),
             Attempt::ClosedBeforeResponse(e) => {
@@ -162,26 +187,30 @@ impl Session {
     }
 
     fn open(&mut self) -> Result<(), HttpClientError> {
+        let wait = self.wait(self.options.connect_timeout)?;
         let Origin { secure, host, port } = &self.origin;
-        let tcp = crate::net::tcp_connect(host, *port, self.options.connect_timeout)?;
+        let tcp = crate::net::tcp_connect(host, *port, wait.timeout)
+            .map_err(|e| self.deadline_or(wait, e.into()))?;
         tcp.set_nodelay(self.options.nodelay)?;
         let mut stream = if *secure {
             // The TLS handshake is bounded by the connect timeout, or by the read timeout
-            // when there is none, or by 10 s.
+            // when there is none, or by 10 s; and by the request's deadline.
             let budget = self
                 .options
                 .connect_timeout
                 .or(self.options.read_timeout)
                 .unwrap_or(Duration::from_secs(10));
-            let deadline = Instant::now() + budget;
+            let wait = self.wait(Some(budget))?;
+            let deadline = Instant::now() + wait.timeout.unwrap_or(budget);
             #[cfg(feature = "tls")]
             {
-                crate::net::tls_connect(tcp, host, self.options.tls.as_ref(), deadline)?
+                crate::net::tls_connect(tcp, host, self.options.tls.as_ref(), deadline)
+                    .map_err(|e| self.deadline_or(wait, e.into()))?
             }
             // The builder refuses `https://` without the `tls` feature.
             #[cfg(not(feature = "tls"))]
             {
-                let _ = (tcp, deadline);
+                let _ = (tcp, deadline, wait);
                 return Err(HttpClientError::UnsupportedScheme("https".into()));
             }
         } else {
@@ -189,6 +218,8 @@ impl Session {
         };
         stream.set_read_timeout(self.options.read_timeout)?;
         stream.set_write_timeout(self.options.write_timeout)?;
+        self.applied_read_timeout = self.options.read_timeout;
+        self.applied_write_timeout = self.options.write_timeout;
         self.stream = Some(stream);
         self.connections_opened += 1;
         self.rules.connected(Instant::now());
@@ -222,16 +253,23 @@ impl Session {
 
     /// Writes the request and reads until a final (non-1xx) response is complete.
     fn attempt(&mut self, wbuf: &WriteBuf, method: Method) -> Result<Attempt, HttpClientError> {
+        let write_wait = self.wait(self.options.write_timeout)?;
         let Some(stream) = self.stream.as_mut() else {
             return Err(HttpClientError::Io(ErrorKind::NotConnected.into()));
         };
+        if write_wait.timeout != self.applied_write_timeout {
+            stream.set_write_timeout(write_wait.timeout)?;
+            self.applied_write_timeout = write_wait.timeout;
+        }
+        self.rules.request_started();
         let mut write_error = None;
         if let Err(e) = stream
             .write_all(wbuf.as_slice())
             .and_then(|()| stream.flush())
         {
-            if !is_closed(&e) || !self.rules.read_after_write_error() {
-                return Err(io_error(stream, e).into());
+            if !Failure::is_close(e.kind()) || !self.rules.read_after_write_error() {
+                let e = io_error(stream, e).into();
+                return Err(self.deadline_or(write_wait, e));
             }
             // The server stopped reading: it may have answered first (a 413 to a body too
             // large, a 401 before the body). Read what it sent; report the write error only
@@ -270,18 +308,26 @@ impl Session {
                 self.reader.expect(method);
                 continue;
             }
+            let wait = self.wait(self.options.read_timeout)?;
             let Some(stream) = self.stream.as_mut() else {
                 return Err(HttpClientError::Io(ErrorKind::NotConnected.into()));
             };
-            let spare = spare_for_read(&mut self.rbuf);
+            if wait.timeout != self.applied_read_timeout {
+                stream.set_read_timeout(wait.timeout)?;
+                self.applied_read_timeout = wait.timeout;
+            }
+            let spare = ResponseReader::read_space(&mut self.rbuf);
             let n = match stream.read(spare) {
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) if !received_any && is_closed(&e) => {
+                Err(e) if !received_any && Failure::is_close(e.kind()) => {
                     let e = write_error.take().unwrap_or(e);
                     return Ok(Attempt::ClosedBeforeResponse(io_error(stream, e).into()));
                 }
-                Err(e) => return Err(io_error(stream, write_error.take().unwrap_or(e)).into()),
+                Err(e) => {
+                    let e = io_error(stream, write_error.take().unwrap_or(e)).into();
+                    return Err(self.deadline_or(wait, e));
+                }
             };
             if n == 0 {
                 return match self.reader.read_eof(&mut self.rbuf)? {
@@ -306,6 +352,48 @@ impl Session {
         }
     }
 
+    /// The longest the next socket wait may take: `per_call`, or the time left before the
+    /// request's deadline when that is shorter. [`HttpClientError::DeadlineExceeded`] once
+    /// the deadline has passed. Without a deadline, no clock is read.
+    fn wait(&self, per_call: Option<Duration>) -> Result<Wait, HttpClientError> {
+        let Some(deadline) = self.deadline else {
+            return Ok(Wait {
+                timeout: per_call,
+                by_deadline: false,
+            });
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(self.deadline_exceeded());
+        }
+        Ok(match per_call {
+            Some(per_call) if per_call <= left => Wait {
+                timeout: Some(per_call),
+                by_deadline: false,
+            },
+            _ => Wait {
+                timeout: Some(left),
+                by_deadline: true,
+            },
+        })
+    }
+
+    /// `error`, or [`HttpClientError::DeadlineExceeded`] when it is the expiry of a wait the
+    /// deadline had shortened.
+    fn deadline_or(&self, wait: Wait, error: HttpClientError) -> HttpClientError {
+        if wait.by_deadline && error.is_timeout() {
+            self.deadline_exceeded()
+        } else {
+            error
+        }
+    }
+
+    fn deadline_exceeded(&self) -> HttpClientError {
+        HttpClientError::DeadlineExceeded {
+            deadline: self.options.request_deadline.unwrap_or_default(),
+        }
+    }
+
     /// The final response the last [`attempt`](Self::attempt) completed.
     fn response(&mut self) -> Result<ClientResponse<'_>, HttpClientError> {
         let Self {
@@ -319,27 +407,6 @@ impl Session {
         };
         ClientResponse::new(response, gunzip.as_mut())
     }
-}
-
-/// The spare space to read into, grown when full. The reader's limits bound the growth: it
-/// fails a head or body over its limit before the buffer would pass it.
-fn spare_for_read(rbuf: &mut ReadBuf) -> &mut [u8] {
-    if rbuf.spare().len() < 512 {
-        rbuf.reserve(rbuf.capacity().max(4096));
-    }
-    rbuf.spare()
-}
-
-/// The server closed or reset the connection.
-fn is_closed(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        ErrorKind::ConnectionReset
-            | ErrorKind::ConnectionAborted
-            | ErrorKind::BrokenPipe
-            | ErrorKind::UnexpectedEof
-            | ErrorKind::NotConnected
-    )
 }
 
 enum Idle {
@@ -389,7 +456,7 @@ fn tls_idle_read(tls: &mut crate::TlsStream<std::net::TcpStream>, rbuf: &mut Rea
         return false;
     }
     let open = loop {
-        match tls.read(spare_for_read(rbuf)) {
+        match tls.read(ResponseReader::read_space(rbuf)) {
             Ok(_) => break false,
             Err(e) if e.kind() == ErrorKind::WouldBlock => break true,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}

@@ -1,4 +1,5 @@
-//! What the HTTP client tests share: a scripted loopback server (a listener on 127.0.0.1 and a
+//! What the HTTP client tests share (the blocking client's here, and the async client's in
+//! `tickwire-tokio`, which includes this file): a scripted loopback server (a listener on 127.0.0.1 and a
 //! thread running the test's script), a minimal request reader for its side, and canned
 //! responses.
 //!
@@ -209,6 +210,13 @@ impl<S: Read + Write> Conn<S> {
         requests
     }
 
+    /// Reads one request and answers it with its own target as the body; returns it.
+    pub(crate) fn serve_one(&mut self) -> Received {
+        let request = self.read_request().expect("a request");
+        self.send(&ok(request.target().as_bytes()));
+        request
+    }
+
     /// Writes `bytes` and flushes.
     pub(crate) fn send(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).unwrap();
@@ -220,6 +228,26 @@ impl<S: Read + Write> Conn<S> {
         for byte in bytes {
             self.send(std::slice::from_ref(byte));
         }
+    }
+
+    /// Writes `bytes` and flushes; false when the client has closed the connection.
+    pub(crate) fn try_send(&mut self, bytes: &[u8]) -> bool {
+        self.stream
+            .write_all(bytes)
+            .and_then(|()| self.stream.flush())
+            .is_ok()
+    }
+
+    /// Writes `bytes` one at a time, `gap` apart, until they are all sent or a write fails
+    /// (the client gave up and closed); returns how many were sent.
+    pub(crate) fn trickle(&mut self, bytes: &[u8], gap: Duration) -> usize {
+        for (sent, byte) in bytes.iter().enumerate() {
+            if !self.try_send(std::slice::from_ref(byte)) {
+                return sent;
+            }
+            thread::sleep(gap);
+        }
+        bytes.len()
     }
 
     /// Reads more bytes into `pending`; false at EOF or reset.
@@ -269,6 +297,14 @@ pub(crate) fn chunked(body: &[u8], piece: usize) -> Vec<u8> {
         bytes.extend_from_slice(b"\r\n");
     }
     bytes.extend_from_slice(b"0\r\n\r\n");
+    bytes
+}
+
+/// A response head announcing a 100 000-byte body, and the body: far more than a trickling
+/// server can send within a test's deadline.
+pub(crate) fn endless_response() -> Vec<u8> {
+    let mut bytes = b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n".to_vec();
+    bytes.resize(bytes.len() + 100_000, b'x');
     bytes
 }
 

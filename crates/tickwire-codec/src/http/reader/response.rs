@@ -95,6 +95,16 @@ impl ResponseReader {
         })
     }
 
+    /// The spare space of `buf` to read the next response bytes into, grown (doubled, at
+    /// least 4 KiB) when less than 512 bytes are left. The limits bound the growth: a head or
+    /// body over its limit fails in [`read`](Self::read) before the buffer would pass it.
+    pub fn read_space(buf: &mut ReadBuf) -> &mut [u8] {
+        if buf.spare().len() < 512 {
+            buf.reserve(buf.capacity().max(4096));
+        }
+        buf.spare()
+    }
+
     /// The peer closed the connection: completes a read-until-close body. `Ok(None)` when no
     /// response had begun; [`HttpError::IncompleteHead`] or [`HttpError::IncompleteBody`]
     /// when one was cut short (RFC 9112 §8). A response already complete in `buf` is returned

@@ -1,0 +1,280 @@
+//! [`Core`]: one WebSocket connection's sans-IO state ([`Connection`] and its [`Buffers`]) and
+//! the poll functions that move its bytes over a [`Transport`]. Both the whole
+//! [`WebSocket`](crate::WebSocket) and the split halves drive it; it owns no socket and no
+//! runtime object, only what a poll needs to be resumed after any cancellation.
+//!
+//! Every poll leaves the connection consistent at each `Pending`: bytes read are recorded
+//! with [`Connection::filled`] in the same poll that read them, bytes written with
+//! [`Connection::advance_output`] in the poll that wrote them, and a parsed message stays
+//! parsed (`ready`) until it is taken. A future dropped between polls therefore loses
+//! nothing and writes nothing it did not record.
+//!
+//! Writes take a `&Waker` of their own: a split reader writes owed control frames with a
+//! waker that wakes both halves (see `split`), so neither half's write waker replaces the
+//! other's in the socket's registration.
+
+use std::io::{ErrorKind, IoSlice};
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker, ready};
+
+use tokio::io::ReadBuf;
+use tokio::time::Sleep;
+
+use tickwire::Error;
+use tickwire_codec::ws::{Buffers, Connection, ConnectionState, Message, Progress, Role, Sender};
+
+use crate::Transport;
+
+/// A connection between polls.
+#[derive(Debug)]
+pub(crate) struct Core {
+    pub(crate) conn: Connection,
+    pub(crate) bufs: Buffers,
+    role: Role,
+    /// `advance` returned `Ready` and the message was not taken yet: a `recv` dropped after
+    /// parsing leaves it for the next one.
+    ready: bool,
+    /// The server shut its write side after the close handshake (or the transport failed).
+    transport_closed: bool,
+    /// Nothing is left to do on the transport: it failed, the peer vanished, or `finish` ran.
+    pub(crate) transport_done: bool,
+}
+
+/// The connection's timer: one `Sleep`, allocated at the first deadline the codec's
+/// [`Connection::poll_timeout`] sets (a connection with no timer never needs tokio's time
+/// driver) and re-armed in place when the deadline moves.
+#[derive(Debug, Default)]
+pub(crate) struct Timer {
+    sleep: Option<Pin<Box<Sleep>>>,
+    armed: Option<std::time::Instant>,
+}
+
+impl Timer {
+    /// Ready once `at` (a codec instant, on tokio's clock) has passed.
+    fn poll_at(&mut self, at: std::time::Instant, cx: &mut Context<'_>) -> Poll<()> {
+        let deadline = tokio::time::Instant::from_std(at);
+        let sleep = self
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if self.armed != Some(at) {
+            sleep.as_mut().reset(deadline);
+            self.armed = Some(at);
+        }
+        sleep.as_mut().poll(cx)
+    }
+}
+
+/// Now on tokio's clock (paused and advanced in tests), as the codec's `Instant`.
+pub(crate) fn now() -> std::time::Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+impl Core {
+    pub(crate) fn new(conn: Connection, bufs: Buffers, role: Role) -> Self {
+        Self {
+            conn,
+            bufs,
+            role,
+            ready: false,
+            transport_closed: false,
+            transport_done: false,
+        }
+    }
+
+    /// Reads until a message is ready (`Progress::Ready`: take it with
+    /// [`take_message`](Self::take_message)) or the close handshake is over
+    /// (`Progress::Closed`). Writes what is owed on the way (pongs, the close reply, keepalive
+    /// pings) with `write_waker` (`None`: `cx`'s), and runs the codec's timers with `timer`. Never returns
+    /// `Progress::NeedMore`.
+    pub(crate) fn poll_fill<S: Transport>(
+        &mut self,
+        stream: &mut S,
+        cx: &mut Context<'_>,
+        write_waker: Option<&Waker>,
+        timer: &mut Timer,
+    ) -> Poll<Result<Progress, Error>> {
+        loop {
+            if !self.ready {
+                match self.conn.advance(&mut self.bufs) {
+                    Ok(Progress::Ready) => self.ready = true,
+                    Ok(Progress::Closed) => {
+                        ready!(
+                            self.poll_close_transport(stream, write_waker.unwrap_or(cx.waker()))
+                        );
+                        return Poll::Ready(Ok(Progress::Closed));
+                    }
+                    Ok(Progress::NeedMore) => {}
+                    Err(e) => {
+                        return Poll::Ready(Err(self.failed(
+                            stream,
+                            write_waker.unwrap_or(cx.waker()),
+                            e,
+                        )));
+                    }
+                }
+            }
+            if self.ready {
+                if self.conn.state() == ConnectionState::Closed {
+                    // The peer's close was answered: the reply goes out before the close is
+                    // returned, so the peer is not kept waiting on the caller.
+                    ready!(self.poll_close_transport(stream, write_waker.unwrap_or(cx.waker())));
+                }
+                return Poll::Ready(Ok(Progress::Ready));
+            }
+            // About to wait for the peer: write what is owed. A full socket is no reason
+            // to stop reading; the bytes stay queued.
+            if self.conn.wants_write(&self.bufs) {
+                if let Poll::Ready(Err(e)) =
+                    self.poll_write_out(stream, write_waker.unwrap_or(cx.waker()))
+                {
+                    return Poll::Ready(Err(e));
+                }
+            }
+            let now = now();
+            if let Some(at) = self.conn.poll_timeout() {
+                if at <= now || timer.poll_at(at, cx).is_ready() {
+                    if let Err(e) = self.conn.handle_timeout(&mut self.bufs, self::now()) {
+                        return Poll::Ready(Err(self.failed(
+                            stream,
+                            write_waker.unwrap_or(cx.waker()),
+                            e,
+                        )));
+                    }
+                    continue;
+                }
+            }
+            let mut buf = ReadBuf::new(self.conn.spare(&mut self.bufs));
+            match Pin::new(&mut *stream).poll_read(cx, &mut buf) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Ok(())) => {
+                    let n = buf.filled().len();
+                    if n == 0 {
+                        return Poll::Ready(self.end_of_stream());
+                    }
+                    self.conn.filled(&mut self.bufs, n, self::now());
+                }
+                Poll::Ready(Err(e)) if e.kind() == ErrorKind::Interrupted => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(self.io_failed(stream, e))),
+            }
+        }
+    }
+
+    /// The message [`poll_fill`](Self::poll_fill) made ready, and the sender.
+    #[inline]
+    pub(crate) fn take_message(&mut self) -> Result<(Message<'_>, Sender<'_>), Error> {
+        self.ready = false;
+        // Invalid text fails here: the close frame it queues goes out on the next call.
+        self.conn
+            .message_with_sender(&mut self.bufs)
+            .map_err(Error::Protocol)
+    }
+
+    /// Writes everything queued, then flushes the stream (a TLS stream's queued records).
+    /// What a write took is recorded at once: a dropped flush leaves the rest queued, a
+    /// partly written frame first in line, and no other frame can come between its parts.
+    pub(crate) fn poll_write_out<S: Transport>(
+        &mut self,
+        stream: &mut S,
+        waker: &Waker,
+    ) -> Poll<Result<(), Error>> {
+        let mut cx = Context::from_waker(waker);
+        let vectored = stream.is_write_vectored();
+        while self.conn.wants_write(&self.bufs) {
+            let mut slices = [IoSlice::new(&[]); 8];
+            let filled = self.conn.output_vectored(&self.bufs, &mut slices);
+            let pinned = Pin::new(&mut *stream);
+            let written = match &slices[..filled] {
+                [one, ..] if filled == 1 || !vectored => pinned.poll_write(&mut cx, one),
+                several => pinned.poll_write_vectored(&mut cx, several),
+            };
+            match ready!(written) {
+                Ok(0) => {
+                    return Poll::Ready(Err(self.io_failed_ref(ErrorKind::WriteZero.into(), None)));
+                }
+                Ok(n) => self.conn.advance_output(&mut self.bufs, n),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let failure = stream.failure();
+                    return Poll::Ready(Err(self.io_failed_ref(e, failure)));
+                }
+            }
+        }
+        match ready!(Pin::new(&mut *stream).poll_flush(&mut cx)) {
+            Ok(()) => Poll::Ready(Ok(())),
+            Err(e) => Poll::Ready(Err(self.io_failed(stream, e))),
+        }
+    }
+
+    /// After the close handshake (or a failure): writes what is owed, then the server
+    /// closes its write direction (RFC 6455 §7.1.1: the server closes TCP first; over TLS
+    /// after close_notify). Best effort: a failed write ends the transport.
+    pub(crate) fn poll_close_transport<S: Transport>(
+        &mut self,
+        stream: &mut S,
+        waker: &Waker,
+    ) -> Poll<()> {
+        if self.transport_closed || self.transport_done {
+            return Poll::Ready(());
+        }
+        if self.conn.wants_write(&self.bufs) && ready!(self.poll_write_out(stream, waker)).is_err()
+        {
+            self.transport_closed = true;
+            return Poll::Ready(());
+        }
+        if self.conn.should_close_transport(&self.bufs) {
+            if self.role == Role::Server {
+                let _ =
+                    ready!(Pin::new(&mut *stream).poll_shutdown(&mut Context::from_waker(waker)));
+            }
+            self.transport_closed = true;
+        }
+        Poll::Ready(())
+    }
+
+    /// The connection's role.
+    pub(crate) fn role(&self) -> Role {
+        self.role
+    }
+
+    fn end_of_stream(&mut self) -> Result<Progress, Error> {
+        if self.conn.state() == ConnectionState::CloseSent {
+            // The peer closed TCP after our close without replying: done.
+            Ok(Progress::Closed)
+        } else {
+            self.transport_done = true;
+            Err(Error::UnexpectedEof)
+        }
+    }
+
+    /// A protocol error or timer failure: the queued close goes out if the socket takes it
+    /// now (the rest is `finish`'s), and the error is returned.
+    fn failed<S: Transport>(
+        &mut self,
+        stream: &mut S,
+        waker: &Waker,
+        error: tickwire_codec::ws::Error,
+    ) -> Error {
+        let _ = self.poll_close_transport(stream, waker);
+        Error::Protocol(error)
+    }
+
+    /// A socket error, typed by the stream. After anything but a timeout the transport is
+    /// unusable.
+    pub(crate) fn io_failed<S: Transport>(&mut self, stream: &S, error: std::io::Error) -> Error {
+        let failure = stream.failure();
+        self.io_failed_ref(error, failure)
+    }
+
+    fn io_failed_ref(
+        &mut self,
+        error: std::io::Error,
+        failure: Option<tickwire::TransportError>,
+    ) -> Error {
+        if !matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
+            self.transport_done = true;
+        }
+        failure
+            .unwrap_or(tickwire::TransportError::Io(error))
+            .into()
+    }
+}

@@ -1,0 +1,303 @@
+//! One pooled connection: its stream, its reused read buffer and response reader, its
+//! [`ClientSession`] rules, and the I/O of one exchange on it. The pool decides which
+//! connection a request gets; this file only carries an exchange out.
+
+use std::io::{self, ErrorKind};
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+use tickwire::HttpClientError;
+use tickwire_codec::buf::ReadBuf;
+use tickwire_codec::http::{
+    ClientSession, Failure, Method, Parsed, Probe, Response, ResponseReader, Reuse,
+};
+#[cfg(feature = "deflate")]
+use tickwire_codec::rest::GzipBody;
+
+use super::client::{Options, Origin};
+use crate::stream::MaybeTls;
+
+/// Outcome of one attempt on one connection.
+pub(crate) enum Attempt {
+    /// A final response is complete in the reader.
+    Done,
+    /// The server closed the connection before any byte of the response: the rules say
+    /// whether the request may be sent again on a new connection.
+    ClosedBeforeResponse(HttpClientError),
+}
+
+/// An open connection and everything reused from one of its requests to the next.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    stream: MaybeTls,
+    rbuf: ReadBuf,
+    reader: ResponseReader,
+    rules: ClientSession,
+    #[cfg(feature = "deflate")]
+    gzip: Option<GzipBody>,
+    /// The body of the response now held was inflated into `gzip`.
+    inflated: bool,
+}
+
+impl Conn {
+    /// Connects to `origin` (TCP, then TLS for `https://`), bounded by the connect timeout.
+    pub(crate) async fn open(origin: &Origin, options: &Options) -> Result<Self, HttpClientError> {
+        let tcp = crate::net::tcp_connect(
+            &origin.host,
+            origin.port,
+            options.connect_timeout,
+            options.nodelay,
+        )
+        .await?;
+        let stream = if origin.secure {
+            #[cfg(feature = "tls")]
+            {
+                // Bounded as the blocking client bounds it: the connect timeout, or the read
+                // timeout when there is none, or 10 s.
+                let budget = options
+                    .connect_timeout
+                    .or(options.read_timeout)
+                    .unwrap_or(Duration::from_secs(10));
+                let deadline = tokio::time::Instant::now() + budget;
+                crate::net::tls_connect(tcp, &origin.host, options.tls.as_ref(), deadline).await?
+            }
+            // The builder refuses `https://` without the `tls` feature.
+            #[cfg(not(feature = "tls"))]
+            {
+                drop(tcp);
+                return Err(HttpClientError::UnsupportedScheme("https".into()));
+            }
+        } else {
+            MaybeTls::Plain(tcp)
+        };
+        let mut rules = ClientSession::with_probe_after(options.probe_after);
+        rules.connected(Instant::now());
+        Ok(Self {
+            stream,
+            rbuf: ReadBuf::with_capacity(options.read_buffer),
+            reader: ResponseReader::new(options.limits),
+            rules,
+            #[cfg(feature = "deflate")]
+            gzip: options
+                .gzip
+                .then(|| GzipBody::new(options.limits.max_body_bytes)),
+            inflated: false,
+        })
+    }
+
+    /// Whether this idle connection may carry a request at `now`, as the rules say: as it is,
+    /// or after a check that the server has not closed it (one non-blocking peek).
+    pub(crate) fn ready(&mut self, now: Instant) -> bool {
+        let mut next = self.rules.before_request(now);
+        if next == Reuse::Probe {
+            let probe = self.probe();
+            next = self.rules.after_probe(probe);
+        }
+        next == Reuse::Send
+    }
+
+    /// Whether this connection, idle since `now - max_idle` or earlier, should be closed.
+    pub(crate) fn idle_expired(&self, now: Instant, max_idle: Duration) -> bool {
+        self.rules.idle_expired(now, max_idle)
+    }
+
+    /// Releases the response last read (its bytes leave the buffer) and says whether the
+    /// connection may go back to the pool: the exchange completed, the response did not end
+    /// the connection, and no byte arrived that no request asked for.
+    pub(crate) fn release(&mut self) -> bool {
+        self.reader.release(&mut self.rbuf);
+        self.inflated = false;
+        self.rbuf.is_empty() && self.rules.is_reusable()
+    }
+
+    /// Whether `method` may be sent again, on a new connection, after `failure` on this one.
+    pub(crate) fn may_resend(&self, method: Method, failure: Failure) -> bool {
+        self.rules.may_resend(method, failure)
+    }
+
+    /// Writes `request` and reads until a final (non-1xx) response is complete, each write
+    /// and read bounded by its timeout.
+    pub(crate) async fn attempt(
+        &mut self,
+        request: &[u8],
+        method: Method,
+        options: &Options,
+    ) -> Result<Attempt, HttpClientError> {
+        self.rules.request_started();
+        let mut write_error = None;
+        let written = bounded(options.write_timeout, async {
+            self.stream.write_all(request).await?;
+            self.stream.flush().await
+        })
+        .await;
+        if let Err(e) = written {
+            if !Failure::is_close(e.kind()) || !self.rules.read_after_write_error() {
+                return Err(typed(&self.stream, e));
+            }
+            // The server stopped reading: it may have answered first (a 413, a 401 before
+            // the body). Read what it sent; report the write error only when nothing is there.
+            write_error = Some(e);
+        }
+        self.reader.expect(method);
+        let mut received_any = false;
+        // The previous response was released, so an empty buffer holds nothing to parse.
+        let mut parse = !self.rbuf.is_empty();
+        loop {
+            if parse {
+                match self.reader.read(&mut self.rbuf)? {
+                    Parsed::Complete(response) if is_informational(&response) => {
+                        // 100 Continue, 103 Early Hints: the final response follows.
+                        self.reader.expect(method);
+                        continue;
+                    }
+                    Parsed::Complete(response) => {
+                        let keep_alive = response.keep_alive() && write_error.is_none();
+                        self.rules.response_complete(keep_alive, Instant::now());
+                        return Ok(Attempt::Done);
+                    }
+                    Parsed::NeedMore => {}
+                }
+            }
+            parse = true;
+            let spare = ResponseReader::read_space(&mut self.rbuf);
+            let n = match bounded(options.read_timeout, self.stream.read(spare)).await {
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if !received_any && Failure::is_close(e.kind()) => {
+                    let e = write_error.take().unwrap_or(e);
+                    return Ok(Attempt::ClosedBeforeResponse(typed(&self.stream, e)));
+                }
+                Err(e) => return Err(typed(&self.stream, write_error.take().unwrap_or(e))),
+            };
+            if n == 0 {
+                return self.end_of_stream(write_error, received_any);
+            }
+            received_any = true;
+            self.rbuf.filled(n);
+        }
+    }
+
+    /// The server closed the connection: a response delimited by the close is complete;
+    /// otherwise the exchange failed, and whether before any byte of a response decides
+    /// whether it may be sent again.
+    fn end_of_stream(
+        &mut self,
+        write_error: Option<io::Error>,
+        received_any: bool,
+    ) -> Result<Attempt, HttpClientError> {
+        if self.reader.read_eof(&mut self.rbuf)?.is_some() {
+            self.rules.response_complete(false, Instant::now());
+            return Ok(Attempt::Done);
+        }
+        let e = write_error.map_or(HttpClientError::NoResponse, |e| typed(&self.stream, e));
+        if received_any {
+            Err(e)
+        } else {
+            Ok(Attempt::ClosedBeforeResponse(e))
+        }
+    }
+
+    /// Inflates the completed response's body when it is gzip and the client asked for gzip.
+    pub(crate) fn decode_body(&mut self) -> Result<(), HttpClientError> {
+        #[cfg(feature = "deflate")]
+        if let (Some(gzip), Some(response)) = (self.gzip.as_mut(), self.reader.last(&self.rbuf)) {
+            self.inflated = gzip.decode(&response)?.is_some();
+        }
+        Ok(())
+    }
+
+    /// The response the last [`attempt`](Self::attempt) completed, until
+    /// [`release`](Self::release).
+    pub(crate) fn response(&self) -> Option<Response<'_>> {
+        self.reader.last(&self.rbuf)
+    }
+
+    /// The body as the caller reads it: inflated when [`decode_body`](Self::decode_body)
+    /// inflated it, else as sent.
+    pub(crate) fn body(&self) -> Option<&[u8]> {
+        #[cfg(feature = "deflate")]
+        if self.inflated {
+            return self.gzip.as_ref().map(GzipBody::inflated);
+        }
+        self.response().map(|response| response.body())
+    }
+
+    /// Whether [`body`](Self::body) is the inflated form of a gzip body.
+    pub(crate) fn was_decompressed(&self) -> bool {
+        self.inflated
+    }
+
+    /// Checks an idle connection without waiting: one `recv(MSG_PEEK)` on the non-blocking
+    /// socket, a system call made whatever the runtime's readiness flags say (they lag until
+    /// the runtime next polls its driver, and a close they have not seen yet is the case this
+    /// check exists for). Nothing to read is open; end of stream or an error is closed; data
+    /// on a plain connection is unexpected. Over TLS, readable bytes are given to the TLS layer
+    /// without waiting: records with no data (a session ticket) leave it open; anything else,
+    /// or bytes it cannot take yet, close it (a reconnect is never wrong, a stale reuse is).
+    fn probe(&mut self) -> Probe {
+        match peek(self.stream.tcp()) {
+            Probe::Unexpected if !matches!(self.stream, MaybeTls::Plain(_)) => {}
+            probe => return probe,
+        }
+        let mut cx = Context::from_waker(Waker::noop());
+        let spare = ResponseReader::read_space(&mut self.rbuf);
+        let mut buf = tokio::io::ReadBuf::new(spare);
+        match Pin::new(&mut self.stream).poll_read(&mut cx, &mut buf) {
+            Poll::Ready(Ok(())) if buf.filled().is_empty() => Probe::Closed,
+            Poll::Ready(Ok(())) => Probe::Unexpected,
+            Poll::Ready(Err(_)) => Probe::Closed,
+            // Open only if the TLS layer took every byte there was (records without data).
+            Poll::Pending => match peek(self.stream.tcp()) {
+                Probe::Open => Probe::Open,
+                _ => Probe::Closed,
+            },
+        }
+    }
+}
+
+/// A socket error as this client reports it: the stream's typed failure (a TLS error) when it
+/// has one, else [`HttpClientError::Io`]. Never unpacked from the `io::Error`.
+fn typed(stream: &MaybeTls, error: io::Error) -> HttpClientError {
+    stream
+        .failure()
+        .map_or(HttpClientError::Io(error), HttpClientError::from)
+}
+
+/// One `recv(MSG_PEEK)` on the non-blocking socket: nothing to read is open, end of stream
+/// or an error closed, bytes unexpected.
+fn peek(tcp: &tokio::net::TcpStream) -> Probe {
+    let mut byte = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+    match socket2::SockRef::from(tcp).peek(&mut byte) {
+        Ok(0) => Probe::Closed,
+        Ok(_) => Probe::Unexpected,
+        Err(e) if e.kind() == ErrorKind::WouldBlock => Probe::Open,
+        Err(_) => Probe::Closed,
+    }
+}
+
+/// A 1xx other than 101: an interim response before the final one.
+fn is_informational(response: &Response<'_>) -> bool {
+    let status = response.status();
+    status.is_informational() && status.as_u16() != 101
+}
+
+/// Runs `io` for at most `timeout` (`None`: unbounded); an expired one is an `io::Error` of
+/// kind `TimedOut` ([`HttpClientError::is_timeout`]). The timer is armed only if `io` has to
+/// wait.
+async fn bounded<T>(
+    timeout: Option<Duration>,
+    io: impl Future<Output = io::Result<T>>,
+) -> io::Result<T> {
+    match timeout {
+        Some(timeout) => tokio::time::timeout(timeout, io).await.unwrap_or_else(|_| {
+            Err(io::Error::new(
+                ErrorKind::TimedOut,
+                "HTTP read or write timed out",
+            ))
+        }),
+        None => io.await,
+    }
+}

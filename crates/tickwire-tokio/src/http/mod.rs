@@ -1,0 +1,27 @@
+//! The async HTTP/1.1 client: keep-alive connections to one origin (`http://` or `https://`),
+//! pooled for concurrent requests, on the same sans-IO codecs as the blocking
+//! [`tickwire::HttpClient`].
+//!
+//! This module owns the I/O: connecting (through the crate's `net`, TLS included), writing a
+//! request, reading its response under the per-read timeouts and the request's total deadline,
+//! and the pool of warm connections. Every protocol decision is the codec's: requests are built
+//! by [`RequestWriter`](tickwire_codec::rest::RequestWriter) straight into the handle's write
+//! buffer, responses parsed by [`ResponseReader`](tickwire_codec::http::ResponseReader) in the
+//! connection's read buffer, gzip bodies inflated by
+//! [`GzipBody`](tickwire_codec::rest::GzipBody), and when a connection may be reused, must be
+//! checked, or a failed request may be sent again is
+//! [`ClientSession`](tickwire_codec::http::ClientSession)'s answer. Errors are the blocking
+//! client's [`HttpClientError`](tickwire::HttpClientError): one set of variants for both.
+//!
+//! What a user needs (the pool, and what dropping each future leaves) is documented on
+//! [`HttpClient`], which is public; this module is not.
+
+mod client;
+mod conn;
+mod pool;
+mod request;
+mod response;
+
+pub use client::{HttpClient, HttpClientBuilder};
+pub use request::ClientRequest;
+pub use response::ClientResponse;

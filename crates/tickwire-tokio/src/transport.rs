@@ -1,0 +1,96 @@
+//! [`Transport`]: what a WebSocket runs over (tokio `AsyncRead + AsyncWrite` and a typed
+//! failure), and [`MaybeTlsStream`], the public face of the crate's plain-or-TLS stream.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+use crate::stream::MaybeTls;
+use tickwire::TransportError;
+
+/// A byte stream a [`WebSocket`](crate::WebSocket) runs over: implemented for tokio's
+/// `TcpStream`, for [`MaybeTlsStream`] and for `tokio::io::DuplexStream` (tests); implement it
+/// for your own stream with the default method.
+pub trait Transport: AsyncRead + AsyncWrite + Unpin {
+    /// Why the stream failed when it knows more than the `io::Error` it returned (a TLS
+    /// stream's [`TlsError`](tickwire::TlsError)): the WebSocket reports this instead of
+    /// [`Error::Io`](tickwire::Error::Io). Default: `None`.
+    fn failure(&self) -> Option<TransportError> {
+        None
+    }
+}
+
+impl Transport for TcpStream {}
+
+impl Transport for tokio::io::DuplexStream {}
+
+/// A connection's stream: plain TCP (`ws://`, [`accept`](crate::accept)) or TLS over TCP
+/// (`wss://`, [`ServerBuilder::accept_tls`](crate::ServerBuilder::accept_tls)), TLS being
+/// [`tickwire_tls::TlsCodec`] driven by this crate.
+#[derive(Debug)]
+pub struct MaybeTlsStream(pub(crate) MaybeTls);
+
+impl MaybeTlsStream {
+    /// The TCP stream underneath (addresses, socket options).
+    pub fn tcp(&self) -> &TcpStream {
+        self.0.tcp()
+    }
+
+    /// The TLS state (version, cipher suite, ALPN, peer certificates), for a TLS stream.
+    #[cfg(feature = "tls")]
+    pub fn tls(&self) -> Option<&tickwire_tls::TlsCodec> {
+        self.0.tls()
+    }
+}
+
+impl Transport for MaybeTlsStream {
+    fn failure(&self) -> Option<TransportError> {
+        self.0.failure()
+    }
+}
+
+impl AsyncRead for MaybeTlsStream {
+    #[inline]
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for MaybeTlsStream {
+    #[inline]
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+    }
+
+    #[inline]
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().0).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
+    }
+}

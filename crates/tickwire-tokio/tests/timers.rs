@@ -1,0 +1,145 @@
+//! The codec's timers on tokio's clock: keepalive pings, the pong deadline, the idle
+//! timeout, and the close timeout of a peer that never answers.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{PATIENCE, listen};
+use tickwire_tokio::codec::ws::Error as WsError;
+use tickwire_tokio::{
+    ClientBuilder, CloseCode, Config, Error, Message, Recv, ServerBuilder, accept, connect,
+};
+use tokio::time::timeout;
+
+#[tokio::test(flavor = "current_thread")]
+async fn keepalive_pings_go_out_while_the_client_waits() {
+    let (listener, addr) = listen().await;
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut ws = accept(tcp).await.unwrap();
+        let mut pings = 0;
+        loop {
+            match ws.recv().await.unwrap() {
+                Recv::Message(Message::Ping(_)) => pings += 1,
+                Recv::Message(Message::Close(_)) => {}
+                Recv::Closed => break,
+                other => panic!("{other:?}"),
+            }
+        }
+        ws.finish().await.unwrap();
+        pings
+    });
+    let mut ws = ClientBuilder::new()
+        .keepalive(Duration::from_millis(40), Duration::from_secs(5))
+        .connect(&format!("ws://{addr}/"))
+        .await
+        .unwrap();
+    // The client only waits; what arrives is the answers to its pings (pongs are returned
+    // to the caller too), numbered from 1.
+    for expected in 1..=3u64 {
+        let received = timeout(PATIENCE, ws.recv()).await.unwrap().unwrap();
+        assert_eq!(
+            received,
+            Recv::Message(Message::Pong(&expected.to_be_bytes())),
+            "pong {expected}"
+        );
+    }
+    ws.finish().await.unwrap();
+    let pings = timeout(PATIENCE, server).await.unwrap().unwrap();
+    assert_eq!(pings, 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_pong_fails_the_connection() {
+    let (listener, addr) = listen().await;
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut config = Config::server();
+        config.auto_pong = false;
+        let mut ws = ServerBuilder::new()
+            .config(config)
+            .accept(tcp)
+            .await
+            .unwrap();
+        // Reads (so the pings arrive) but never answers them.
+        loop {
+            match ws.recv().await {
+                Ok(Recv::Message(Message::Close(frame))) => return frame.map(|f| f.code),
+                Ok(_) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+    });
+    let mut ws = ClientBuilder::new()
+        .keepalive(Duration::from_millis(30), Duration::from_millis(60))
+        .connect(&format!("ws://{addr}/"))
+        .await
+        .unwrap();
+    let failed = timeout(PATIENCE, ws.recv()).await.unwrap();
+    assert!(
+        matches!(failed, Err(Error::Protocol(WsError::PongTimeout))),
+        "{failed:?}"
+    );
+    ws.finish().await.unwrap();
+    // The peer is told why: 1001 going away.
+    let code = timeout(PATIENCE, server).await.unwrap().unwrap();
+    assert_eq!(code, Some(CloseCode::GOING_AWAY));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_idle_client_is_dropped_by_the_server() {
+    let (listener, addr) = listen().await;
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut ws = ServerBuilder::new()
+            .idle_timeout(Some(Duration::from_millis(80)))
+            .accept(tcp)
+            .await
+            .unwrap();
+        let failed = ws.recv().await;
+        assert!(
+            matches!(failed, Err(Error::Protocol(WsError::IdleTimeout))),
+            "{failed:?}"
+        );
+        ws.finish().await.unwrap();
+    });
+    let mut ws = connect(&format!("ws://{addr}/")).await.unwrap();
+    let close = timeout(PATIENCE, ws.recv()).await.unwrap().unwrap();
+    assert!(
+        matches!(close, Recv::Message(Message::Close(Some(f))) if f.code == CloseCode::GOING_AWAY),
+        "{close:?}"
+    );
+    assert_eq!(ws.recv().await.unwrap(), Recv::Closed);
+    ws.finish().await.unwrap();
+    timeout(PATIENCE, server).await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn finish_gives_up_on_a_peer_that_never_answers_the_close() {
+    let (listener, addr) = listen().await;
+    let (_hold, held) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let ws = accept(tcp).await.unwrap();
+        // Never reads: the close is not answered.
+        let _ = held.await;
+        drop(ws);
+    });
+    let mut config = Config::client();
+    config.close_timeout = Duration::from_millis(100);
+    let mut ws = ClientBuilder::new()
+        .config(config)
+        .connect(&format!("ws://{addr}/"))
+        .await
+        .unwrap();
+    let finished = timeout(PATIENCE, ws.finish()).await.unwrap();
+    assert!(
+        matches!(finished, Err(Error::Protocol(WsError::CloseTimeout))),
+        "{finished:?}"
+    );
+    // Calling it again does nothing more.
+    ws.finish().await.unwrap();
+    drop(_hold);
+    server.await.unwrap();
+}

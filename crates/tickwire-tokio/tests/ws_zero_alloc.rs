@@ -1,0 +1,120 @@
+//! Proves DESIGN rule 6 for the tokio WebSocket: after warm-up, a round trip (queue a text
+//! message, flush, receive the echo lent from the read buffer) allocates nothing on the
+//! runtime's thread, plain and split. The echo peer is the blocking transport on its own
+//! thread, which is not counted.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tickwire_tokio::{Message, Recv};
+
+struct ThreadCounting;
+
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every call goes to `System` unchanged; counting has no effect on the memory.
+unsafe impl GlobalAlloc for ThreadCounting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.try_with(Cell::get).unwrap_or(false) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: our caller's layout contract.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System` with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: ThreadCounting = ThreadCounting;
+
+const ROUND_TRIPS: usize = 2_000;
+
+/// A blocking echo server for `connections` connections, one after the other.
+fn echo_server(connections: usize) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for _ in 0..connections {
+            let (tcp, _) = listener.accept().unwrap();
+            let mut ws = tickwire::accept(tcp).unwrap();
+            while let (Recv::Message(message), mut sender) = ws.recv_with_sender().unwrap() {
+                if let Message::Text(text) = message {
+                    sender.text(text).unwrap();
+                }
+                ws.flush().unwrap();
+            }
+            ws.finish().unwrap();
+        }
+    });
+    port
+}
+
+/// Allocations on this thread while `work` runs.
+fn counted(work: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    COUNTING.with(|c| c.set(true));
+    work();
+    COUNTING.with(|c| c.set(false));
+    ALLOCATIONS.load(Ordering::Relaxed) - before
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let port = echo_server(2);
+    const TEXT: &str = r#"{"op":"order","id":"8c1e2f","px":"101.25","qty":"0.5"}"#;
+
+    let mut ws = runtime
+        .block_on(tickwire_tokio::connect(&format!("ws://127.0.0.1:{port}/")))
+        .unwrap();
+    let round_trips = |ws: &mut tickwire_tokio::WebSocket<_>, n: usize| {
+        runtime.block_on(async {
+            for _ in 0..n {
+                ws.send_text(TEXT).unwrap();
+                ws.flush().await.unwrap();
+                assert_eq!(ws.recv().await.unwrap(), Recv::Message(Message::Text(TEXT)));
+            }
+        })
+    };
+    round_trips(&mut ws, 100);
+    let whole = counted(|| round_trips(&mut ws, ROUND_TRIPS));
+    runtime.block_on(ws.finish()).unwrap();
+
+    let ws = runtime
+        .block_on(tickwire_tokio::connect(&format!("ws://127.0.0.1:{port}/")))
+        .unwrap();
+    let (mut reader, mut writer) = ws.split();
+    let mut split_round_trips = |n: usize| {
+        runtime.block_on(async {
+            for _ in 0..n {
+                writer.send_text(TEXT).unwrap();
+                writer.flush().await.unwrap();
+                let mut received = reader.recv().await.unwrap();
+                assert_eq!(
+                    received.message().unwrap(),
+                    Recv::Message(Message::Text(TEXT))
+                );
+            }
+        })
+    };
+    split_round_trips(100);
+    let split = counted(|| split_round_trips(ROUND_TRIPS));
+    let mut ws = reader.reunite(writer).unwrap();
+    runtime.block_on(ws.finish()).unwrap();
+
+    println!("allocations for {ROUND_TRIPS} round trips: whole {whole}, split {split}");
+    assert_eq!(whole, 0, "allocations per round trip, whole WebSocket");
+    assert_eq!(split, 0, "allocations per round trip, split halves");
+}

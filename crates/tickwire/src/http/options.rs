@@ -1,0 +1,115 @@
+//! The option setters both HTTP client builders share: the blocking
+//! [`HttpClientBuilder`](crate::HttpClientBuilder) here and the async one of tickwire-tokio
+//! expand the same macro, so an option is documented and applied in one place (as the
+//! WebSocket builders' setters are, in `crate::options`). Hidden: not API, and only for
+//! builders with the fields the macro names.
+
+/// Setters of an HTTP client builder with the fields `headers` (`Vec<(String, Vec<u8>)>`),
+/// `user_agent` (`Option<String>`), `limits`, `read_buffer`, `write_buffer`, `probe_after`,
+/// with the `deflate` feature `gzip`, and `options` holding `nodelay`, `connect_timeout`,
+/// `read_timeout`, `write_timeout`, `request_deadline` and, with the `tls` feature, `tls`. The
+/// caller's crate needs the `deflate` and `tls` features to mean what they mean here, and
+/// `HttpClientError` at its root.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __http_client_builder_options {
+    () => {
+        /// A header sent with every request (an API key, `Accept`). Checked when building.
+        pub fn default_header(mut self, name: &str, value: impl AsRef<[u8]>) -> Self {
+            self.headers
+                .push((name.to_owned(), value.as_ref().to_vec()));
+            self
+        }
+
+        /// The `User-Agent` header (`None`: send none).
+        pub fn user_agent(mut self, agent: Option<&str>) -> Self {
+            self.user_agent = agent.map(str::to_owned);
+            self
+        }
+
+        /// Response limits (head size, header count, body size, chunk framing).
+        pub fn limits(mut self, limits: $crate::codec::http::Limits) -> Self {
+            self.limits = limits;
+            self
+        }
+
+        /// Sends `Accept-Encoding: gzip` and inflates gzip bodies (bounded by the body limit)
+        /// into a reused buffer. Needs the `deflate` feature; without it no `Accept-Encoding`
+        /// is sent and bodies come back as sent.
+        #[cfg(feature = "deflate")]
+        pub fn gzip(mut self, gzip: bool) -> Self {
+            self.gzip = gzip;
+            self
+        }
+
+        /// Initial read buffer size (per connection) and write buffer size (per client
+        /// handle); both grow as needed, within the limits.
+        pub fn buffer_sizes(mut self, read: usize, write: usize) -> Self {
+            self.read_buffer = read;
+            self.write_buffer = write;
+            self
+        }
+
+        /// How long a keep-alive connection may sit idle before it is checked (one
+        /// non-blocking `recv(MSG_PEEK)`) for a close by the server before the next request
+        /// goes on it (default 500 ms). Back-to-back requests skip the check; `Duration::ZERO`
+        /// checks before every reuse. The check keeps a request that may not be resent (a
+        /// POST) from being written into a connection the server already closed while it was
+        /// idle.
+        pub fn probe_idle_after(mut self, idle: ::std::time::Duration) -> Self {
+            self.probe_after = idle;
+            self
+        }
+
+        /// TCP_NODELAY (default on).
+        pub fn nodelay(mut self, nodelay: bool) -> Self {
+            self.options.nodelay = nodelay;
+            self
+        }
+
+        /// Timeout of the TCP connect per resolved address, and of the TLS handshake.
+        pub fn connect_timeout(mut self, timeout: Option<::std::time::Duration>) -> Self {
+            self.options.connect_timeout = timeout;
+            self
+        }
+
+        /// Longest wait for response bytes; on expiry the request fails with
+        /// [`HttpClientError::is_timeout`](crate::HttpClientError::is_timeout) and the
+        /// connection is closed, never reused.
+        pub fn read_timeout(mut self, timeout: Option<::std::time::Duration>) -> Self {
+            self.options.read_timeout = timeout;
+            self
+        }
+
+        /// Longest wait for the socket to accept request bytes.
+        pub fn write_timeout(mut self, timeout: Option<::std::time::Duration>) -> Self {
+            self.options.write_timeout = timeout;
+            self
+        }
+
+        /// The total time one request may take: connecting (when it needs a connection; for a
+        /// pooled client, waiting for one too), writing the request and reading the response
+        /// to the end of its body, an automatic resend included. The per-read timeout bounds
+        /// one wait for bytes, so a server that sends a byte every few milliseconds would hold
+        /// a request forever without this. On expiry the request fails with
+        /// [`HttpClientError::DeadlineExceeded`](crate::HttpClientError::DeadlineExceeded) and
+        /// its connection is closed, never reused. `None` disables it (only the per-call
+        /// timeouts remain).
+        ///
+        /// Default: on, 60 s
+        /// ([`ClientSession::DEFAULT_REQUEST_DEADLINE`](tickwire_codec::http::ClientSession::DEFAULT_REQUEST_DEADLINE)
+        /// says why); set a tighter one for orders. The blocking client cannot interrupt name
+        /// resolution, so its deadline does not cover it; the async client's does.
+        pub fn request_deadline(mut self, deadline: Option<::std::time::Duration>) -> Self {
+            self.options.request_deadline = deadline;
+            self
+        }
+
+        /// TLS configuration for `https://` (default: Mozilla's roots, session resumption).
+        #[cfg(feature = "tls")]
+        pub fn tls(mut self, config: $crate::ClientTlsConfig) -> Self {
+            self.options.tls = Some(config);
+            self
+        }
+    };
+}
