@@ -172,17 +172,20 @@ pub fn sample_per_op<T, S: FnMut(&mut T), F: FnMut(&mut T)>(
 }
 
 /// Times one operation per sample with no batching (for round trips, which are long enough
-/// that the rdtsc pair does not matter).
+/// that the rdtsc pair does not matter). The recorded phase's allocations on this thread are
+/// left in [`crate::alloc_count::last_per_op`].
 pub fn sample_each<F: FnMut()>(plan: Plan, mut op: F) -> Histogram<u64> {
     let mut histogram = new_histogram();
     for _ in 0..plan.warmup {
         op();
     }
+    let counting = crate::alloc_count::start();
     for _ in 0..plan.samples {
         let start = ticks_start();
         op();
         let ticks = ticks_end() - start;
         histogram.saturating_record(ticks.max(1));
     }
+    counting.stop_per_op(plan.samples as u64);
     histogram
 }

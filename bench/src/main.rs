@@ -6,6 +6,7 @@
 //! cargo run --release -p tickwire-bench -- ws --quick    # a smoke run of the same code paths
 //! cargo run --release -p tickwire-bench -- spsc          # SPSC queue and channel
 //! cargo run --release -p tickwire-bench -- http          # HTTP/1.1 REST client vs peers
+//! cargo run --release -p tickwire-bench -- tokio         # tickwire-tokio vs blocking and async peers
 //! ```
 //!
 //! Tables go to stdout and to `target/bench-report/` (report.md, one SVG per latency table,
@@ -17,11 +18,13 @@
     reason = "a binary crate: `pub` marks what its modules share; nothing is exported"
 )]
 
+mod alloc_count;
 mod callgrind;
 mod harness;
 mod http;
 mod report;
 mod spsc;
+mod tokio_suite;
 mod wire;
 mod ws_deflate;
 mod ws_encode;
@@ -56,6 +59,9 @@ enum Suite {
     Spsc(Options),
     /// HTTP/1.1 REST client: in-memory build + parse, loopback round trip and requests/s.
     Http(Options),
+    /// tickwire-tokio: WebSocket loopback (round trip, stream; 128 B and 4 KiB; ws and wss)
+    /// and async REST (1 and 8 in flight) against tickwire blocking and the async peers.
+    Tokio(Options),
     /// The HTTP suite's loopback server as a process of its own (used by `http --callgrind`,
     /// so that callgrind counts the client alone; not for direct use).
     #[command(hide = true)]
@@ -119,8 +125,9 @@ struct Options {
     /// short rounds pair better on a noisy machine than a few long ones.
     #[arg(long)]
     samples: Option<usize>,
-    /// HTTP loopback: only these clients (comma-separated names as in the tables); the raw
-    /// floor always runs.
+    /// HTTP loopback and tokio suites: only these clients (comma-separated names as in the
+    /// tables); the raw floor (http) and tickwire-tokio with the blocking reference (tokio)
+    /// always run.
     #[arg(long)]
     clients: Option<String>,
     /// Where the report goes.
@@ -171,6 +178,7 @@ fn main() {
         Suite::Ws(options) => run_suite("ws", &options),
         Suite::Spsc(options) => run_suite("spsc", &options),
         Suite::Http(options) => run_suite("http", &options),
+        Suite::Tokio(options) => run_suite("tokio", &options),
         Suite::HttpServer { port, core } => {
             if let Err(message) = http::serve(port, core) {
                 eprintln!("http-server: {message}");
@@ -227,6 +235,7 @@ fn run_suite(suite: &str, options: &Options) {
                 + ws_loopback::STEPS
         }
         "http" => http::STEPS,
+        "tokio" => tokio_suite::STEPS,
         _ => spsc::STEPS,
     } * rounds as u64;
     let progress = ProgressBar::new(steps);
@@ -263,6 +272,7 @@ fn run_suite(suite: &str, options: &Options) {
             }
         }
         "http" => tables.extend(http::run(&ctx, options.callgrind, !options.no_loopback)),
+        "tokio" => tables.extend(tokio_suite::run(&ctx)),
         _ => tables.extend(spsc::run(&ctx)),
     }
     ctx.progress.finish_and_clear();

@@ -201,14 +201,16 @@ impl Blocking for ReqwestBlocking {
 }
 
 /// reqwest (async): `post(url).header(..)×4.body(&'static [u8]).send().await` then
-/// `bytes().await`, inside the caller's `block_on` on a current-thread runtime.
-pub(super) struct Reqwest {
+/// `bytes().await`, inside the caller's `block_on` on a current-thread runtime. Clones share
+/// the client's connection pool (the tokio suite's concurrent requests: one clone per task).
+#[derive(Clone)]
+pub(crate) struct Reqwest {
     client: reqwest::Client,
     url: reqwest::Url,
 }
 
 impl Reqwest {
-    pub(super) fn connect(addr: SocketAddr) -> Self {
+    pub(crate) fn connect(addr: SocketAddr) -> Self {
         let client = reqwest::Client::builder()
             .no_proxy()
             .tcp_nodelay(true)
@@ -220,7 +222,7 @@ impl Reqwest {
         }
     }
 
-    pub(super) async fn request(&mut self) {
+    pub(crate) async fn request(&mut self) {
         let [(n0, v0), (n1, v1), (n2, v2), (n3, v3)] = HEADERS;
         let response = self
             .client

@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 /// The request target of every request.
-pub(super) const PATH: &str = "/api/v3/order";
+pub(crate) const PATH: &str = "/api/v3/order";
 
 /// The Host the in-memory workloads write (loopback clients write `127.0.0.1:PORT`).
 pub(super) const MEMORY_HOST: &str = "api.example.com";
@@ -16,7 +16,7 @@ pub(super) const MEMORY_HOST: &str = "api.example.com";
 /// The four per-request headers, set through each library's per-request header API (the same
 /// names and values for every library; each may add its own defaults such as Accept or
 /// User-Agent, as it would in real use).
-pub(super) const HEADERS: [(&str, &str); 4] = [
+pub(crate) const HEADERS: [(&str, &str); 4] = [
     ("Content-Type", "application/json"),
     (
         "X-MBX-APIKEY",
@@ -54,15 +54,15 @@ pub(super) const ORDER: Order<'static> = Order {
 };
 
 /// [`ORDER`] as JSON: the request body (106 B). The server compares every body with it.
-pub(super) const ORDER_JSON: &[u8] = br#"{"symbol":"BTCUSDT","side":"BUY","type":"LIMIT","timeInForce":"GTC","quantity":"0.001","price":"67234.50"}"#;
+pub(crate) const ORDER_JSON: &[u8] = br#"{"symbol":"BTCUSDT","side":"BUY","type":"LIMIT","timeInForce":"GTC","quantity":"0.001","price":"67234.50"}"#;
 
 /// The response body (228 B), the same for every request; every client compares what it
 /// receives with it.
-pub(super) const RESPONSE_BODY: &[u8] = br#"{"symbol":"BTCUSDT","orderId":28457,"clientOrderId":"6gCrw2kRUAF9CvJDGP16IP","transactTime":1700000000000,"price":"67234.50","origQty":"0.001","executedQty":"0.000","status":"NEW","timeInForce":"GTC","type":"LIMIT","side":"BUY"}"#;
+pub(crate) const RESPONSE_BODY: &[u8] = br#"{"symbol":"BTCUSDT","orderId":28457,"clientOrderId":"6gCrw2kRUAF9CvJDGP16IP","transactTime":1700000000000,"price":"67234.50","origQty":"0.001","executedQty":"0.000","status":"NEW","timeInForce":"GTC","type":"LIMIT","side":"BUY"}"#;
 
 /// The whole response: a status line, six headers (Content-Length among them) and
 /// [`RESPONSE_BODY`].
-pub(super) fn response() -> Vec<u8> {
+pub(crate) fn response() -> Vec<u8> {
     let mut bytes = format!(
         "HTTP/1.1 200 OK\r\n\
          Content-Type: application/json;charset=UTF-8\r\n\
@@ -88,7 +88,7 @@ pub(super) const REJECTION: &[u8] =
 /// [`RESPONSE_BODY`]. Panics naming `library` otherwise (a number taken over wrong answers
 /// would be worse than none).
 #[inline]
-pub(super) fn check(library: &str, status: u16, body: &[u8]) {
+pub(crate) fn check(library: &str, status: u16, body: &[u8]) {
     if status != 200 || body != RESPONSE_BODY {
         wrong(library, status, body);
     }

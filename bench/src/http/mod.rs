@@ -13,13 +13,13 @@
 //! `clients.rs` and tickwire's rows in `tickwire.rs`. Timing primitives are the harness's,
 //! presentation the report's.
 
-mod clients;
-mod fixtures;
+pub(crate) mod clients;
+pub(crate) mod fixtures;
 mod instructions;
 mod loopback;
 mod memory;
 mod raw;
-mod server;
+pub(crate) mod server;
 mod tickwire;
 
 pub use server::run_process as serve;

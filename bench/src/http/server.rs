@@ -26,25 +26,25 @@ const IDLE_LIMIT: Duration = Duration::from_secs(30);
 
 /// What a server thread saw, reported when it is stopped.
 #[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Served {
+pub(crate) struct Served {
     /// Connections accepted (1 for a client that keeps its connection alive).
-    pub(super) connections: u64,
+    pub(crate) connections: u64,
     /// Requests answered, rejected ones included.
-    pub(super) requests: u64,
+    pub(crate) requests: u64,
     /// Requests answered with 400 (wrong method, target or body).
-    pub(super) rejected: u64,
+    pub(crate) rejected: u64,
 }
 
 /// An in-process server: an accept loop and one handler thread per connection, all pinned to
 /// the peer core.
-pub(super) struct Server {
+pub(crate) struct Server {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     thread: JoinHandle<Served>,
 }
 
 /// Starts a server on an ephemeral 127.0.0.1 port, its threads pinned to `peer_core`.
-pub(super) fn spawn(peer_core: usize) -> Server {
+pub(crate) fn spawn(peer_core: usize) -> Server {
     let listener =
         TcpListener::bind("127.0.0.1:0").expect("bind a loopback listener on 127.0.0.1:0");
     let addr = listener.local_addr().expect("the listener's address");
@@ -87,13 +87,13 @@ pub(super) fn spawn(peer_core: usize) -> Server {
 
 impl Server {
     /// Where clients connect.
-    pub(super) fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// Stops accepting, waits for every connection to end (call after the client and its
     /// runtime are dropped, which closes its connections) and reports what was served.
-    pub(super) fn finish(self) -> Served {
+    pub(crate) fn finish(self) -> Served {
         self.stop.store(true, Ordering::Release);
         // Wakes the accept loop, which sees the flag and ends.
         let _ = TcpStream::connect(self.addr);

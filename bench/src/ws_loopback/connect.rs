@@ -27,7 +27,7 @@ const SAMPLE_ACCEPT: &str = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=";
 const MAX_HEAD: usize = 8 * 1024;
 
 /// The `ws://` URL of a loopback server.
-pub(super) fn url(addr: SocketAddr) -> String {
+pub(crate) fn url(addr: SocketAddr) -> String {
     format!("ws://{addr}/")
 }
 
@@ -42,7 +42,7 @@ pub(super) fn raw(addr: SocketAddr) -> TcpStream {
 }
 
 /// A tickwire client (its builder turns TCP_NODELAY on by default).
-pub(super) fn tickwire(addr: SocketAddr) -> tickwire::WebSocket<tickwire::MaybeTlsStream> {
+pub(crate) fn tickwire(addr: SocketAddr) -> tickwire::WebSocket<tickwire::MaybeTlsStream> {
     tickwire::ClientBuilder::new()
         .nodelay(true)
         .read_timeout(Some(READ_TIMEOUT))
@@ -86,12 +86,12 @@ pub(super) fn nexus_web(addr: SocketAddr) -> nexus_web::ws::Client<TcpStream> {
 }
 
 /// The `wss://` URL of a loopback server: an IP address, which the test leaf names.
-pub(super) fn wss_url(addr: SocketAddr) -> String {
+pub(crate) fn wss_url(addr: SocketAddr) -> String {
     format!("wss://{addr}/")
 }
 
 /// A tickwire `wss://` client trusting the bench CA (see [`pki`]).
-pub(super) fn tickwire_tls(addr: SocketAddr) -> tickwire::WebSocket<tickwire::MaybeTlsStream> {
+pub(crate) fn tickwire_tls(addr: SocketAddr) -> tickwire::WebSocket<tickwire::MaybeTlsStream> {
     tickwire::ClientBuilder::new()
         .nodelay(true)
         .read_timeout(Some(READ_TIMEOUT))
@@ -115,7 +115,7 @@ pub(super) fn nexus_web_tls(
 
 /// A tokio-tungstenite `wss://` client on the current runtime: `Connector::Rustls` with the
 /// bench's rustls configuration (ring, the bench CA), default WebSocket configuration.
-pub(super) async fn tokio_tungstenite_tls(
+pub(crate) async fn tokio_tungstenite_tls(
     addr: SocketAddr,
 ) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
     let stream = tokio_tcp(addr, "tokio-tungstenite wss").await;
@@ -132,7 +132,7 @@ pub(super) async fn tokio_tungstenite_tls(
 }
 
 /// A tokio-tungstenite client on the current runtime, default configuration.
-pub(super) async fn tokio_tungstenite(
+pub(crate) async fn tokio_tungstenite(
     addr: SocketAddr,
 ) -> tokio_tungstenite::WebSocketStream<tokio::net::TcpStream> {
     let stream = tokio_tcp(addr, "tokio-tungstenite").await;
@@ -149,8 +149,18 @@ pub(super) async fn tokio_tungstenite(
 /// The response is read a byte at a time so no frame byte after the head is taken from the
 /// socket (the servers here send nothing before the client speaks or signals, but the client
 /// must not rely on that).
-pub(super) async fn fastwebsockets_upgraded(addr: SocketAddr) -> tokio::net::TcpStream {
+pub(crate) async fn fastwebsockets_upgraded(addr: SocketAddr) -> tokio::net::TcpStream {
     let mut stream = tokio_tcp(addr, "fastwebsockets").await;
+    upgrade_by_hand(&mut stream, addr).await;
+    stream
+}
+
+/// The hand-done upgrade of [`fastwebsockets_upgraded`] over any connected stream (plain TCP,
+/// or a TLS stream a user wrapped it in), for a server at `addr`.
+pub(crate) async fn upgrade_by_hand<S>(stream: &mut S, addr: SocketAddr)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     let request = format!(
         "GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
          Sec-WebSocket-Key: {SAMPLE_KEY}\r\nSec-WebSocket-Version: 13\r\n\r\n"
@@ -183,11 +193,10 @@ pub(super) async fn fastwebsockets_upgraded(addr: SocketAddr) -> tokio::net::Tcp
         Some(SAMPLE_ACCEPT),
         "fastwebsockets: wrong Sec-WebSocket-Accept in {head:?}"
     );
-    stream
 }
 
 /// A tokio TCP connection, TCP_NODELAY on.
-async fn tokio_tcp(addr: SocketAddr, library: &str) -> tokio::net::TcpStream {
+pub(crate) async fn tokio_tcp(addr: SocketAddr, library: &str) -> tokio::net::TcpStream {
     let stream = tokio::net::TcpStream::connect(addr)
         .await
         .unwrap_or_else(|e| panic!("{library}: connect to {addr}: {e}"));

@@ -20,11 +20,11 @@
 //! - async clients run on a tokio current-thread runtime on the measuring thread, timed inside
 //!   one `block_on`, so the runtime's entry cost is not charged per operation.
 
-mod connect;
+pub(crate) mod connect;
 mod deflate;
-mod round_trip;
-mod servers;
-mod stream;
+pub(crate) mod round_trip;
+pub(crate) mod servers;
+pub(crate) mod stream;
 mod tls;
 
 use crate::Ctx;

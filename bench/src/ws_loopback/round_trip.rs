@@ -72,7 +72,7 @@ fn tickwire(server: &servers::Server, plan: Plan, text: &str) -> Histogram<u64> 
 
 /// The timed loop of [`tickwire`](mod@::tickwire) on a connected client, over `ws://` or `wss://`;
 /// `library` names it in failures.
-pub(super) fn tickwire_round_trips<S: tickwire::Stream>(
+pub(crate) fn tickwire_round_trips<S: tickwire::Stream>(
     ws: &mut tickwire::WebSocket<S>,
     plan: Plan,
     text: &str,
@@ -135,7 +135,7 @@ fn tokio_tungstenite(server: &servers::Server, plan: Plan, text: &str) -> Histog
 
 /// The timed loop of [`tokio_tungstenite`](mod@::tokio_tungstenite) on a connected client (plain or TLS stream), run
 /// inside the caller's `block_on`; `library` names it in failures.
-pub(super) async fn tokio_tungstenite_round_trips<S>(
+pub(crate) async fn tokio_tungstenite_round_trips<S>(
     ws: &mut tokio_tungstenite::WebSocketStream<S>,
     plan: Plan,
     text: &str,
@@ -176,43 +176,57 @@ fn fastwebsockets(server: &servers::Server, plan: Plan, payload: &[u8]) -> Histo
     let runtime = connect::current_thread_runtime();
     runtime.block_on(async {
         let stream = connect::fastwebsockets_upgraded(server.addr()).await;
-        let mut ws = FragmentCollector::new(fastwebsockets::WebSocket::after_handshake(
-            stream,
-            Role::Client,
-        ));
-        let mut scratch = payload.to_vec();
+        fastwebsockets_round_trips(stream, plan, payload, "fastwebsockets").await
+    })
+}
+
+/// The timed loop of [`fastwebsockets`](mod@::fastwebsockets) on an upgraded stream (plain or
+/// TLS), run inside the caller's `block_on`; `library` names it in failures.
+pub(crate) async fn fastwebsockets_round_trips<S>(
+    stream: S,
+    plan: Plan,
+    payload: &[u8],
+    library: &str,
+) -> Histogram<u64>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let mut ws = FragmentCollector::new(fastwebsockets::WebSocket::after_handshake(
+        stream,
+        Role::Client,
+    ));
+    let mut scratch = payload.to_vec();
+    ws.write_frame(Frame::text(Payload::BorrowedMut(&mut scratch)))
+        .await
+        .unwrap_or_else(|e| panic!("{library}: send: {e}"));
+    let echo = ws
+        .read_frame()
+        .await
+        .unwrap_or_else(|e| panic!("{library}: receive the echo: {e}"));
+    assert!(
+        echo.opcode == OpCode::Text && &echo.payload[..] == payload,
+        "{library}: wrong echo ({:?}, {} bytes)",
+        echo.opcode,
+        echo.payload.len()
+    );
+    sample_each_async(plan, async || {
+        scratch.copy_from_slice(payload);
         ws.write_frame(Frame::text(Payload::BorrowedMut(&mut scratch)))
             .await
-            .expect("fastwebsockets: send");
+            .unwrap_or_else(|e| panic!("{library}: send: {e}"));
         let echo = ws
             .read_frame()
             .await
-            .expect("fastwebsockets: receive the echo");
+            .unwrap_or_else(|e| panic!("{library}: receive the echo: {e}"));
         assert!(
-            echo.opcode == OpCode::Text && &echo.payload[..] == payload,
-            "fastwebsockets: wrong echo ({:?}, {} bytes)",
+            echo.opcode == OpCode::Text && echo.payload.len() == payload.len(),
+            "{library}: unexpected echo ({:?}, {} bytes)",
             echo.opcode,
             echo.payload.len()
         );
-        sample_each_async(plan, async || {
-            scratch.copy_from_slice(payload);
-            ws.write_frame(Frame::text(Payload::BorrowedMut(&mut scratch)))
-                .await
-                .expect("fastwebsockets: send");
-            let echo = ws
-                .read_frame()
-                .await
-                .expect("fastwebsockets: receive the echo");
-            assert!(
-                echo.opcode == OpCode::Text && echo.payload.len() == payload.len(),
-                "fastwebsockets: unexpected echo ({:?}, {} bytes)",
-                echo.opcode,
-                echo.payload.len()
-            );
-            black_box(echo);
-        })
-        .await
+        black_box(echo);
     })
+    .await
 }
 
 /// nexus-web: `send_text` (encode, mask, write) then `recv` (borrowed, validated text), its
@@ -250,17 +264,21 @@ pub(super) fn nexus_web_round_trips<S: Read + Write>(
 }
 
 /// [`harness::sample_each`] for an async operation, run inside the caller's `block_on`: the
-/// same warm-up, one unbatched sample per call, the same histogram.
-async fn sample_each_async(plan: Plan, mut op: impl AsyncFnMut()) -> Histogram<u64> {
+/// same warm-up, one unbatched sample per call, the same histogram, the same allocation count
+/// ([`crate::alloc_count::last_per_op`]; the runtime must be a current-thread one on this
+/// thread for it to see the library's allocations).
+pub(crate) async fn sample_each_async(plan: Plan, mut op: impl AsyncFnMut()) -> Histogram<u64> {
     let mut histogram = harness::new_histogram();
     for _ in 0..plan.warmup {
         op().await;
     }
+    let counting = crate::alloc_count::start();
     for _ in 0..plan.samples {
         let start = harness::ticks_start();
         op().await;
         let ticks = harness::ticks_end() - start;
         histogram.saturating_record(ticks.max(1));
     }
+    counting.stop_per_op(plan.samples as u64);
     histogram
 }

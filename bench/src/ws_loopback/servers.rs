@@ -22,20 +22,20 @@ use crate::ws_tls::pki;
 const IDLE_LIMIT: Duration = Duration::from_secs(30);
 
 /// A server thread serving one connection; `T` is what it reports when it ends.
-pub(super) struct Server<T = ()> {
+pub(crate) struct Server<T = ()> {
     addr: SocketAddr,
     thread: JoinHandle<T>,
 }
 
 impl<T> Server<T> {
     /// Where the client connects.
-    pub(super) fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// Waits for the server thread to end: call after the client connection is dropped (the
     /// server ends on the client's EOF). Panics if the server thread panicked.
-    pub(super) fn join(self) -> T {
+    pub(crate) fn join(self) -> T {
         self.thread
             .join()
             .expect("a loopback server thread panicked")
@@ -44,7 +44,7 @@ impl<T> Server<T> {
 
 /// A tickwire server that echoes every text and binary message back, one flush per message,
 /// until the client closes, disconnects or stays silent for [`IDLE_LIMIT`].
-pub(super) fn tickwire_echo(peer_core: usize) -> Server {
+pub(crate) fn tickwire_echo(peer_core: usize) -> Server {
     spawn("tickwire-echo", peer_core, |stream| {
         let ws = tickwire::ServerBuilder::new()
             .nodelay(true)
@@ -58,7 +58,7 @@ pub(super) fn tickwire_echo(peer_core: usize) -> Server {
 /// [`tickwire_echo`] behind TLS: the same server and echo loop over `accept_tls` with `tls`
 /// (the wss workloads' fairness rule: every client talks to it, so only the client differs).
 /// Panics unless the handshake settled on [`pki::CIPHER_SUITE`].
-pub(super) fn tickwire_echo_tls(peer_core: usize, tls: ServerTlsConfig) -> Server {
+pub(crate) fn tickwire_echo_tls(peer_core: usize, tls: ServerTlsConfig) -> Server {
     spawn("tickwire-echo-tls", peer_core, move |stream| {
         let ws = tickwire::ServerBuilder::new()
             .nodelay(true)
@@ -125,7 +125,7 @@ pub(super) fn byte_echo(peer_core: usize) -> Server {
 ///
 /// The client signals `go` once its own setup is done, so the stream starts on a client that
 /// is already waiting and no frame byte can arrive inside a library's handshake read.
-pub(super) fn stream_sender(
+pub(crate) fn stream_sender(
     peer_core: usize,
     bytes: Arc<[u8]>,
     handshake: bool,
@@ -163,7 +163,7 @@ pub(super) fn stream_sender(
 /// same pre-encoded frames) go through the server's TLS stream, which encrypts them in
 /// 16 KiB records (rustls's largest) as it takes them, 64 KiB per write; then it waits for
 /// the client to hang up. Panics unless the handshake settled on [`pki::CIPHER_SUITE`].
-pub(super) fn stream_sender_tls(
+pub(crate) fn stream_sender_tls(
     peer_core: usize,
     bytes: Arc<[u8]>,
     tls: ServerTlsConfig,

@@ -23,7 +23,7 @@ use crate::wire;
 const RAW_READ_BUFFER: usize = 1024 * 1024;
 
 /// `messages` unmasked text frames of `payload`, back to back: what the server writes.
-pub(super) fn encoded_stream(payload: &[u8], messages: usize) -> Arc<[u8]> {
+pub(crate) fn encoded_stream(payload: &[u8], messages: usize) -> Arc<[u8]> {
     let frame = wire::frame(true, 0x1, payload, None);
     let mut bytes = Vec::with_capacity(frame.len() * messages);
     for _ in 0..messages {
@@ -82,16 +82,17 @@ fn raw_tcp(addr: SocketAddr, go: SyncSender<()>, total: usize) -> Duration {
 /// tickwire: blocking `recv`, borrowed validated text.
 fn tickwire(addr: SocketAddr, go: SyncSender<()>, messages: usize) -> Duration {
     let mut ws = connect::tickwire(addr);
-    tickwire_receive(&mut ws, &go, messages, "tickwire")
+    tickwire_receive(&mut ws, &go, messages, PAYLOAD_LEN, "tickwire")
 }
 
 /// The timed part of [`tickwire`](mod@::tickwire) on a connected client, over `ws://` or `wss://`: signals
 /// `go`, waits for the first byte on the TCP socket, then receives `messages` messages;
 /// `library` names it in failures.
-pub(super) fn tickwire_receive(
+pub(crate) fn tickwire_receive(
     ws: &mut tickwire::WebSocket<tickwire::MaybeTlsStream>,
     go: &SyncSender<()>,
     messages: usize,
+    len: usize,
     library: &str,
 ) -> Duration {
     start(go, library);
@@ -99,7 +100,7 @@ pub(super) fn tickwire_receive(
         .tcp()
         .peek(&mut [0u8; 1])
         .unwrap_or_else(|e| panic!("{library}: wait for the first byte: {e}"));
-    receive_all(library, messages, || match ws.recv() {
+    receive_all(library, messages, len, || match ws.recv() {
         Ok(tickwire::Recv::Message(tickwire::Message::Text(text))) => text.len(),
         other => panic!("{library}: expected text, got {other:?}"),
     })
@@ -112,7 +113,7 @@ fn tungstenite(addr: SocketAddr, go: SyncSender<()>, messages: usize) -> Duratio
     ws.get_ref()
         .peek(&mut [0u8; 1])
         .expect("tungstenite: wait for the first byte");
-    receive_all("tungstenite", messages, || {
+    receive_all("tungstenite", messages, PAYLOAD_LEN, || {
         match ws.read().expect("tungstenite: receive") {
             tungstenite::Message::Text(text) => text.len(),
             other => panic!("tungstenite: expected text, got {other:?}"),
@@ -126,17 +127,18 @@ fn tokio_tungstenite(addr: SocketAddr, go: SyncSender<()>, messages: usize) -> D
     let runtime = connect::current_thread_runtime();
     runtime.block_on(async {
         let mut ws = connect::tokio_tungstenite(addr).await;
-        tokio_tungstenite_receive(&mut ws, &go, messages, "tokio-tungstenite").await
+        tokio_tungstenite_receive(&mut ws, &go, messages, PAYLOAD_LEN, "tokio-tungstenite").await
     })
 }
 
 /// The timed part of [`tokio_tungstenite`](mod@::tokio_tungstenite) on a connected client (plain or TLS stream), run
 /// inside the caller's `block_on`: signals `go`, waits until the TCP socket is readable, then
 /// receives `messages` messages; `library` names it in failures.
-pub(super) async fn tokio_tungstenite_receive<S>(
+pub(crate) async fn tokio_tungstenite_receive<S>(
     ws: &mut tokio_tungstenite::WebSocketStream<S>,
     go: &SyncSender<()>,
     messages: usize,
+    len: usize,
     library: &str,
 ) -> Duration
 where
@@ -158,7 +160,7 @@ where
         };
     }
     let elapsed = started.elapsed();
-    check_last(library, last_len);
+    check_last(library, last_len, len);
     elapsed
 }
 
@@ -168,33 +170,50 @@ fn fastwebsockets(addr: SocketAddr, go: SyncSender<()>, messages: usize) -> Dura
     let runtime = connect::current_thread_runtime();
     runtime.block_on(async {
         let stream = connect::fastwebsockets_upgraded(addr).await;
-        start(&go, "fastwebsockets");
-        stream
-            .readable()
-            .await
-            .expect("fastwebsockets: wait for the first byte");
-        let mut ws = FragmentCollector::new(fastwebsockets::WebSocket::after_handshake(
-            stream,
-            Role::Client,
-        ));
-        let started = Instant::now();
-        let mut last_len = 0;
-        for received in 0..messages {
-            let frame = ws
-                .read_frame()
-                .await
-                .unwrap_or_else(|e| panic!("fastwebsockets: message {received}: {e}"));
-            assert!(
-                frame.opcode == OpCode::Text,
-                "fastwebsockets: message {received}: expected text, got {:?}",
-                frame.opcode
-            );
-            last_len = frame.payload.len();
-        }
-        let elapsed = started.elapsed();
-        check_last("fastwebsockets", last_len);
-        elapsed
+        fastwebsockets_receive(stream, &go, messages, PAYLOAD_LEN, "fastwebsockets").await
     })
+}
+
+/// The timed part of [`fastwebsockets`](mod@::fastwebsockets) on an upgraded stream (plain or
+/// TLS), run inside the caller's `block_on`: signals `go`, waits until the TCP socket is
+/// readable, then receives `messages` messages of `len` bytes; `library` names it in failures.
+pub(crate) async fn fastwebsockets_receive<S>(
+    stream: S,
+    go: &SyncSender<()>,
+    messages: usize,
+    len: usize,
+    library: &str,
+) -> Duration
+where
+    S: TokioSocket + tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    start(go, library);
+    stream
+        .tcp()
+        .readable()
+        .await
+        .unwrap_or_else(|e| panic!("{library}: wait for the first byte: {e}"));
+    let mut ws = FragmentCollector::new(fastwebsockets::WebSocket::after_handshake(
+        stream,
+        Role::Client,
+    ));
+    let started = Instant::now();
+    let mut last_len = 0;
+    for received in 0..messages {
+        let frame = ws
+            .read_frame()
+            .await
+            .unwrap_or_else(|e| panic!("{library}: message {received}: {e}"));
+        assert!(
+            frame.opcode == OpCode::Text,
+            "{library}: message {received}: expected text, got {:?}",
+            frame.opcode
+        );
+        last_len = frame.payload.len();
+    }
+    let elapsed = started.elapsed();
+    check_last(library, last_len, len);
+    elapsed
 }
 
 /// nexus-web: blocking `recv`, borrowed validated text.
@@ -217,7 +236,7 @@ pub(super) fn nexus_web_receive<S: BlockingSocket + Read + Write>(
         .tcp()
         .peek(&mut [0u8; 1])
         .unwrap_or_else(|e| panic!("{library}: wait for the first byte: {e}"));
-    receive_all(library, messages, || match ws.recv() {
+    receive_all(library, messages, PAYLOAD_LEN, || match ws.recv() {
         Ok(Some(nexus_web::ws::Message::Text(text))) => text.len(),
         other => panic!("{library}: expected text, got {other:?}"),
     })
@@ -246,7 +265,7 @@ impl BlockingSocket for nexus_web::MaybeTls<TcpStream> {
 }
 
 /// The TCP socket under an async client's stream, as [`BlockingSocket`].
-pub(super) trait TokioSocket {
+pub(crate) trait TokioSocket {
     /// The socket.
     fn tcp(&self) -> &tokio::net::TcpStream;
 }
@@ -264,7 +283,7 @@ impl TokioSocket for tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream> {
 }
 
 /// Tells the server the client is set up and waiting.
-fn start(go: &SyncSender<()>, library: &str) {
+pub(crate) fn start(go: &SyncSender<()>, library: &str) {
     go.send(())
         .unwrap_or_else(|_| panic!("{library}: the stream server ended before the start"));
 }
@@ -272,21 +291,26 @@ fn start(go: &SyncSender<()>, library: &str) {
 /// Times `messages` calls of `next` (each receives one text message and returns its length)
 /// and checks the last one. The count is exact by construction: `next` panics on anything but
 /// a text message, and on EOF.
-fn receive_all(library: &str, messages: usize, mut next: impl FnMut() -> usize) -> Duration {
+fn receive_all(
+    library: &str,
+    messages: usize,
+    len: usize,
+    mut next: impl FnMut() -> usize,
+) -> Duration {
     let started = Instant::now();
     let mut last_len = 0;
     for _ in 0..messages {
         last_len = next();
     }
     let elapsed = started.elapsed();
-    check_last(library, last_len);
+    check_last(library, last_len, len);
     elapsed
 }
 
-/// Fails the run when the last message is not the payload's length.
-fn check_last(library: &str, last_len: usize) {
+/// Fails the run when the last message is not `len` bytes, the payload's length.
+pub(crate) fn check_last(library: &str, last_len: usize, len: usize) {
     assert_eq!(
-        last_len, PAYLOAD_LEN,
+        last_len, len,
         "{library}: the last message has the wrong length"
     );
 }

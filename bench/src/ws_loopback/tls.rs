@@ -215,18 +215,26 @@ fn stream_once(
     let name = client.name();
     // Each arm drops its connection before the join: the server ends on the client's EOF.
     let elapsed = match client {
-        Client::TickwirePlain => {
-            stream::tickwire_receive(&mut connect::tickwire(addr), &go, messages, name)
-        }
-        Client::Tickwire => {
-            stream::tickwire_receive(&mut connect::tickwire_tls(addr), &go, messages, name)
-        }
+        Client::TickwirePlain => stream::tickwire_receive(
+            &mut connect::tickwire(addr),
+            &go,
+            messages,
+            PAYLOAD_LEN,
+            name,
+        ),
+        Client::Tickwire => stream::tickwire_receive(
+            &mut connect::tickwire_tls(addr),
+            &go,
+            messages,
+            PAYLOAD_LEN,
+            name,
+        ),
         Client::NexusWeb => {
             stream::nexus_web_receive(&mut connect::nexus_web_tls(addr), &go, messages, name)
         }
         Client::TokioTungstenite => connect::current_thread_runtime().block_on(async {
             let mut ws = connect::tokio_tungstenite_tls(addr).await;
-            stream::tokio_tungstenite_receive(&mut ws, &go, messages, name).await
+            stream::tokio_tungstenite_receive(&mut ws, &go, messages, PAYLOAD_LEN, name).await
         }),
     };
     server.join();
