@@ -5,13 +5,11 @@
 //! writing, reading, parsing, and returning the connection. The same server, order and
 //! counting allocator as the blocking client's `http_zero_alloc`.
 
-#[path = "../../tickwire/tests/zero_alloc_support/mod.rs"]
-mod zero_alloc_support;
-use zero_alloc_support::*;
-
 use std::sync::atomic::Ordering;
 
 use tickwire_tokio::HttpClient;
+
+use crate::zero_alloc_support::*;
 
 async fn post(client: &mut HttpClient, order: &Order<'_>) -> usize {
     let response = client
@@ -28,7 +26,7 @@ async fn post(client: &mut HttpClient, order: &Order<'_>) -> usize {
     response.body().len()
 }
 
-fn main() {
+pub(crate) fn run() {
     let (port, server) = server();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -42,6 +40,7 @@ fn main() {
         for _ in 0..100 {
             post(&mut client, &ORDER).await;
         }
+        let before = ALLOCATIONS.load(Ordering::Relaxed);
         COUNT_THIS_THREAD.with(|c| c.set(true));
         let rounds = 1_000;
         let mut bytes = 0;
@@ -51,7 +50,7 @@ fn main() {
         COUNT_THIS_THREAD.with(|c| c.set(false));
         assert_eq!(client.connections_opened(), 1, "one keep-alive connection");
         assert_eq!(bytes, rounds * RESPONSE_BODY.len());
-        (ALLOCATIONS.load(Ordering::Relaxed), rounds)
+        (ALLOCATIONS.load(Ordering::Relaxed) - before, rounds)
     });
     drop(runtime);
     assert_eq!(

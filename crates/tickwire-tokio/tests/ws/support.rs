@@ -5,7 +5,6 @@
 //!
 //! Every wait in the tests is bounded by [`PATIENCE`], so a broken build fails instead of
 //! hanging.
-#![allow(dead_code, reason = "each test file uses a part of the support")]
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -17,7 +16,10 @@ use rcgen::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use tickwire_tokio::{ClientTlsConfig, Message, Recv, ServerTlsConfig, Transport, WebSocket};
+use tickwire_tokio::{
+    ClientTlsConfig, MaybeTlsStream, Message, Recv, ServerBuilder, ServerTlsConfig, Transport,
+    WebSocket,
+};
 
 /// The bound on every wait.
 pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
@@ -64,6 +66,17 @@ pub(crate) async fn listen() -> (TcpListener, SocketAddr) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     (listener, addr)
+}
+
+/// The server side of the next connection on `listener`: TLS with `tls`, then the upgrade
+/// with `builder`'s options.
+pub(crate) async fn accept_tls(
+    listener: &TcpListener,
+    builder: ServerBuilder,
+    tls: &ServerTlsConfig,
+) -> WebSocket<MaybeTlsStream> {
+    let (tcp, _) = listener.accept().await.unwrap();
+    builder.accept_tls(tcp, tls).await.unwrap()
 }
 
 /// How a relay forwards one direction.

@@ -1,10 +1,8 @@
 //! The `stream` feature: a WebSocket as a `Stream` of owned messages and a `Sink` of them,
 //! as code written against tokio-tungstenite uses it.
 
-mod support;
-
+use crate::support::{PATIENCE, listen};
 use futures_util::{SinkExt, StreamExt};
-use support::{PATIENCE, listen};
 use tickwire_tokio::{CloseCode, OwnedMessage, accept, connect};
 use tokio::time::timeout;
 

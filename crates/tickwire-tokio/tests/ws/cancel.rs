@@ -4,11 +4,9 @@
 //! middle of TLS records and WebSocket frames. Every message must arrive exactly once, whole
 //! and in order.
 
-mod support;
-
 use std::time::Duration;
 
-use support::{FAST, PATIENCE, Pace, listen, message_text, relay, tls_pair};
+use crate::support::{self, FAST, PATIENCE, Pace, listen, message_text, relay, tls_pair};
 use tickwire_tokio::{
     ClientBuilder, Config, DeflateConfig, MaybeTlsStream, Message, Recv, ServerBuilder, WebSocket,
 };
@@ -43,13 +41,10 @@ async fn accept_one(
     listener: tokio::net::TcpListener,
     tls: tickwire_tokio::ServerTlsConfig,
 ) -> WebSocket<MaybeTlsStream> {
-    let (tcp, _) = listener.accept().await.unwrap();
-    let ws = ServerBuilder::new()
+    let builder = ServerBuilder::new()
         .config(fragmenting(Config::server()))
-        .deflate(DeflateConfig::default())
-        .accept_tls(tcp, &tls)
-        .await
-        .unwrap();
+        .deflate(DeflateConfig::default());
+    let ws = support::accept_tls(&listener, builder, &tls).await;
     assert!(ws.deflate().is_some());
     ws
 }

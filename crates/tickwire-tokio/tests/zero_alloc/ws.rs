@@ -3,39 +3,12 @@
 //! runtime's thread, plain and split. The echo peer is the blocking transport on its own
 //! thread, which is not counted.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use tickwire_tokio::{Message, Recv};
 
-struct ThreadCounting;
-
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every call goes to `System` unchanged; counting has no effect on the memory.
-unsafe impl GlobalAlloc for ThreadCounting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.try_with(Cell::get).unwrap_or(false) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: our caller's layout contract.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System` with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: ThreadCounting = ThreadCounting;
+use crate::zero_alloc_support::{ALLOCATIONS, COUNT_THIS_THREAD};
 
 const ROUND_TRIPS: usize = 2_000;
 
@@ -62,13 +35,13 @@ fn echo_server(connections: usize) -> u16 {
 /// Allocations on this thread while `work` runs.
 fn counted(work: impl FnOnce()) -> u64 {
     let before = ALLOCATIONS.load(Ordering::Relaxed);
-    COUNTING.with(|c| c.set(true));
+    COUNT_THIS_THREAD.with(|c| c.set(true));
     work();
-    COUNTING.with(|c| c.set(false));
+    COUNT_THIS_THREAD.with(|c| c.set(false));
     ALLOCATIONS.load(Ordering::Relaxed) - before
 }
 
-fn main() {
+pub(crate) fn run() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

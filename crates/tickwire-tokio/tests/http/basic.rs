@@ -2,14 +2,8 @@
 //! reach the server, the response handed back (Content-Length, chunked, gzip), keep-alive
 //! reuse, and the pool's cap shown by counting the connections the server accepted.
 
-#[allow(dead_code, reason = "each test file uses part of the async helpers")]
-mod http_async;
-#[allow(dead_code, reason = "the blocking client's helpers are not used here")]
-#[path = "../../tickwire/tests/http_support/mod.rs"]
-mod http_support;
-
-use http_async::{ManyServer, client, joined, on_both_runtimes, stopped};
-use http_support::*;
+use crate::http_async::{ManyServer, client, joined, on_both_runtimes, stopped};
+use crate::http_support::*;
 
 use std::time::Duration;
 

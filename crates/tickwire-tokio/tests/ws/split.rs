@@ -1,9 +1,7 @@
 //! Split halves in different tasks, TLS included: messages both ways at once, pings answered
 //! and the close handshake completed when only the reader half is polled, on both runtimes.
 
-mod support;
-
-use support::{PATIENCE, echo, listen, tls_pair};
+use crate::support::{PATIENCE, accept_tls, echo, listen, tls_pair};
 use tickwire_tokio::{
     ClientBuilder, CloseCode, MaybeTlsStream, Message, Recv, ServerBuilder, WebSocket,
 };
@@ -20,11 +18,7 @@ async fn tls_echo_server() -> (
     let (server_tls, client_tls) = tls_pair();
     let (listener, addr) = listen().await;
     let server = tokio::spawn(async move {
-        let (tcp, _) = listener.accept().await.unwrap();
-        let ws = ServerBuilder::new()
-            .accept_tls(tcp, &server_tls)
-            .await
-            .unwrap();
+        let ws = accept_tls(&listener, ServerBuilder::new(), &server_tls).await;
         echo(ws).await as u32
     });
     (
@@ -95,11 +89,7 @@ async fn a_reader_alone_answers_pings_and_finishes_the_peers_close_over_tls() {
     let (server_tls, client_tls) = tls_pair();
     let (listener, addr) = listen().await;
     let server = tokio::spawn(async move {
-        let (tcp, _) = listener.accept().await.unwrap();
-        let mut ws = ServerBuilder::new()
-            .accept_tls(tcp, &server_tls)
-            .await
-            .unwrap();
+        let mut ws = accept_tls(&listener, ServerBuilder::new(), &server_tls).await;
         for round in 0..3u8 {
             ws.ping(&[round; 4]).unwrap();
             ws.flush().await.unwrap();

@@ -3,14 +3,8 @@
 //! slowly) never make a later request receive the wrong response. The server echoes each
 //! request's id; every response that completes is checked against the id it was sent with.
 
-#[allow(dead_code, reason = "each test file uses part of the async helpers")]
-mod http_async;
-#[allow(dead_code, reason = "the blocking client's helpers are not used here")]
-#[path = "../../tickwire/tests/http_support/mod.rs"]
-mod http_support;
-
-use http_async::{ManyServer, client, on_both_runtimes, stopped};
-use http_support::*;
+use crate::http_async::{ManyServer, client, on_both_runtimes, stopped};
+use crate::http_support::*;
 
 use std::time::Duration;
 

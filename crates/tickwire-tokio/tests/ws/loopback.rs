@@ -1,11 +1,9 @@
 //! Client against server over loopback: echo on both runtimes, plain and TLS, deflate,
 //! subprotocols and headers, read timeouts, and the close handshake ended by either side.
 
-mod support;
-
 use std::time::Duration;
 
-use support::{PATIENCE, echo, listen, tls_pair};
+use crate::support::{PATIENCE, accept_tls, echo, listen, tls_pair};
 use tickwire_tokio::{
     ClientBuilder, CloseCode, DeflateConfig, Message, Recv, Response, ServerBuilder, WebSocket,
     accept, connect,
@@ -62,11 +60,7 @@ async fn echo_over_tls_with_the_server_closing_first() {
     let (server_tls, client_tls) = tls_pair();
     let (listener, addr) = listen().await;
     let server = tokio::spawn(async move {
-        let (tcp, _) = listener.accept().await.unwrap();
-        let mut ws = ServerBuilder::new()
-            .accept_tls(tcp, &server_tls)
-            .await
-            .unwrap();
+        let mut ws = accept_tls(&listener, ServerBuilder::new(), &server_tls).await;
         for _ in 0..50 {
             let (recv, mut sender) = ws.recv_with_sender().await.unwrap();
             let Recv::Message(Message::Text(text)) = recv else {

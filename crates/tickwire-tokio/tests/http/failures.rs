@@ -3,14 +3,8 @@
 //! server held to the request's deadline, a read timeout, a refused connection, malformed
 //! responses; after each, the next request works.
 
-#[allow(dead_code, reason = "each test file uses part of the async helpers")]
-mod http_async;
-#[allow(dead_code, reason = "the blocking client's helpers are not used here")]
-#[path = "../../tickwire/tests/http_support/mod.rs"]
-mod http_support;
-
-use http_async::{client, joined, on_both_runtimes};
-use http_support::*;
+use crate::http_async::{client, joined, on_both_runtimes};
+use crate::http_support::*;
 
 use std::time::{Duration, Instant};
 

@@ -1,11 +1,9 @@
 //! The codec's timers on tokio's clock: keepalive pings, the pong deadline, the idle
 //! timeout, and the close timeout of a peer that never answers.
 
-mod support;
-
 use std::time::Duration;
 
-use support::{PATIENCE, listen};
+use crate::support::{PATIENCE, listen};
 use tickwire_tokio::codec::ws::Error as WsError;
 use tickwire_tokio::{
     ClientBuilder, CloseCode, Config, Error, Message, Recv, ServerBuilder, accept, connect,

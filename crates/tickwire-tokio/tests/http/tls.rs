@@ -2,26 +2,16 @@
 //! `tickwire_tls::TlsCodec`), on both runtimes, against a blocking TLS server on loopback:
 //! keep-alive over one TLS connection, the pool's connections for concurrent requests, and
 //! the liveness check of an idle TLS connection the server closed.
-#![cfg(feature = "tls")]
-
-#[allow(dead_code, reason = "each test file uses part of the async helpers")]
-mod http_async;
-#[allow(dead_code, reason = "the blocking client's helpers are not used here")]
-#[path = "../../tickwire/tests/http_support/mod.rs"]
-mod http_support;
-#[allow(dead_code, reason = "the HTTP tests use the certificates only")]
-#[path = "../../tickwire/tests/tls_support/mod.rs"]
-mod tls_support;
 
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use http_async::{joined, on_both_runtimes};
-use http_support::{Conn, Listener, PATIENCE, ok, server};
+use crate::http_async::{joined, on_both_runtimes};
+use crate::http_support::{Conn, Listener, PATIENCE, ok, server};
+use crate::tls_support::{Ca, client_config, server_config};
 use tickwire::tls_codec::TlsCodec;
 use tickwire::{ServerTlsConfig, TlsStream};
 use tickwire_tokio::{HttpClient, HttpClientError};
-use tls_support::{Ca, client_config, server_config};
 
 /// The next connection on `listener`, TLS handshake done.
 fn accept_tls(listener: &mut Listener, config: &ServerTlsConfig) -> Conn<TlsStream<TcpStream>> {
@@ -106,7 +96,7 @@ fn an_untrusted_certificate_is_a_tls_error() {
             .tls(client_config(&Ca::new("other")))
             .build()
             .unwrap();
-        let error = http_support::the_error(client.get("/").send().await);
+        let error = crate::http_support::the_error(client.get("/").send().await);
         assert!(matches!(error, HttpClientError::Tls(_)), "{error}");
         assert!(joined(server).await);
     });
