@@ -12,7 +12,8 @@
 # its last line is `interop: N passed, M failed`), then
 # interop/browser.sh (which installs Chromium when it is missing; its last line is
 # `browser: N passed, M failed`). Both always run; the exit status is non-zero when either
-# failed. TICKWIRE_BIN overrides the binary under test.
+# failed. TICKWIRE_BIN overrides the binary under test; TICKWIRE_RUNTIME=tokio runs every
+# tickwire command of both through the tokio transports (`--runtime tokio`; default blocking).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
