@@ -15,6 +15,12 @@
 # TICKWIRE_BIN names the binary under test (CI passes the one its test build made); without it
 # the script builds and uses target/release/tickwire.
 #
+# TICKWIRE_RUNTIME=tokio runs tickwire through its tokio transports (`--runtime tokio` on
+# `serve` and on the client agent's `connect`); the default is `blocking`. The verdicts are
+# compared with the same conformance/expected/ROLE.json either way. A tokio run's reports and
+# server log carry a `tokio-` prefix (target/autobahn-reports/tokio-ROLE), so both runtimes
+# can run side by side.
+#
 # Uses ../shared/autobahn (wstest in a private Python 2.7 prefix) when it exists, else the
 # crossbario/autobahn-testsuite Docker image. Reports land in target/autobahn-reports/ROLE.
 set -euo pipefail
@@ -29,6 +35,14 @@ reports="$root/target/autobahn-reports"
 expected="$root/conformance/expected"
 bin="${TICKWIRE_BIN:-$root/target/release/tickwire}"
 regressions="$root/conformance/autobahn-regressions.txt"
+runtime=${TICKWIRE_RUNTIME:-blocking}
+# Each runtime has its own ports and certificate directory, so the two can run at once.
+case "$runtime" in
+  blocking) run_name=$role port_offset=0 certs="$root/target/autobahn-tls" ;;
+  tokio) run_name=tokio-$role port_offset=100 certs="$root/target/autobahn-tls-tokio" ;;
+  *) echo "autobahn: TICKWIRE_RUNTIME must be blocking or tokio, not $runtime" >&2; exit 2 ;;
+esac
+export TICKWIRE_RUNTIME="$runtime"
 if [ "$cases" = --sample ]; then
   cases=$(sed -e 's/#.*//' "$root/conformance/autobahn-sample.txt" "$regressions" | tr -s ' \t\n' ',' \
     | sed -e 's/^,//' -e 's/,$//')
@@ -36,7 +50,10 @@ fi
 
 if [ "$role" = update-expected ]; then
   which=${2:?usage: conformance/autobahn.sh update-expected server|server-tls|client}
-  python3 "$root/conformance/verdicts.py" extract "$reports/$which" > "$expected/$which.json"
+  # The expectation is the runtime's own report (tokio-ROLE with TICKWIRE_RUNTIME=tokio) but
+  # one file for both: the transports must agree.
+  [ "$runtime" = tokio ] && report=tokio-$which || report=$which
+  python3 "$root/conformance/verdicts.py" extract "$reports/$report" > "$expected/$which.json"
   echo "autobahn: wrote $expected/$which.json"
   exit 0
 fi
@@ -82,18 +99,19 @@ make_certs() {
 case "$role" in
   server|server-tls)
     if [ "$role" = server ]; then
-      port=$(pick_port 9102)
+      port=$(pick_port $(( 9102 + port_offset )))
       scheme=ws
       tls_args=()
     else
-      port=$(pick_port 9162)
+      port=$(pick_port $(( 9162 + port_offset )))
       scheme=wss
-      make_certs "$root/target/autobahn-tls"
-      tls_args=(--tls-cert "$root/target/autobahn-tls/server.pem" --tls-key "$root/target/autobahn-tls/server.key")
+      make_certs "$certs"
+      tls_args=(--tls-cert "$certs/server.pem" --tls-key "$certs/server.key")
     fi
-    "$bin" serve --deflate --bind 127.0.0.1 --port "$port" "${tls_args[@]}" > "$root/target/autobahn-$role.log" 2>&1 &
+    "$bin" serve --runtime "$runtime" --deflate --bind 127.0.0.1 --port "$port" "${tls_args[@]}" \
+      > "$root/target/autobahn-$run_name.log" 2>&1 &
     pids+=($!)
-    out="$reports/$role"
+    out="$reports/$run_name"
     rm -rf "$out"; mkdir -p "$out"
     if [ -d "$shared" ]; then
       AUTOBAHN_REPORTS="$out" AUTOBAHN_AGENT=tickwire "$shared/run-server-suite.sh" "$scheme://127.0.0.1:$port" "$cases" ${exclude:+"$exclude"} || true
@@ -110,8 +128,8 @@ JSON
     fi
     ;;
   client)
-    port=$(pick_port 9111)
-    out="$reports/client"
+    port=$(pick_port $(( 9111 + port_offset )))
+    out="$reports/$run_name"
     rm -rf "$out"; mkdir -p "$out"
     if [ -d "$shared" ]; then
       AUTOBAHN_REPORTS="$out" "$shared/run-client-suite.sh" --port "$port" --agent tickwire \
@@ -127,7 +145,7 @@ JSON
         wstest -m fuzzingserver -s /config/fuzzingserver.json >/dev/null
       trap 'docker rm -f tickwire-autobahn >/dev/null 2>&1 || true; cleanup' EXIT
       sleep 3
-      count=$("$bin" connect "ws://127.0.0.1:$port/getCaseCount" < /dev/null | head -n1)
+      count=$("$bin" connect --runtime "$runtime" "ws://127.0.0.1:$port/getCaseCount" < /dev/null | head -n1)
       AUTOBAHN_URL="ws://127.0.0.1:$port" AUTOBAHN_CASE_COUNT="$count" AUTOBAHN_AGENT=tickwire "$root/conformance/client-agent.sh"
       "$bin" connect "ws://127.0.0.1:$port/updateReports?agent=tickwire" < /dev/null || true
     fi

@@ -17,6 +17,7 @@
 #
 # Environment:
 #   TICKWIRE_BIN            the binary under test (default target/release/tickwire)
+#   TICKWIRE_RUNTIME        blocking (default) or tokio: `serve --runtime`, the transports
 #   BROWSER_EXPECT_DEFLATE  1 (default): serve with --deflate and expect the extension;
 #                           0: serve without it and expect no extension
 #   BROWSER_TIMEOUT         seconds from starting tickwire to the page's result (default 45)
@@ -112,7 +113,7 @@ started=$SECONDS
 : >"$work/serve.out"
 : >"$work/page.out"
 
-"$bin" serve --bind 127.0.0.1 --port 0 "${serve_flags[@]}" >"$work/serve.out" 2>"$work/serve.err" &
+"$bin" serve --runtime "${TICKWIRE_RUNTIME:-blocking}" --bind 127.0.0.1 --port 0 "${serve_flags[@]}" >"$work/serve.out" 2>"$work/serve.err" &
 serve_pid=$!
 address=$(first_line_after "$work/serve.out" "tickwire: echo server listening on ws://" "$serve_pid") \
   || give_up "tickwire serve ${serve_flags[*]} did not start: $(head -c 600 "$work/serve.err")"

@@ -25,6 +25,8 @@ HOST = "127.0.0.1"
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TICKWIRE = Path(os.environ.get("TICKWIRE_BIN", ROOT / "target" / "release" / "tickwire"))
+# blocking (default) or tokio: the transports every tickwire command runs on (`--runtime`).
+RUNTIME = os.environ.get("TICKWIRE_RUNTIME", "blocking")
 
 # Bounds on every wait, in seconds.
 STEP = 5.0  # one read, one reply, one process exit
@@ -59,8 +61,10 @@ def short(value, limit=80):
 
 
 async def spawn(*args, stdin=None, stdout=None, stderr=None):
-    """Starts the tickwire binary under test with `args`."""
-    return await spawn_program(str(TICKWIRE), *args, stdin=stdin, stdout=stdout, stderr=stderr)
+    """Starts the tickwire binary under test with `args`, on the transports of RUNTIME."""
+    return await spawn_program(
+        str(TICKWIRE), "--runtime", RUNTIME, *args, stdin=stdin, stdout=stdout, stderr=stderr
+    )
 
 
 async def spawn_program(program, *args, stdin=None, stdout=None, stderr=None, cwd=None):
@@ -316,6 +320,7 @@ async def run_groups(groups):
         print(f"interop: tickwire binary not found at {TICKWIRE}", file=sys.stderr)
         print("interop: 0 passed, 1 failed")
         return 1
+    print(f"interop: tickwire {TICKWIRE} with --runtime {RUNTIME}", flush=True)
     results = []
     try:
         for label, serve_args, tests in groups:

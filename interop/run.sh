@@ -11,8 +11,11 @@
 # interop/test_tls_interop.py, whose certificates it makes with openssl in a temporary directory;
 # its last line is `interop: N passed, M failed`), then
 # interop/browser.sh (which installs Chromium when it is missing; its last line is
-# `browser: N passed, M failed`). Both always run; the exit status is non-zero when either
-# failed. TICKWIRE_BIN overrides the binary under test.
+# `browser: N passed, M failed`), then interop/peers.sh (Node's `ws` and Go's
+# gorilla/websocket in both roles; its last line is `peers: N passed, M failed`). All three
+# always run; the exit status is non-zero when any failed. TICKWIRE_BIN overrides the binary
+# under test; TICKWIRE_RUNTIME=tokio runs every
+# tickwire command of both through the tokio transports (`--runtime tokio`; default blocking).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,4 +30,5 @@ bash "$root/interop/setup.sh"
 status=0
 "$root/target/interop-venv/bin/python" "$root/interop/test_websockets_interop.py" || status=1
 bash "$root/interop/browser.sh" || status=1
+bash "$root/interop/peers.sh" || status=1
 exit "$status"

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # HTTP conformance: tickwire's blocking HttpClient against a real httpbin (gunicorn) and nginx,
-# both on 127.0.0.1.
+# both on 127.0.0.1; with TICKWIRE_RUNTIME=tokio, tickwire-tokio's async HttpClient on the same
+# cases plus its pool's (concurrent requests; connections counted by the client and in nginx's
+# access log).
 #
 #   bash interop/http/run.sh
+#   TICKWIRE_RUNTIME=tokio bash interop/http/run.sh
 #
 # interop/http/setup.sh installs the pinned httpbin + gunicorn venv (target/http-interop-venv)
 # and nginx when missing; the checker (crates/tickwire/examples/http_conformance.rs) is built in
@@ -30,11 +33,13 @@ trap http_servers_stop EXIT
 trap 'exit 130' INT TERM
 http_servers_start > /dev/null
 
+runtime=${TICKWIRE_RUNTIME:-blocking}
+out="$root/target/http-interop/checker-$runtime.out"
 status=0
 "$checker" --httpbin "$HTTPBIN_URL" --nginx "$NGINX_URL" --files "$FILES_DIR" \
-  | tee "$root/target/http-interop/checker.out" || status=1
-if ! grep -Eq '^http-interop: [0-9]+ passed, 0 failed$' "$root/target/http-interop/checker.out"; then
-  grep -Eq '^http-interop: ' "$root/target/http-interop/checker.out" \
+  --runtime "$runtime" --nginx-log "$NGINX_ACCESS_LOG" | tee "$out" || status=1
+if ! grep -Eq '^http-interop: [0-9]+ passed, 0 failed$' "$out"; then
+  grep -Eq '^http-interop: ' "$out" \
     || echo "http-interop: the checker stopped before its summary (exit status $status)" >&2
   status=1
 fi

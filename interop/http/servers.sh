@@ -3,7 +3,9 @@
 #   - httpbin under gunicorn (target/http-interop-venv, made by interop/http/setup.sh): 2 workers
 #     of the gthread class with --keep-alive 60 (the sync worker closes after every response);
 #   - nginx on a config generated into target/http-interop/nginx/ (pid file, logs and temp
-#     directories there too, `daemon off`, keepalive_requests 100000, keepalive_timeout 60s),
+#     directories there too, `daemon off`, keepalive_requests 100000, keepalive_timeout 60s;
+#     access.log has one line a request, `$connection $connection_requests "$request"`, so a
+#     client's connection reuse can be counted on the server's side),
 #     serving target/http-interop/files/ (0 B, 1 B, 100 B, 1 KiB, 64 KiB, 1 MiB of deterministic
 #     bytes) three ways: /files/ with Content-Length, /chunked/ through sub_filter (which drops
 #     Content-Length, so nginx sends the same bytes chunked), /gzip/ gzip-encoded (chunked).
@@ -11,7 +13,7 @@
 #   interop/http/servers.sh start   # starts both, prints and writes target/http-interop/servers.env
 #   interop/http/servers.sh stop    # stops what `start` started (pid files in target/http-interop)
 #
-# Or source it: http_servers_start sets HTTPBIN_URL, NGINX_URL and FILES_DIR;
+# Or source it: http_servers_start sets HTTPBIN_URL, NGINX_URL, NGINX_ACCESS_LOG and FILES_DIR;
 # http_servers_stop stops both (call it from an EXIT trap).
 set -euo pipefail
 
@@ -58,7 +60,8 @@ lock_file $dir/nginx.lock;
 error_log $dir/error.log warn;
 events { worker_connections 64; }
 http {
-    access_log off;
+    log_format connections '\$connection \$connection_requests "\$request"';
+    access_log $dir/access.log connections;
     client_body_temp_path $dir/tmp/body;
     proxy_temp_path $dir/tmp/proxy;
     fastcgi_temp_path $dir/tmp/fastcgi;
@@ -146,8 +149,10 @@ http_servers_start() {
   HTTPBIN_URL="http://127.0.0.1:$hb_port"
   NGINX_URL="http://127.0.0.1:$ng_port"
   FILES_DIR="$http_state/files"
-  export HTTPBIN_URL NGINX_URL FILES_DIR
-  printf 'HTTPBIN_URL=%s\nNGINX_URL=%s\nFILES_DIR=%s\n' "$HTTPBIN_URL" "$NGINX_URL" "$FILES_DIR" \
+  NGINX_ACCESS_LOG="$http_state/nginx/access.log"
+  export HTTPBIN_URL NGINX_URL NGINX_ACCESS_LOG FILES_DIR
+  printf 'HTTPBIN_URL=%s\nNGINX_URL=%s\nNGINX_ACCESS_LOG=%s\nFILES_DIR=%s\n' "$HTTPBIN_URL" "$NGINX_URL" \
+    "$NGINX_ACCESS_LOG" "$FILES_DIR" \
     | tee "$http_state/servers.env"
 }
 

@@ -1,9 +1,10 @@
-//! `tickwire http METHOD URL`: one request with the library's HTTP client, curl-style output.
+//! `tickwire http METHOD URL`: one request with the library's HTTP client (blocking, or
+//! tickwire-tokio's with `--runtime tokio`), curl-style output.
 
 use std::io::Write;
 
 use clap::Args;
-use tickwire::codec::http::Method;
+use tickwire::codec::http::{Headers, Method, StatusCode, Version};
 use tickwire::{ClientTlsConfig, HttpClient};
 
 #[derive(Args)]
@@ -34,59 +35,133 @@ pub(crate) struct HttpArgs {
     insecure: bool,
 }
 
-/// Runs the request; `Err` is the one stderr line for a usage or transport failure. An HTTP
-/// error status is a response like any other (printed, exit status 0), as with curl.
+/// Runs the request on the blocking client; `Err` is the one stderr line for a usage or
+/// transport failure. An HTTP error status is a response like any other (printed, exit status
+/// 0), as with curl.
 pub(crate) fn run(args: &HttpArgs) -> Result<(), String> {
-    let method = Method::from_token(args.method.to_ascii_uppercase().as_bytes())
-        .filter(|m| !matches!(m, Method::Connect | Method::Trace))
-        .ok_or_else(|| format!("unsupported method {:?}", args.method))?;
-    let url = url::Url::parse(&args.url).map_err(|e| format!("invalid URL {:?}: {e}", args.url))?;
-    let origin = match url.port() {
-        Some(port) => format!("{}://{}:{port}", url.scheme(), url.host_str().unwrap_or("")),
-        None => format!("{}://{}", url.scheme(), url.host_str().unwrap_or("")),
-    };
-    let mut builder = HttpClient::builder(&origin);
-    #[cfg(feature = "deflate")]
-    {
-        builder = builder.gzip(args.compressed);
+    let plan = Plan::of(args)?;
+    let mut client = client_builder!(HttpClient::builder(&plan.origin), args)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut request = client
+        .request(plan.method, &plan.target)
+        .header("Accept", "*/*");
+    for (name, value) in &plan.headers {
+        request = request.header(name, value);
     }
-    if let Some(tls) = client_tls(args)? {
-        builder = builder.tls(tls);
-    }
-    let mut client = builder.build().map_err(|e| e.to_string())?;
-    let body = match args.data.as_deref() {
-        Some(file) if file.starts_with('@') => {
-            Some(std::fs::read(&file[1..]).map_err(|e| format!("{}: {e}", &file[1..]))?)
-        }
-        Some(data) => Some(data.as_bytes().to_vec()),
-        None => None,
-    };
-    // The target goes out as typed (the URL parser only percent-encodes what may not appear
-    // raw): decoding the query and encoding it again would turn `+01:00` into ` 01:00`.
-    let target = &url[url::Position::BeforePath..url::Position::AfterQuery];
-    let mut request = client.request(method, target).header("Accept", "*/*");
-    for header in &args.headers {
-        let (name, value) = header
-            .split_once(':')
-            .ok_or_else(|| format!("-H {header:?} is not 'Name: value'"))?;
-        request = request.header(name.trim(), value.trim());
-    }
-    let response = match body {
-        Some(body) => request.send_body(&body),
+    let response = match &plan.body {
+        Some(body) => request.send_body(body),
         None => request.send(),
     }
     .map_err(|e| e.to_string())?;
+    let head = (response.version(), response.status(), response.reason());
+    print_response(args.include, head, response.headers(), response.body())
+}
+
+/// [`run`] on tickwire-tokio's async client (`--runtime tokio`), on a current-thread runtime:
+/// the same request on the wire, the same output and exit status.
+pub(crate) fn run_tokio(args: &HttpArgs) -> Result<(), String> {
+    let plan = Plan::of(args)?;
+    let mut client = client_builder!(tickwire_tokio::HttpClient::builder(&plan.origin), args)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let response = crate::tokio_ws::current_thread()?.block_on(async {
+        let mut request = client
+            .request(plan.method, &plan.target)
+            .header("Accept", "*/*");
+        for (name, value) in &plan.headers {
+            request = request.header(name, value);
+        }
+        match &plan.body {
+            Some(body) => request.send_body(body).await,
+            None => request.send().await,
+        }
+        .map_err(|e| e.to_string())
+    })?;
+    let head = (response.version(), response.status(), response.reason());
+    print_response(args.include, head, response.headers(), response.body())
+}
+
+/// The client's options (gzip, TLS) on a blocking or a tokio `HttpClientBuilder`, which share
+/// their setters.
+macro_rules! client_builder {
+    ($builder:expr, $args:expr) => {{
+        let args: &HttpArgs = $args;
+        #[cfg_attr(not(feature = "deflate"), expect(unused_mut, reason = "gzip sets it"))]
+        let mut builder = $builder;
+        #[cfg(feature = "deflate")]
+        {
+            builder = builder.gzip(args.compressed);
+        }
+        if let Some(tls) = client_tls(args)? {
+            builder = builder.tls(tls);
+        }
+        builder
+    }};
+}
+use client_builder;
+
+/// What the command line asks for, checked before any connection is made.
+struct Plan<'a> {
+    method: Method,
+    origin: String,
+    /// The path and query as typed.
+    target: String,
+    headers: Vec<(&'a str, &'a str)>,
+    body: Option<Vec<u8>>,
+}
+
+impl<'a> Plan<'a> {
+    fn of(args: &'a HttpArgs) -> Result<Self, String> {
+        let method = Method::from_token(args.method.to_ascii_uppercase().as_bytes())
+            .filter(|m| !matches!(m, Method::Connect | Method::Trace))
+            .ok_or_else(|| format!("unsupported method {:?}", args.method))?;
+        let url =
+            url::Url::parse(&args.url).map_err(|e| format!("invalid URL {:?}: {e}", args.url))?;
+        let origin = match url.port() {
+            Some(port) => format!("{}://{}:{port}", url.scheme(), url.host_str().unwrap_or("")),
+            None => format!("{}://{}", url.scheme(), url.host_str().unwrap_or("")),
+        };
+        let body = match args.data.as_deref() {
+            Some(file) if file.starts_with('@') => {
+                Some(std::fs::read(&file[1..]).map_err(|e| format!("{}: {e}", &file[1..]))?)
+            }
+            Some(data) => Some(data.as_bytes().to_vec()),
+            None => None,
+        };
+        // The target goes out as typed (the URL parser only percent-encodes what may not
+        // appear raw): decoding the query and encoding it again would turn `+01:00` into
+        // ` 01:00`.
+        let target = url[url::Position::BeforePath..url::Position::AfterQuery].to_owned();
+        let mut headers = Vec::with_capacity(args.headers.len());
+        for header in &args.headers {
+            let (name, value) = header
+                .split_once(':')
+                .ok_or_else(|| format!("-H {header:?} is not 'Name: value'"))?;
+            headers.push((name.trim(), value.trim()));
+        }
+        Ok(Self {
+            method,
+            origin,
+            target,
+            headers,
+            body,
+        })
+    }
+}
+
+/// curl-style output: with `-i` the status line and the headers, then the body.
+fn print_response(
+    include: bool,
+    (version, status, reason): (Version, StatusCode, &str),
+    headers: Headers<'_>,
+    body: &[u8],
+) -> Result<(), String> {
     let mut out = std::io::stdout().lock();
-    let write = |out: &mut std::io::StdoutLock<'_>| -> std::io::Result<()> {
-        if args.include {
-            writeln!(
-                out,
-                "{} {} {}\r",
-                response.version().as_str(),
-                response.status(),
-                response.reason()
-            )?;
-            for (name, value) in response.headers().iter() {
+    let mut write = || -> std::io::Result<()> {
+        if include {
+            writeln!(out, "{} {status} {reason}\r", version.as_str())?;
+            for (name, value) in headers.iter() {
                 out.write_all(name.as_bytes())?;
                 out.write_all(b": ")?;
                 out.write_all(value)?;
@@ -94,10 +169,10 @@ pub(crate) fn run(args: &HttpArgs) -> Result<(), String> {
             }
             out.write_all(b"\r\n")?;
         }
-        out.write_all(response.body())?;
+        out.write_all(body)?;
         out.flush()
     };
-    write(&mut out).map_err(|e| format!("stdout: {e}"))
+    write().map_err(|e| format!("stdout: {e}"))
 }
 
 fn client_tls(args: &HttpArgs) -> Result<Option<ClientTlsConfig>, String> {

@@ -1,8 +1,11 @@
 //! The `tickwire` command: a WebSocket echo server and client, and a one-shot HTTP client, for
-//! trying the library and for driving conformance and interop runs.
+//! trying the library and for driving conformance and interop runs. `--runtime tokio` runs
+//! every command through the tickwire-tokio transports instead of the blocking ones, with the
+//! same behaviour and output (`tokio_ws` and the tokio half of `http_cmd`).
 #![forbid(unsafe_code)]
 
 mod http_cmd;
+mod tokio_ws;
 
 use std::io::{BufRead, Write};
 use std::net::TcpListener;
@@ -10,11 +13,53 @@ use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use tickwire::{
-    ClientBuilder, ClientTlsConfig, CloseCode, Error, Limits, Message, Recv, ServerBuilder,
+    ClientBuilder, ClientTlsConfig, CloseCode, Error, Limits, Message, Recv, Sender, ServerBuilder,
     ServerTlsConfig, Stream, WebSocket,
 };
+
+/// `serve`'s options on a blocking or a tokio `ServerBuilder` (the two share their setters).
+macro_rules! server_builder {
+    ($builder:expr, $args:expr) => {{
+        let args: &ServeArgs = $args;
+        let builder = $builder.limits(args.limits.limits());
+        #[cfg(feature = "deflate")]
+        let builder = if args.deflate {
+            builder.deflate(tickwire::DeflateConfig::default())
+        } else {
+            builder
+        };
+        builder
+    }};
+}
+
+/// `connect`'s options on a blocking or a tokio `ClientBuilder` (the two share their setters);
+/// `?` returns the usage error of a malformed `--header` or TLS file.
+macro_rules! client_builder {
+    ($builder:expr, $args:expr) => {{
+        let args: &ConnectArgs = $args;
+        let mut builder = $builder.limits(args.limits.limits());
+        #[cfg(feature = "deflate")]
+        if args.deflate {
+            builder = builder.deflate(tickwire::DeflateConfig::default());
+        }
+        for header in &args.headers {
+            let (name, value) = header
+                .split_once(':')
+                .ok_or_else(|| format!("--header {header:?} is not 'Name: value'"))?;
+            builder = builder.header(name.trim(), value.trim());
+        }
+        for protocol in &args.subprotocols {
+            builder = builder.subprotocol(protocol.clone());
+        }
+        if let Some(tls) = client_tls(args)? {
+            builder = builder.tls(tls);
+        }
+        builder
+    }};
+}
+pub(crate) use {client_builder, server_builder};
 
 #[derive(Parser)]
 #[command(
@@ -23,8 +68,22 @@ use tickwire::{
     about = "Low-latency WebSocket and HTTP toolkit"
 )]
 struct Cli {
+    /// The transports: `blocking` (std::net, a thread per connection) or `tokio` (the async
+    /// transports of tickwire-tokio).
+    #[arg(long, global = true, value_enum, default_value_t = Runtime::Blocking)]
+    runtime: Runtime,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Which transports a command runs on.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Runtime {
+    /// tickwire's blocking transports.
+    Blocking,
+    /// tickwire-tokio's async transports (serve: multi-thread runtime; connect and http:
+    /// current-thread).
+    Tokio,
 }
 
 #[derive(Subcommand)]
@@ -119,10 +178,14 @@ struct ConnectArgs {
 }
 
 fn main() -> ExitCode {
-    let result = match Cli::parse().command {
-        Command::Serve(args) => serve(&args),
-        Command::Connect(args) => connect(&args),
-        Command::Http(args) => http_cmd::run(&args),
+    let cli = Cli::parse();
+    let result = match (cli.runtime, cli.command) {
+        (Runtime::Blocking, Command::Serve(args)) => serve(&args),
+        (Runtime::Blocking, Command::Connect(args)) => connect(&args),
+        (Runtime::Blocking, Command::Http(args)) => http_cmd::run(&args),
+        (Runtime::Tokio, Command::Serve(args)) => tokio_ws::serve(&args),
+        (Runtime::Tokio, Command::Connect(args)) => tokio_ws::connect(&args),
+        (Runtime::Tokio, Command::Http(args)) => http_cmd::run_tokio(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -138,16 +201,8 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         TcpListener::bind((args.bind.as_str(), args.port)).map_err(|e| format!("bind: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let tls = server_tls(args)?;
-    let scheme = if tls.is_some() { "wss" } else { "ws" };
-    println!("tickwire: echo server listening on {scheme}://{local}");
-    let _ = std::io::stdout().flush();
-    let builder = ServerBuilder::new().limits(args.limits.limits());
-    #[cfg(feature = "deflate")]
-    let builder = if args.deflate {
-        builder.deflate(tickwire::DeflateConfig::default())
-    } else {
-        builder
-    };
+    print_listening(tls.is_some(), local);
+    let builder = server_builder!(ServerBuilder::new(), args);
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         let builder = builder.clone();
@@ -167,6 +222,13 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         });
     }
     Ok(())
+}
+
+/// `serve`'s first line, which scripts wait for (the port is the chosen one with `--port 0`).
+fn print_listening(tls: bool, local: std::net::SocketAddr) {
+    let scheme = if tls { "wss" } else { "ws" };
+    println!("tickwire: echo server listening on {scheme}://{local}");
+    let _ = std::io::stdout().flush();
 }
 
 fn server_tls(args: &ServeArgs) -> Result<Option<ServerTlsConfig>, String> {
@@ -224,23 +286,7 @@ fn echo_messages<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), Error> {
 }
 
 fn connect(args: &ConnectArgs) -> Result<(), String> {
-    let mut builder = ClientBuilder::new().limits(args.limits.limits());
-    #[cfg(feature = "deflate")]
-    if args.deflate {
-        builder = builder.deflate(tickwire::DeflateConfig::default());
-    }
-    for header in &args.headers {
-        let (name, value) = header
-            .split_once(':')
-            .ok_or_else(|| format!("--header {header:?} is not 'Name: value'"))?;
-        builder = builder.header(name.trim(), value.trim());
-    }
-    for protocol in &args.subprotocols {
-        builder = builder.subprotocol(protocol.clone());
-    }
-    if let Some(tls) = client_tls(args)? {
-        builder = builder.tls(tls);
-    }
+    let builder = client_builder!(ClientBuilder::new(), args);
     if args.echo {
         let mut ws = builder.connect(&args.url).map_err(|e| e.to_string())?;
         let outcome = echo_until_close(&mut ws);
@@ -265,38 +311,64 @@ fn finish<S: Stream>(ws: &mut WebSocket<S>, outcome: Result<(), String>) -> Resu
 fn print_until_close<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), String> {
     let lines = stdin_lines();
     let mut stdin_open = true;
-    let stdout = std::io::stdout();
     loop {
-        while stdin_open {
-            match lines.try_recv() {
-                Ok(line) => ws.send_text(&line).map_err(|e| e.to_string())?,
-                Err(mpsc::TryRecvError::Empty) => break,
-                Err(mpsc::TryRecvError::Disconnected) => {
-                    stdin_open = false;
-                    ws.close(CloseCode::NORMAL, "").map_err(|e| e.to_string())?;
-                }
-            }
+        if stdin_open && queue_stdin_lines(&lines, &mut ws.sender())? {
+            stdin_open = false;
+            ws.close(CloseCode::NORMAL, "").map_err(|e| e.to_string())?;
         }
         ws.flush().map_err(|e| e.to_string())?;
-        match ws.recv() {
-            Ok(Recv::Message(Message::Text(text))) => {
-                let mut out = stdout.lock();
-                let _ = writeln!(out, "{text}");
-                let _ = out.flush();
-            }
-            Ok(Recv::Message(Message::Binary(data))) => {
-                let mut out = stdout.lock();
-                let _ = writeln!(out, "[binary {} bytes] {}", data.len(), hex(data));
-                let _ = out.flush();
-            }
-            Ok(Recv::Message(Message::Close(frame))) => {
-                return close_outcome(frame.map(|f| (f.code, f.reason.to_owned())));
-            }
-            Ok(Recv::Closed) => return Ok(()),
-            Ok(_) => {}
-            Err(e) => return Err(e.to_string()),
+        if let Some(outcome) = print_received(ws.recv()) {
+            return outcome;
         }
     }
+}
+
+/// Stdin mode: queues the lines typed since the last call as text messages; `Ok(true)` once
+/// stdin has ended (the caller then starts the close handshake).
+fn queue_stdin_lines(
+    lines: &mpsc::Receiver<String>,
+    sender: &mut Sender<'_>,
+) -> Result<bool, String> {
+    loop {
+        match lines.try_recv() {
+            Ok(line) => sender.text(&line).map_err(|e| e.to_string())?,
+            Err(mpsc::TryRecvError::Empty) => return Ok(false),
+            Err(mpsc::TryRecvError::Disconnected) => return Ok(true),
+        }
+    }
+}
+
+/// Stdin mode: prints what a receive returned; `Some` ends the loop with the outcome (the
+/// peer's close, the end of the stream, or the error).
+fn print_received(received: Result<Recv<'_>, Error>) -> Option<Result<(), String>> {
+    match received {
+        Ok(Recv::Message(message)) => print_message(&message),
+        Ok(Recv::Closed) => Some(Ok(())),
+        Ok(_) => None,
+        Err(e) => Some(Err(e.to_string())),
+    }
+}
+
+/// Stdin mode's output for one received message: a text line, or `[binary N bytes] HEX`.
+/// A close ends the loop: `Some` with its outcome.
+fn print_message(message: &Message<'_>) -> Option<Result<(), String>> {
+    let mut out = std::io::stdout().lock();
+    match message {
+        Message::Text(text) => {
+            let _ = writeln!(out, "{text}");
+        }
+        Message::Binary(data) => {
+            let _ = writeln!(out, "[binary {} bytes] {}", data.len(), hex(data));
+        }
+        Message::Close(frame) => {
+            return Some(close_outcome(
+                frame.as_ref().map(|f| (f.code, f.reason.to_owned())),
+            ));
+        }
+        Message::Ping(_) | Message::Pong(_) => return None,
+    }
+    let _ = out.flush();
+    None
 }
 
 fn echo_until_close<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), String> {
@@ -305,15 +377,24 @@ fn echo_until_close<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), String> {
         let Recv::Message(message) = recv else {
             return Ok(());
         };
-        match message {
-            Message::Text(text) => sender.text(text).map_err(|e| e.to_string())?,
-            Message::Binary(data) => sender.binary(data).map_err(|e| e.to_string())?,
-            Message::Close(frame) => {
-                return close_outcome(frame.map(|f| (f.code, f.reason.to_owned())));
-            }
-            Message::Ping(_) | Message::Pong(_) => {}
+        if let Some(outcome) = echo_message(message, &mut sender) {
+            return outcome;
         }
     }
+}
+
+/// `--echo`: queues a data message back unchanged; `Some` ends the loop: the peer's close
+/// (with its outcome) or a failed send.
+fn echo_message(message: Message<'_>, sender: &mut Sender<'_>) -> Option<Result<(), String>> {
+    let queued = match message {
+        Message::Text(text) => sender.text(text),
+        Message::Binary(data) => sender.binary(data),
+        Message::Close(frame) => {
+            return Some(close_outcome(frame.map(|f| (f.code, f.reason.to_owned()))));
+        }
+        Message::Ping(_) | Message::Pong(_) => return None,
+    };
+    queued.err().map(|e| Err(e.to_string()))
 }
 
 /// A close from the peer: exit 0 for a normal (or empty) close, else name the code.

@@ -1,6 +1,6 @@
 //! `tickwire http METHOD URL` against a scripted loopback server, as a user at a terminal sees
 //! it: what reaches the server, what is printed on stdout, the one stderr line of a failure and
-//! the exit status.
+//! the exit status; with `--runtime tokio` (the async client), the same as without.
 
 mod support;
 
@@ -89,8 +89,13 @@ impl Outcome {
 
 /// Runs `tickwire http` with `args` and waits (bounded) for it to exit.
 fn http(args: &[&str]) -> Outcome {
+    http_on("blocking", args)
+}
+
+/// Runs `tickwire http --runtime RUNTIME` with `args`.
+fn http_on(runtime: &str, args: &[&str]) -> Outcome {
     let child = Command::new(env!("CARGO_BIN_EXE_tickwire"))
-        .arg("http")
+        .args(["http", "--runtime", runtime])
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -156,17 +161,26 @@ fn include_prints_the_status_line_and_headers_first() {
 
 #[test]
 fn headers_and_a_body_arrive_at_the_server() {
+    for runtime in ["blocking", "tokio"] {
+        headers_and_a_body_arrive_at_the_server_on(runtime);
+    }
+}
+
+fn headers_and_a_body_arrive_at_the_server_on(runtime: &str) {
     let (port, server) = one_shot_server(b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok");
-    let outcome = http(&[
-        "POST",
-        &format!("http://127.0.0.1:{port}/orders"),
-        "-H",
-        "X-Api-Key: secret",
-        "-H",
-        "Content-Type:application/json",
-        "-d",
-        r#"{"qty":"0.5"}"#,
-    ]);
+    let outcome = http_on(
+        runtime,
+        &[
+            "POST",
+            &format!("http://127.0.0.1:{port}/orders"),
+            "-H",
+            "X-Api-Key: secret",
+            "-H",
+            "Content-Type:application/json",
+            "-d",
+            r#"{"qty":"0.5"}"#,
+        ],
+    );
     outcome.assert_success();
     assert_eq!(outcome.stdout(), "ok");
     let request = String::from_utf8(server.join().unwrap()).unwrap();
@@ -240,4 +254,52 @@ fn an_invalid_method_or_header_fails_with_one_line() {
     http(&["CONNECT", "http://127.0.0.1:9/"]).assert_fails_naming("CONNECT");
     http(&["GET", "http://127.0.0.1:9/", "-H", "no colon"]).assert_fails_naming("no colon");
     http(&["GET", "ftp://127.0.0.1:9/"]).assert_fails_naming("ftp");
+}
+
+#[test]
+fn tokio_get_sends_and_prints_exactly_what_blocking_does() {
+    let run = |runtime| {
+        let (port, server) = one_shot_server(HELLO);
+        let url = format!("http://127.0.0.1:{port}/search?q=a+b&tz=+01:00");
+        let outcome = http_on(runtime, &["GET", &url, "-i", "-H", "X-Api-Key: secret"]);
+        outcome.assert_success();
+        let request = String::from_utf8(server.join().unwrap()).unwrap();
+        (outcome.stdout().to_owned(), request)
+    };
+    let (blocking_out, blocking_request) = run("blocking");
+    let (tokio_out, tokio_request) = run("tokio");
+    assert_eq!(
+        tokio_out,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Test: yes\r\nContent-Length: 12\r\n\r\n\
+         hello\nworld\n"
+    );
+    assert_eq!(tokio_out, blocking_out);
+    assert!(
+        tokio_request.starts_with("GET /search?q=a+b&tz=+01:00 HTTP/1.1\r\n"),
+        "{tokio_request}"
+    );
+    // The port differs between the two runs; everything else on the wire is the same.
+    let without_host = |request: &str| {
+        request
+            .lines()
+            .filter(|line| !line.starts_with("Host: "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        without_host(&tokio_request),
+        without_host(&blocking_request)
+    );
+}
+
+#[test]
+fn tokio_failures_are_one_line_as_with_blocking() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    http_on("tokio", &["GET", &format!("http://127.0.0.1:{port}/")]).assert_fails_naming("refused");
+    http_on("tokio", &["FETCH", "http://127.0.0.1:9/"]).assert_fails_naming("FETCH");
+    http_on("tokio", &["GET", "ftp://127.0.0.1:9/"]).assert_fails_naming("ftp");
 }

@@ -1,13 +1,16 @@
-//! HTTP conformance checker: tickwire's blocking `HttpClient` against a real httpbin (served
-//! by gunicorn) and nginx on 127.0.0.1. `interop/http/run.sh` installs and starts both, then
-//! runs:
+//! HTTP conformance checker: tickwire's blocking `HttpClient`, or with `--runtime tokio`
+//! tickwire-tokio's async one, against a real httpbin (served by gunicorn) and nginx on
+//! 127.0.0.1. `interop/http/run.sh` installs and starts both, then runs:
 //!
 //! ```text
 //! cargo run --release -p tickwire --example http_conformance -- \
-//!     --httpbin http://127.0.0.1:P --nginx http://127.0.0.1:Q --files DIR
+//!     --httpbin http://127.0.0.1:P --nginx http://127.0.0.1:Q --files DIR \
+//!     [--runtime blocking|tokio] [--nginx-log FILE]
 //! ```
 //!
-//! DIR holds the files nginx serves (interop/http/servers.sh makes them). Each case prints
+//! DIR holds the files nginx serves (interop/http/servers.sh makes them). Both runtimes run
+//! the same cases (through `client.rs`); tokio adds the pool's case (`pool.rs`: concurrent
+//! requests, connections counted by the client and, given `--nginx-log`, by nginx). Each case prints
 //! `PASS name: detail` or `FAIL name: reason`; the last line is
 //! `http-interop: N passed, M failed`, and the exit status is non-zero when any case failed.
 
@@ -15,11 +18,17 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde_json::{Map, Value, json};
+use tickwire::HttpClientError;
 use tickwire::codec::http::Method;
-use tickwire::{ClientResponse, HttpClient, HttpClientError};
 
+#[path = "http_conformance/client.rs"]
+mod client;
 #[path = "http_conformance/nginx.rs"]
 mod nginx;
+#[path = "http_conformance/pool.rs"]
+mod pool;
+
+use client::{ClientResponse, HttpClient};
 
 /// One request of the keep-alive series: method, path, query, body.
 type Step = (
@@ -52,17 +61,28 @@ struct Args {
     httpbin: String,
     nginx: String,
     files: PathBuf,
+    tokio: bool,
+    nginx_log: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let (mut httpbin, mut nginx, mut files) = (None, None, None);
+    let (mut tokio, mut nginx_log) = (false, None);
     while let Some(flag) = args.next() {
         let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--httpbin" => httpbin = Some(value),
             "--nginx" => nginx = Some(value),
             "--files" => files = Some(PathBuf::from(value)),
+            "--nginx-log" => nginx_log = Some(PathBuf::from(value)),
+            "--runtime" => {
+                tokio = match value.as_str() {
+                    "blocking" => false,
+                    "tokio" => true,
+                    _ => return Err(format!("--runtime is blocking or tokio, not {value:?}")),
+                }
+            }
             _ => return Err(format!("unknown argument {flag}")),
         }
     }
@@ -70,6 +90,8 @@ fn parse_args() -> Result<Args, String> {
         httpbin: httpbin.ok_or("--httpbin URL is required")?,
         nginx: nginx.ok_or("--nginx URL is required")?,
         files: files.ok_or("--files DIR is required")?,
+        tokio,
+        nginx_log,
     })
 }
 
@@ -99,13 +121,30 @@ fn main() -> ExitCode {
         Ok(args) => args,
         Err(e) => {
             eprintln!("http_conformance: {e}");
-            eprintln!("usage: http_conformance --httpbin URL --nginx URL --files DIR");
+            eprintln!(
+                "usage: http_conformance --httpbin URL --nginx URL --files DIR \
+                 [--runtime blocking|tokio] [--nginx-log FILE]"
+            );
             return ExitCode::from(2);
         }
     };
+    if args.tokio {
+        if let Err(e) = client::use_tokio() {
+            eprintln!("http_conformance: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let runtime = if args.tokio { "tokio" } else { "blocking" };
+    println!("http-conformance: the {runtime} HttpClient");
     let mut report = Report::default();
     httpbin_cases(&args.httpbin, &mut report);
     nginx::cases(&args.nginx, &args.files, &mut report);
+    if let Some(runtime) = client::tokio_runtime() {
+        report.check(
+            "nginx_pool_concurrent_reuse",
+            pool::concurrent_reuse(runtime, &args.nginx, args.nginx_log.as_deref()),
+        );
+    }
     println!(
         "http-interop: {} passed, {} failed",
         report.passed, report.failed

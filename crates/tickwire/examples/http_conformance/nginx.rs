@@ -4,8 +4,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use tickwire::HttpClient;
-
+use super::client::HttpClient;
 use super::{Outcome, Report, ensure, is_chunked, sent, status_is};
 
 /// The files interop/http/servers.sh generates, with their sizes.
