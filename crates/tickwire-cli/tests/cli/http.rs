@@ -2,8 +2,6 @@
 //! it: what reaches the server, what is printed on stdout, the one stderr line of a failure and
 //! the exit status; with `--runtime tokio` (the async client), the same as without.
 
-mod support;
-
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
@@ -102,11 +100,11 @@ fn http_on(runtime: &str, args: &[&str]) -> Outcome {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let support::Finished {
+    let crate::support::Finished {
         status,
         stdout,
         stderr,
-    } = support::wait_bounded(child, PATIENCE, "tickwire http");
+    } = crate::support::wait_bounded(child, PATIENCE, "tickwire http");
     Outcome {
         status,
         stdout,

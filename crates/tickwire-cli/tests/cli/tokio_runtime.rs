@@ -2,11 +2,7 @@
 //! over ws:// and wss://, as a user at a terminal sees them (exit status, stdout, one line on
 //! stderr), and the same output as the blocking transports in every pairing.
 
-#[path = "support/echo.rs"]
-mod echo;
-mod support;
-
-use echo::{Pki, Server, args, assert_fails_naming, connect};
+use crate::echo::{Pki, Server, args, assert_fails_naming, connect};
 
 const LINES: &str =
     "first line\nsecond line, ünïcode\n{\"op\":\"subscribe\",\"args\":[\"BTC-USD\"]}\n";

@@ -2,11 +2,7 @@
 //! and `connect wss://… [--ca] [--cert --key] [--insecure]`, as a user at a terminal sees them
 //! (exit status, stdout, one line on stderr). Certificates are generated at test time.
 
-#[path = "support/echo.rs"]
-mod echo;
-mod support;
-
-use echo::{Pki, Server, args, assert_fails_naming, connect};
+use crate::echo::{Pki, Server, args, assert_fails_naming, connect};
 
 #[test]
 fn connect_to_an_untrusted_server_fails_with_one_line_naming_the_cause() {

@@ -1,5 +1,5 @@
-//! What the WebSocket CLI tests share (included with `#[path]` by tls_cli.rs and
-//! tokio_cli.rs): test certificates made with rcgen, a running `tickwire serve`, and a bounded
+//! What the WebSocket CLI tests share (the `tls` and
+//! `tokio_runtime` modules): test certificates made with rcgen, a running `tickwire serve`, and a bounded
 //! `tickwire connect` with what it left behind.
 
 use std::io::{BufRead, BufReader, Write};
