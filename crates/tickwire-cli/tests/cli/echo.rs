@@ -1,6 +1,6 @@
-//! What the WebSocket CLI tests share (the `tls` and
-//! `tokio_runtime` modules): test certificates made with rcgen, a running `tickwire serve`, and a bounded
-//! `tickwire connect` with what it left behind.
+//! What the WebSocket CLI tests share (the `tls` and `tokio_runtime` modules): test
+//! certificates made with rcgen, a running `tickwire serve`, and a bounded `tickwire connect`
+//! with what it left behind.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
