@@ -230,14 +230,6 @@ impl Shared {
     }
 }
 
-/// Where requests go.
-#[derive(Debug, Clone)]
-pub(crate) struct Origin {
-    pub(crate) secure: bool,
-    pub(crate) host: String,
-    pub(crate) port: u16,
-}
-
 /// Options fixed at build time, shared by every handle and connection.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
@@ -344,7 +336,7 @@ impl HttpClientBuilder {
         let url = tickwire_codec::rest::BaseUrl::parse(&self.base_url)
             .map_err(|e| HttpClientError::InvalidUrl(e.0))?;
         #[cfg(not(feature = "tls"))]
-        if url.secure {
+        if url.origin.secure {
             return Err(HttpClientError::UnsupportedScheme("https".into()));
         }
         #[cfg(feature = "deflate")]
@@ -353,14 +345,9 @@ impl HttpClientBuilder {
         let gzip = false;
         let headers = self.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()));
         let writer = url.request_writer(self.user_agent.as_deref(), gzip, headers)?;
-        let origin = Origin {
-            secure: url.secure,
-            host: url.host,
-            port: url.port,
-        };
         let wbuf = WriteBuf::new(self.options.write_buffer, 0);
         Ok(HttpClient {
-            shared: Arc::new(Shared::new(writer, origin, self.options)),
+            shared: Arc::new(Shared::new(writer, url.origin, self.options)),
             wbuf,
         })
     }

@@ -16,8 +16,9 @@ use tickwire_codec::http::{
 };
 #[cfg(feature = "deflate")]
 use tickwire_codec::rest::GzipBody;
+use tickwire_codec::rest::Origin;
 
-use super::client::{Options, Origin};
+use super::client::Options;
 use crate::stream::MaybeTls;
 
 /// Outcome of one attempt on one connection.

@@ -10,7 +10,7 @@ use super::error::HttpClientError;
 #[cfg(feature = "deflate")]
 use super::gunzip::Gunzip;
 use super::request::ClientRequest;
-use super::session::{Options, Origin, Session};
+use super::session::{Options, Session};
 
 /// A blocking HTTP/1.1 client for one origin (`http://` or `https://` host and port) over one
 /// keep-alive connection.
@@ -160,7 +160,7 @@ impl HttpClientBuilder {
         let url = BaseUrl::parse(&self.base_url)
             .map_err(|InvalidBaseUrl(reason)| HttpClientError::InvalidUrl(reason))?;
         #[cfg(not(feature = "tls"))]
-        if url.secure {
+        if url.origin.secure {
             return Err(HttpClientError::UnsupportedScheme("https".into()));
         }
         #[cfg(feature = "deflate")]
@@ -169,11 +169,6 @@ impl HttpClientBuilder {
         let gzip = false;
         let headers = self.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()));
         let writer = url.request_writer(self.user_agent.as_deref(), gzip, headers)?;
-        let origin = Origin {
-            secure: url.secure,
-            host: url.host,
-            port: url.port,
-        };
         #[cfg(feature = "deflate")]
         let gunzip = self.gzip.then(|| Gunzip::new(self.limits.max_body_bytes));
         #[cfg(not(feature = "deflate"))]
@@ -182,7 +177,7 @@ impl HttpClientBuilder {
             writer,
             wbuf: WriteBuf::new(self.write_buffer, 64),
             session: Session::new(
-                origin,
+                url.origin,
                 self.options,
                 ResponseReader::new(self.limits),
                 self.read_buffer,

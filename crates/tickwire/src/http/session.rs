@@ -7,20 +7,13 @@ use std::time::{Duration, Instant};
 
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
 use tickwire_codec::http::{ClientSession, Failure, Method, Parsed, Probe, ResponseReader, Reuse};
+use tickwire_codec::rest::Origin;
 
 use super::error::HttpClientError;
 use super::gunzip::Gunzip;
 use super::response::ClientResponse;
 use crate::stream::io_error;
 use crate::{MaybeTlsStream, Stream};
-
-/// Where requests go.
-#[derive(Debug, Clone)]
-pub(crate) struct Origin {
-    pub(crate) secure: bool,
-    pub(crate) host: String,
-    pub(crate) port: u16,
-}
 
 /// Socket and TLS options, fixed at build time.
 #[derive(Debug, Clone)]
