@@ -3,12 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tickwire::HttpClientError;
+use tickwire::{HttpClientError, HttpSocketOptions};
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::http::{ClientSession, Failure, Limits, Method};
 use tickwire_codec::rest::Query;
-#[cfg(feature = "tls")]
-use tickwire_tls::ClientTlsConfig;
 
 use super::conn::Attempt;
 use super::pool::Shared;
@@ -188,7 +186,7 @@ impl Shared {
         method: Method,
     ) -> Result<ClientResponse, HttpClientError> {
         let exchange = self.exchange(wbuf.as_slice(), method);
-        let result = match self.options.request_deadline {
+        let result = match self.options.socket.request_deadline {
             // The exchange is dropped at the deadline: its connection is closed (see `Checkout`).
             Some(deadline) => tokio::time::timeout(deadline, exchange)
                 .await
@@ -207,7 +205,7 @@ impl Shared {
         let mut place = self.checkout().await?;
         let attempt = place
             .conn_mut()
-            .attempt(request, method, &self.options)
+            .attempt(request, method, &self.options.socket)
             .await?;
         if let Attempt::ClosedBeforeResponse(e) = attempt {
             if !place
@@ -219,7 +217,7 @@ impl Shared {
             place.reconnect().await?;
             let retried = place
                 .conn_mut()
-                .attempt(request, method, &self.options)
+                .attempt(request, method, &self.options.socket)
                 .await?;
             if let Attempt::ClosedBeforeResponse(e) = retried {
                 return Err(e);
@@ -230,16 +228,11 @@ impl Shared {
     }
 }
 
-/// Options fixed at build time, shared by every handle and connection.
+/// Options fixed at build time, shared by every handle and connection: the blocking client's
+/// socket options, and what the pool and each connection add.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
-    pub(crate) connect_timeout: Option<Duration>,
-    pub(crate) read_timeout: Option<Duration>,
-    pub(crate) write_timeout: Option<Duration>,
-    pub(crate) request_deadline: Option<Duration>,
-    pub(crate) nodelay: bool,
-    #[cfg(feature = "tls")]
-    pub(crate) tls: Option<ClientTlsConfig>,
+    pub(crate) socket: HttpSocketOptions,
     pub(crate) limits: Limits,
     #[cfg(feature = "deflate")]
     pub(crate) gzip: bool,
@@ -259,52 +252,36 @@ pub(crate) struct Options {
 #[non_exhaustive]
 pub struct HttpClientBuilder {
     base_url: String,
+    // From `headers` to `socket`: the fields the shared setters name
+    // (`tickwire::__http_client_builder_options`).
     headers: Vec<(String, Vec<u8>)>,
     user_agent: Option<String>,
-    // The fields the shared setters name (`tickwire::__http_client_builder_options`), copied
-    // into `options` by `build`.
     limits: Limits,
     #[cfg(feature = "deflate")]
     gzip: bool,
     read_buffer: usize,
     write_buffer: usize,
     probe_after: Duration,
-    options: Options,
+    socket: HttpSocketOptions,
+    max_connections: usize,
+    idle_timeout: Duration,
 }
 
 impl HttpClientBuilder {
     fn new(base_url: &str) -> Self {
-        let limits = Limits::client();
-        let (read_buffer, write_buffer) = (16 * 1024, 4 * 1024);
-        let probe_after = ClientSession::DEFAULT_PROBE_AFTER;
         Self {
             base_url: base_url.to_owned(),
             headers: Vec::new(),
             user_agent: Some(concat!("tickwire/", env!("CARGO_PKG_VERSION")).to_owned()),
-            limits,
+            limits: Limits::client(),
             #[cfg(feature = "deflate")]
             gzip: false,
-            read_buffer,
-            write_buffer,
-            probe_after,
-            // Its copies of the fields above are set by `build`.
-            options: Options {
-                connect_timeout: Some(Duration::from_secs(10)),
-                read_timeout: Some(Duration::from_secs(30)),
-                write_timeout: Some(Duration::from_secs(30)),
-                request_deadline: Some(ClientSession::DEFAULT_REQUEST_DEADLINE),
-                nodelay: true,
-                #[cfg(feature = "tls")]
-                tls: None,
-                limits,
-                #[cfg(feature = "deflate")]
-                gzip: false,
-                read_buffer,
-                write_buffer,
-                probe_after,
-                max_connections: 8,
-                idle_timeout: Duration::from_secs(30),
-            },
+            read_buffer: 16 * 1024,
+            write_buffer: 4 * 1024,
+            probe_after: ClientSession::DEFAULT_PROBE_AFTER,
+            socket: HttpSocketOptions::default(),
+            max_connections: 8,
+            idle_timeout: Duration::from_secs(30),
         }
     }
 
@@ -313,26 +290,18 @@ impl HttpClientBuilder {
     /// The most connections open to the origin at once, idle, in use or being opened
     /// (default 8; at least 1). A request beyond it waits for one to come back.
     pub fn max_connections(mut self, max: usize) -> Self {
-        self.options.max_connections = max.max(1);
+        self.max_connections = max.max(1);
         self
     }
 
     /// How long an idle connection is kept before the pool closes it (default 30 s).
     pub fn idle_timeout(mut self, idle: Duration) -> Self {
-        self.options.idle_timeout = idle;
+        self.idle_timeout = idle;
         self
     }
 
     /// Checks the URL and headers and makes the client; no connection is opened yet.
-    pub fn build(mut self) -> Result<HttpClient, HttpClientError> {
-        self.options.limits = self.limits;
-        #[cfg(feature = "deflate")]
-        {
-            self.options.gzip = self.gzip;
-        }
-        self.options.read_buffer = self.read_buffer;
-        self.options.write_buffer = self.write_buffer;
-        self.options.probe_after = self.probe_after;
+    pub fn build(self) -> Result<HttpClient, HttpClientError> {
         let url = tickwire_codec::rest::BaseUrl::parse(&self.base_url)
             .map_err(|e| HttpClientError::InvalidUrl(e.0))?;
         #[cfg(not(feature = "tls"))]
@@ -340,15 +309,25 @@ impl HttpClientBuilder {
             return Err(HttpClientError::UnsupportedScheme("https".into()));
         }
         #[cfg(feature = "deflate")]
-        let gzip = self.options.gzip;
+        let gzip = self.gzip;
         #[cfg(not(feature = "deflate"))]
         let gzip = false;
         let headers = self.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()));
         let writer = url.request_writer(self.user_agent.as_deref(), gzip, headers)?;
-        let wbuf = WriteBuf::new(self.options.write_buffer, 0);
+        let options = Options {
+            socket: self.socket,
+            limits: self.limits,
+            #[cfg(feature = "deflate")]
+            gzip: self.gzip,
+            read_buffer: self.read_buffer,
+            write_buffer: self.write_buffer,
+            probe_after: self.probe_after,
+            max_connections: self.max_connections,
+            idle_timeout: self.idle_timeout,
+        };
         Ok(HttpClient {
-            shared: Arc::new(Shared::new(writer, url.origin, self.options)),
-            wbuf,
+            shared: Arc::new(Shared::new(writer, url.origin, options)),
+            wbuf: WriteBuf::new(self.write_buffer, 0),
         })
     }
 }

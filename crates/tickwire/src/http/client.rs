@@ -9,8 +9,9 @@ use tickwire_codec::rest::{BaseUrl, InvalidBaseUrl, Query, RequestWriter};
 use super::error::HttpClientError;
 #[cfg(feature = "deflate")]
 use super::gunzip::Gunzip;
+use super::options::HttpSocketOptions;
 use super::request::ClientRequest;
-use super::session::{Options, Session};
+use super::session::Session;
 
 /// A blocking HTTP/1.1 client for one origin (`http://` or `https://` host and port) over one
 /// keep-alive connection.
@@ -126,7 +127,7 @@ pub struct HttpClientBuilder {
     read_buffer: usize,
     write_buffer: usize,
     probe_after: Duration,
-    options: Options,
+    socket: HttpSocketOptions,
 }
 
 impl HttpClientBuilder {
@@ -141,15 +142,7 @@ impl HttpClientBuilder {
             read_buffer: 16 * 1024,
             write_buffer: 4 * 1024,
             probe_after: ClientSession::DEFAULT_PROBE_AFTER,
-            options: Options {
-                connect_timeout: Some(Duration::from_secs(10)),
-                read_timeout: Some(Duration::from_secs(30)),
-                write_timeout: Some(Duration::from_secs(30)),
-                request_deadline: Some(ClientSession::DEFAULT_REQUEST_DEADLINE),
-                nodelay: true,
-                #[cfg(feature = "tls")]
-                tls: None,
-            },
+            socket: HttpSocketOptions::default(),
         }
     }
 
@@ -178,7 +171,7 @@ impl HttpClientBuilder {
             wbuf: WriteBuf::new(self.write_buffer, 64),
             session: Session::new(
                 url.origin,
-                self.options,
+                self.socket,
                 ResponseReader::new(self.limits),
                 self.read_buffer,
                 gunzip,

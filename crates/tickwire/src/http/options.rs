@@ -1,15 +1,54 @@
-//! The option setters both HTTP client builders share: the blocking
-//! [`HttpClientBuilder`](crate::HttpClientBuilder) here and the async one of tickwire-tokio
-//! expand the same macro, so an option is documented and applied in one place (as the
-//! WebSocket builders' setters are, in `crate::options`). Hidden: not API, and only for
-//! builders with the fields the macro names.
+//! What both HTTP clients share: the blocking [`HttpClientBuilder`](crate::HttpClientBuilder)
+//! here and the async one of tickwire-tokio. The socket and TLS options ([`HttpSocketOptions`])
+//! are one struct, and their builders expand the same setter macro, so an option is
+//! documented, defaulted and applied in one place (as the WebSocket builders' setters are, in
+//! `crate::options`). Hidden: not API, and only for the two clients. What the async client
+//! adds (its pool, and the options it passes to each connection) stays in tickwire-tokio.
+
+use std::time::Duration;
+
+use tickwire_codec::http::ClientSession;
+
+/// The socket and TLS options of an HTTP client, fixed at build time. The defaults are the
+/// builders' documented ones: a 10 s connect timeout, 30 s read and write timeouts, a 60 s
+/// total deadline per request, TCP_NODELAY on, Mozilla's roots for TLS.
+#[doc(hidden)]
+#[derive(Debug, Clone)]
+pub struct HttpSocketOptions {
+    /// Of the TCP connect per resolved address, and of the TLS handshake.
+    pub connect_timeout: Option<Duration>,
+    /// Of one wait for response bytes.
+    pub read_timeout: Option<Duration>,
+    /// Of one wait for the socket to accept request bytes.
+    pub write_timeout: Option<Duration>,
+    /// The total time of one request (connect, write, whole response); `None`: unbounded.
+    pub request_deadline: Option<Duration>,
+    /// TCP_NODELAY.
+    pub nodelay: bool,
+    /// For `https://`; `None`: the default configuration.
+    #[cfg(feature = "tls")]
+    pub tls: Option<crate::ClientTlsConfig>,
+}
+
+impl Default for HttpSocketOptions {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Some(Duration::from_secs(10)),
+            read_timeout: Some(Duration::from_secs(30)),
+            write_timeout: Some(Duration::from_secs(30)),
+            request_deadline: Some(ClientSession::DEFAULT_REQUEST_DEADLINE),
+            nodelay: true,
+            #[cfg(feature = "tls")]
+            tls: None,
+        }
+    }
+}
 
 /// Setters of an HTTP client builder with the fields `headers` (`Vec<(String, Vec<u8>)>`),
 /// `user_agent` (`Option<String>`), `limits`, `read_buffer`, `write_buffer`, `probe_after`,
-/// with the `deflate` feature `gzip`, and `options` holding `nodelay`, `connect_timeout`,
-/// `read_timeout`, `write_timeout`, `request_deadline` and, with the `tls` feature, `tls`. The
-/// caller's crate needs the `deflate` and `tls` features to mean what they mean here, and
-/// `HttpClientError` at its root.
+/// with the `deflate` feature `gzip`, and `socket` ([`HttpSocketOptions`]). The caller's crate
+/// needs the `deflate` and `tls` features to mean what they mean here, and `HttpClientError` at
+/// its root.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __http_client_builder_options {
@@ -63,13 +102,13 @@ macro_rules! __http_client_builder_options {
 
         /// TCP_NODELAY (default on).
         pub fn nodelay(mut self, nodelay: bool) -> Self {
-            self.options.nodelay = nodelay;
+            self.socket.nodelay = nodelay;
             self
         }
 
         /// Timeout of the TCP connect per resolved address, and of the TLS handshake.
         pub fn connect_timeout(mut self, timeout: Option<::std::time::Duration>) -> Self {
-            self.options.connect_timeout = timeout;
+            self.socket.connect_timeout = timeout;
             self
         }
 
@@ -77,13 +116,13 @@ macro_rules! __http_client_builder_options {
         /// [`HttpClientError::is_timeout`](crate::HttpClientError::is_timeout) and the
         /// connection is closed, never reused.
         pub fn read_timeout(mut self, timeout: Option<::std::time::Duration>) -> Self {
-            self.options.read_timeout = timeout;
+            self.socket.read_timeout = timeout;
             self
         }
 
         /// Longest wait for the socket to accept request bytes.
         pub fn write_timeout(mut self, timeout: Option<::std::time::Duration>) -> Self {
-            self.options.write_timeout = timeout;
+            self.socket.write_timeout = timeout;
             self
         }
 
@@ -101,14 +140,14 @@ macro_rules! __http_client_builder_options {
         /// says why); set a tighter one for orders. The blocking client cannot interrupt name
         /// resolution, so its deadline does not cover it; the async client's does.
         pub fn request_deadline(mut self, deadline: Option<::std::time::Duration>) -> Self {
-            self.options.request_deadline = deadline;
+            self.socket.request_deadline = deadline;
             self
         }
 
         /// TLS configuration for `https://` (default: Mozilla's roots, session resumption).
         #[cfg(feature = "tls")]
         pub fn tls(mut self, config: $crate::ClientTlsConfig) -> Self {
-            self.options.tls = Some(config);
+            self.socket.tls = Some(config);
             self
         }
     };

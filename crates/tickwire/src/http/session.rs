@@ -11,28 +11,16 @@ use tickwire_codec::rest::Origin;
 
 use super::error::HttpClientError;
 use super::gunzip::Gunzip;
+use super::options::HttpSocketOptions;
 use super::response::ClientResponse;
 use crate::stream::io_error;
 use crate::{MaybeTlsStream, Stream};
-
-/// Socket and TLS options, fixed at build time.
-#[derive(Debug, Clone)]
-pub(crate) struct Options {
-    pub(crate) connect_timeout: Option<Duration>,
-    pub(crate) read_timeout: Option<Duration>,
-    pub(crate) write_timeout: Option<Duration>,
-    /// The total time of one request (connect, write, whole response); `None`: unbounded.
-    pub(crate) request_deadline: Option<Duration>,
-    pub(crate) nodelay: bool,
-    #[cfg(feature = "tls")]
-    pub(crate) tls: Option<tickwire_tls::ClientTlsConfig>,
-}
 
 /// Everything of a client but the request writer and its buffer.
 #[derive(Debug)]
 pub(crate) struct Session {
     pub(crate) origin: Origin,
-    pub(crate) options: Options,
+    pub(crate) options: HttpSocketOptions,
     stream: Option<MaybeTlsStream>,
     rbuf: ReadBuf,
     reader: ResponseReader,
@@ -70,7 +58,7 @@ enum Attempt {
 impl Session {
     pub(crate) fn new(
         origin: Origin,
-        options: Options,
+        options: HttpSocketOptions,
         reader: ResponseReader,
         read_buffer: usize,
         gunzip: Option<Gunzip>,
