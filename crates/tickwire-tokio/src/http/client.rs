@@ -302,18 +302,7 @@ impl HttpClientBuilder {
 
     /// Checks the URL and headers and makes the client; no connection is opened yet.
     pub fn build(self) -> Result<HttpClient, HttpClientError> {
-        let url = tickwire_codec::rest::BaseUrl::parse(&self.base_url)
-            .map_err(|e| HttpClientError::InvalidUrl(e.0))?;
-        #[cfg(not(feature = "tls"))]
-        if url.origin.secure {
-            return Err(HttpClientError::UnsupportedScheme("https".into()));
-        }
-        #[cfg(feature = "deflate")]
-        let gzip = self.gzip;
-        #[cfg(not(feature = "deflate"))]
-        let gzip = false;
-        let headers = self.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()));
-        let writer = url.request_writer(self.user_agent.as_deref(), gzip, headers)?;
+        let (origin, writer) = self.origin_and_writer()?;
         let options = Options {
             socket: self.socket,
             limits: self.limits,
@@ -326,7 +315,7 @@ impl HttpClientBuilder {
             idle_timeout: self.idle_timeout,
         };
         Ok(HttpClient {
-            shared: Arc::new(Shared::new(writer, url.origin, options)),
+            shared: Arc::new(Shared::new(writer, origin, options)),
             wbuf: WriteBuf::new(self.write_buffer, 0),
         })
     }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::http::{ClientSession, Limits, Method, ResponseReader};
-use tickwire_codec::rest::{BaseUrl, InvalidBaseUrl, Query, RequestWriter};
+use tickwire_codec::rest::{Query, RequestWriter};
 
 use super::error::HttpClientError;
 #[cfg(feature = "deflate")]
@@ -150,18 +150,7 @@ impl HttpClientBuilder {
 
     /// Checks the URL and headers and makes the client; no connection is opened yet.
     pub fn build(self) -> Result<HttpClient, HttpClientError> {
-        let url = BaseUrl::parse(&self.base_url)
-            .map_err(|InvalidBaseUrl(reason)| HttpClientError::InvalidUrl(reason))?;
-        #[cfg(not(feature = "tls"))]
-        if url.origin.secure {
-            return Err(HttpClientError::UnsupportedScheme("https".into()));
-        }
-        #[cfg(feature = "deflate")]
-        let gzip = self.gzip;
-        #[cfg(not(feature = "deflate"))]
-        let gzip = false;
-        let headers = self.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()));
-        let writer = url.request_writer(self.user_agent.as_deref(), gzip, headers)?;
+        let (origin, writer) = self.origin_and_writer()?;
         #[cfg(feature = "deflate")]
         let gunzip = self.gzip.then(|| Gunzip::new(self.limits.max_body_bytes));
         #[cfg(not(feature = "deflate"))]
@@ -170,7 +159,7 @@ impl HttpClientBuilder {
             writer,
             wbuf: WriteBuf::new(self.write_buffer, 64),
             session: Session::new(
-                url.origin,
+                origin,
                 self.socket,
                 ResponseReader::new(self.limits),
                 self.read_buffer,

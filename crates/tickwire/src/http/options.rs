@@ -46,9 +46,10 @@ impl Default for HttpSocketOptions {
 
 /// Setters of an HTTP client builder with the fields `headers` (`Vec<(String, Vec<u8>)>`),
 /// `user_agent` (`Option<String>`), `limits`, `read_buffer`, `write_buffer`, `probe_after`,
-/// with the `deflate` feature `gzip`, and `socket` ([`HttpSocketOptions`]). The caller's crate
-/// needs the `deflate` and `tls` features to mean what they mean here, and `HttpClientError` at
-/// its root.
+/// with the `deflate` feature `gzip`, and `socket` ([`HttpSocketOptions`]), and the check of
+/// its `base_url` (`String`) that `build` starts with. The caller's crate needs the `deflate`
+/// and `tls` features to mean what they mean here: they are its own features, since the macro
+/// expands there.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __http_client_builder_options {
@@ -149,6 +150,34 @@ macro_rules! __http_client_builder_options {
         pub fn tls(mut self, config: $crate::ClientTlsConfig) -> Self {
             self.socket.tls = Some(config);
             self
+        }
+
+        /// Where the client connects and the writer of its requests: the base URL checked
+        /// ([`HttpClientError::InvalidUrl`](crate::HttpClientError::InvalidUrl), and
+        /// `https://` refused without the `tls` feature), the default headers in order after
+        /// `User-Agent` and, when gzip is asked for, `Accept-Encoding`.
+        fn origin_and_writer(
+            &self,
+        ) -> ::core::result::Result<
+            (
+                $crate::codec::rest::Origin,
+                $crate::codec::rest::RequestWriter,
+            ),
+            $crate::HttpClientError,
+        > {
+            let url = $crate::codec::rest::BaseUrl::parse(&self.base_url)
+                .map_err(|invalid| $crate::HttpClientError::InvalidUrl(invalid.0))?;
+            #[cfg(not(feature = "tls"))]
+            if url.origin.secure {
+                return Err($crate::HttpClientError::UnsupportedScheme("https".into()));
+            }
+            #[cfg(feature = "deflate")]
+            let gzip = self.gzip;
+            #[cfg(not(feature = "deflate"))]
+            let gzip = false;
+            let headers = self.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()));
+            let writer = url.request_writer(self.user_agent.as_deref(), gzip, headers)?;
+            Ok((url.origin, writer))
         }
     };
 }
