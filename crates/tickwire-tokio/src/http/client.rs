@@ -122,40 +122,7 @@ impl HttpClient {
         ClientRequest::new(shared, builder, method)
     }
 
-    /// Starts a GET.
-    pub fn get(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Get, path)
-    }
-
-    /// Starts a HEAD.
-    pub fn head(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Head, path)
-    }
-
-    /// Starts a POST (never resent automatically).
-    pub fn post(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Post, path)
-    }
-
-    /// Starts a PUT.
-    pub fn put(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Put, path)
-    }
-
-    /// Starts a PATCH (never resent automatically).
-    pub fn patch(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Patch, path)
-    }
-
-    /// Starts a DELETE.
-    pub fn delete(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Delete, path)
-    }
-
-    /// Starts an OPTIONS.
-    pub fn options(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Options, path)
-    }
+    tickwire::__http_client_request_methods!(ClientRequest);
 
     /// Makes sure one warm connection waits in the pool (a warm-up before the first order):
     /// opens one unless an idle one is there, bounded by the connect timeout. With the pool at

@@ -1,9 +1,10 @@
-//! What both HTTP clients share: the blocking [`HttpClientBuilder`](crate::HttpClientBuilder)
-//! here and the async one of tickwire-tokio. The socket and TLS options ([`HttpSocketOptions`])
-//! are one struct, and their builders expand the same setter macro, so an option is
-//! documented, defaulted and applied in one place (as the WebSocket builders' setters are, in
-//! `crate::options`). Hidden: not API, and only for the two clients. What the async client
-//! adds (its pool, and the options it passes to each connection) stays in tickwire-tokio.
+//! What both HTTP clients share: the blocking [`HttpClient`](crate::HttpClient) here and the
+//! async one of tickwire-tokio. The socket and TLS options ([`HttpSocketOptions`]) are one
+//! struct; the builders expand the same setter macro (which also checks the base URL), and the
+//! clients the same per-method shortcuts, so an option or a method is documented, defaulted
+//! and applied in one place (as the WebSocket builders' setters are, in `crate::options`).
+//! Hidden: not API, and only for the two clients. What the async client adds (its pool, and
+//! the options it passes to each connection) stays in tickwire-tokio.
 
 use std::time::Duration;
 
@@ -178,6 +179,49 @@ macro_rules! __http_client_builder_options {
             let headers = self.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()));
             let writer = url.request_writer(self.user_agent.as_deref(), gzip, headers)?;
             Ok((url.origin, writer))
+        }
+    };
+}
+
+/// The per-method shortcuts of an HTTP client with a `request(method, path)` that returns
+/// `$request<'_, Query>`: one line each, documented once for both clients.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __http_client_request_methods {
+    ($request:ident) => {
+        /// Starts a GET.
+        pub fn get(&mut self, path: &str) -> $request<'_, $crate::codec::rest::Query> {
+            self.request($crate::codec::http::Method::Get, path)
+        }
+
+        /// Starts a HEAD.
+        pub fn head(&mut self, path: &str) -> $request<'_, $crate::codec::rest::Query> {
+            self.request($crate::codec::http::Method::Head, path)
+        }
+
+        /// Starts a POST (never resent automatically).
+        pub fn post(&mut self, path: &str) -> $request<'_, $crate::codec::rest::Query> {
+            self.request($crate::codec::http::Method::Post, path)
+        }
+
+        /// Starts a PUT.
+        pub fn put(&mut self, path: &str) -> $request<'_, $crate::codec::rest::Query> {
+            self.request($crate::codec::http::Method::Put, path)
+        }
+
+        /// Starts a PATCH (never resent automatically).
+        pub fn patch(&mut self, path: &str) -> $request<'_, $crate::codec::rest::Query> {
+            self.request($crate::codec::http::Method::Patch, path)
+        }
+
+        /// Starts a DELETE.
+        pub fn delete(&mut self, path: &str) -> $request<'_, $crate::codec::rest::Query> {
+            self.request($crate::codec::http::Method::Delete, path)
+        }
+
+        /// Starts an OPTIONS.
+        pub fn options(&mut self, path: &str) -> $request<'_, $crate::codec::rest::Query> {
+            self.request($crate::codec::http::Method::Options, path)
         }
     };
 }
