@@ -57,13 +57,7 @@ impl Conn {
         let stream = if origin.secure {
             #[cfg(feature = "tls")]
             {
-                // Bounded as the blocking client bounds it: the connect timeout, or the read
-                // timeout when there is none, or 10 s.
-                let budget = socket
-                    .connect_timeout
-                    .or(socket.read_timeout)
-                    .unwrap_or(Duration::from_secs(10));
-                let deadline = tokio::time::Instant::now() + budget;
+                let deadline = tokio::time::Instant::now() + socket.tls_handshake_timeout();
                 crate::net::tls_connect(tcp, &origin.host, socket.tls.as_ref(), deadline).await?
             }
             // The builder refuses `https://` without the `tls` feature.

@@ -45,6 +45,16 @@ impl Default for HttpSocketOptions {
     }
 }
 
+impl HttpSocketOptions {
+    /// The bound on a TLS handshake: the connect timeout, or the read timeout when there is
+    /// none, or 10 s (the request's deadline may shorten it further).
+    pub fn tls_handshake_timeout(&self) -> Duration {
+        self.connect_timeout
+            .or(self.read_timeout)
+            .unwrap_or(Duration::from_secs(10))
+    }
+}
+
 /// Setters of an HTTP client builder with the fields `headers` (`Vec<(String, Vec<u8>)>`),
 /// `user_agent` (`Option<String>`), `limits`, `read_buffer`, `write_buffer`, `probe_after`,
 /// with the `deflate` feature `gzip`, and `socket` ([`HttpSocketOptions`]), and the check of

@@ -174,13 +174,7 @@ impl Session {
             .map_err(|e| self.deadline_or(wait, e.into()))?;
         tcp.set_nodelay(self.options.nodelay)?;
         let mut stream = if *secure {
-            // The TLS handshake is bounded by the connect timeout, or by the read timeout
-            // when there is none, or by 10 s; and by the request's deadline.
-            let budget = self
-                .options
-                .connect_timeout
-                .or(self.options.read_timeout)
-                .unwrap_or(Duration::from_secs(10));
+            let budget = self.options.tls_handshake_timeout();
             let wait = self.wait(Some(budget))?;
             let deadline = Instant::now() + wait.timeout.unwrap_or(budget);
             #[cfg(feature = "tls")]
