@@ -218,9 +218,9 @@ pub(crate) struct Options {
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct HttpClientBuilder {
-    base_url: String,
-    // From `headers` to `socket`: the fields the shared setters name
+    // From `base_url` to `socket`: the fields the shared setters and base-URL check name
     // (`tickwire::__http_client_builder_options`).
+    base_url: String,
     headers: Vec<(String, Vec<u8>)>,
     user_agent: Option<String>,
     limits: Limits,
