@@ -71,6 +71,9 @@ mod websocket;
 pub use client::{ClientBuilder, connect};
 pub use error::{Error, TransportError};
 pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder, HttpClientError};
+// What tickwire-tokio's HTTP client shares with the blocking one; not API.
+#[doc(hidden)]
+pub use http::HttpSocketOptions;
 pub use maybe_tls::MaybeTlsStream;
 pub use server::{ServerBuilder, accept};
 pub use stream::Stream;

@@ -1,6 +1,7 @@
 //! [`BaseUrl`]: a REST client's base URL, checked once when the client is built, so that every
 //! tickwire HTTP client (blocking or async) accepts and refuses the same URLs and derives the
-//! same `Host` header and base path from them.
+//! same [`Origin`] to connect to, `Host` header and base path from them. Connecting is the
+//! transport's: nothing here resolves or opens anything.
 
 use core::fmt;
 
@@ -12,17 +13,25 @@ use crate::http::WriteError;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct BaseUrl {
-    /// `https://`.
-    pub secure: bool,
-    /// The host to resolve and to name in TLS (SNI, certificate check): IPv6 brackets removed.
-    pub host: String,
-    /// The port, the scheme's default (80, 443) when the URL names none.
-    pub port: u16,
+    /// Where to connect.
+    pub origin: Origin,
     /// The `Host` header's value (RFC 9110 §7.2): IPv6 brackets kept, the port named only
     /// when the URL names it.
     pub authority: String,
     /// The URL's path without trailing `/`s (`""` for the root).
     pub base_path: String,
+}
+
+/// Where an HTTP client's requests go: what a transport needs to open a connection, as
+/// [`Endpoint`](crate::handshake::Endpoint) is for a WebSocket URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// `https://`: TLS first.
+    pub secure: bool,
+    /// The host to resolve and to name in TLS (SNI, certificate check): IPv6 brackets removed.
+    pub host: String,
+    /// The port, the scheme's default (80, 443) when the URL names none.
+    pub port: u16,
 }
 
 /// Why a base URL was refused: it does not parse, its scheme is not `http` or `https`, it
@@ -65,12 +74,14 @@ impl BaseUrl {
             None => host.to_owned(),
         };
         Ok(Self {
-            secure,
-            host: host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_owned(),
-            port,
+            origin: Origin {
+                secure,
+                host: host
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_owned(),
+                port,
+            },
             authority,
             base_path: url.path().trim_end_matches('/').to_owned(),
         })
@@ -109,14 +120,19 @@ mod tests {
     #[test]
     fn the_parts_of_a_base_url() {
         let url = BaseUrl::parse("https://[::1]:8443/api/v3/").unwrap();
-        assert!(url.secure);
-        assert_eq!(
-            (url.host.as_str(), url.port, url.authority.as_str()),
-            ("::1", 8443, "[::1]:8443")
-        );
+        let origin = Origin {
+            secure: true,
+            host: "::1".into(),
+            port: 8443,
+        };
+        assert_eq!(url.origin, origin);
+        assert_eq!(url.authority, "[::1]:8443");
         assert_eq!(url.base_path, "/api/v3");
         let url = BaseUrl::parse("http://api.example.com").unwrap();
-        assert_eq!((url.port, url.authority.as_str()), (80, "api.example.com"));
+        assert_eq!(
+            (url.origin.secure, url.origin.port, url.authority.as_str()),
+            (false, 80, "api.example.com")
+        );
         assert_eq!(url.base_path, "");
     }
 

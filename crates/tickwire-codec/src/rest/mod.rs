@@ -47,7 +47,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
-pub use base_url::{BaseUrl, InvalidBaseUrl};
+pub use base_url::{BaseUrl, InvalidBaseUrl, Origin};
 pub use builder::{BodyWriter, Query, RequestBuilder, WithHeaders};
 #[cfg(feature = "deflate")]
 pub use gzip::GzipBody;

@@ -3,12 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tickwire::HttpClientError;
+use tickwire::{HttpClientError, HttpSocketOptions};
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::http::{ClientSession, Failure, Limits, Method};
 use tickwire_codec::rest::Query;
-#[cfg(feature = "tls")]
-use tickwire_tls::ClientTlsConfig;
 
 use super::conn::Attempt;
 use super::pool::Shared;
@@ -124,40 +122,7 @@ impl HttpClient {
         ClientRequest::new(shared, builder, method)
     }
 
-    /// Starts a GET.
-    pub fn get(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Get, path)
-    }
-
-    /// Starts a HEAD.
-    pub fn head(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Head, path)
-    }
-
-    /// Starts a POST (never resent automatically).
-    pub fn post(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Post, path)
-    }
-
-    /// Starts a PUT.
-    pub fn put(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Put, path)
-    }
-
-    /// Starts a PATCH (never resent automatically).
-    pub fn patch(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Patch, path)
-    }
-
-    /// Starts a DELETE.
-    pub fn delete(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Delete, path)
-    }
-
-    /// Starts an OPTIONS.
-    pub fn options(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Options, path)
-    }
+    tickwire::__http_client_request_methods!(ClientRequest);
 
     /// Makes sure one warm connection waits in the pool (a warm-up before the first order):
     /// opens one unless an idle one is there, bounded by the connect timeout. With the pool at
@@ -188,7 +153,7 @@ impl Shared {
         method: Method,
     ) -> Result<ClientResponse, HttpClientError> {
         let exchange = self.exchange(wbuf.as_slice(), method);
-        let result = match self.options.request_deadline {
+        let result = match self.options.socket.request_deadline {
             // The exchange is dropped at the deadline: its connection is closed (see `Checkout`).
             Some(deadline) => tokio::time::timeout(deadline, exchange)
                 .await
@@ -207,7 +172,7 @@ impl Shared {
         let mut place = self.checkout().await?;
         let attempt = place
             .conn_mut()
-            .attempt(request, method, &self.options)
+            .attempt(request, method, &self.options.socket)
             .await?;
         if let Attempt::ClosedBeforeResponse(e) = attempt {
             if !place
@@ -219,7 +184,7 @@ impl Shared {
             place.reconnect().await?;
             let retried = place
                 .conn_mut()
-                .attempt(request, method, &self.options)
+                .attempt(request, method, &self.options.socket)
                 .await?;
             if let Attempt::ClosedBeforeResponse(e) = retried {
                 return Err(e);
@@ -230,24 +195,11 @@ impl Shared {
     }
 }
 
-/// Where requests go.
-#[derive(Debug, Clone)]
-pub(crate) struct Origin {
-    pub(crate) secure: bool,
-    pub(crate) host: String,
-    pub(crate) port: u16,
-}
-
-/// Options fixed at build time, shared by every handle and connection.
+/// Options fixed at build time, shared by every handle and connection: the blocking client's
+/// socket options, and what the pool and each connection add.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {
-    pub(crate) connect_timeout: Option<Duration>,
-    pub(crate) read_timeout: Option<Duration>,
-    pub(crate) write_timeout: Option<Duration>,
-    pub(crate) request_deadline: Option<Duration>,
-    pub(crate) nodelay: bool,
-    #[cfg(feature = "tls")]
-    pub(crate) tls: Option<ClientTlsConfig>,
+    pub(crate) socket: HttpSocketOptions,
     pub(crate) limits: Limits,
     #[cfg(feature = "deflate")]
     pub(crate) gzip: bool,
@@ -266,53 +218,37 @@ pub(crate) struct Options {
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct HttpClientBuilder {
+    // From `base_url` to `socket`: the fields the shared setters and base-URL check name
+    // (`tickwire::__http_client_builder_options`).
     base_url: String,
     headers: Vec<(String, Vec<u8>)>,
     user_agent: Option<String>,
-    // The fields the shared setters name (`tickwire::__http_client_builder_options`), copied
-    // into `options` by `build`.
     limits: Limits,
     #[cfg(feature = "deflate")]
     gzip: bool,
     read_buffer: usize,
     write_buffer: usize,
     probe_after: Duration,
-    options: Options,
+    socket: HttpSocketOptions,
+    max_connections: usize,
+    idle_timeout: Duration,
 }
 
 impl HttpClientBuilder {
     fn new(base_url: &str) -> Self {
-        let limits = Limits::client();
-        let (read_buffer, write_buffer) = (16 * 1024, 4 * 1024);
-        let probe_after = ClientSession::DEFAULT_PROBE_AFTER;
         Self {
             base_url: base_url.to_owned(),
             headers: Vec::new(),
             user_agent: Some(concat!("tickwire/", env!("CARGO_PKG_VERSION")).to_owned()),
-            limits,
+            limits: Limits::client(),
             #[cfg(feature = "deflate")]
             gzip: false,
-            read_buffer,
-            write_buffer,
-            probe_after,
-            // Its copies of the fields above are set by `build`.
-            options: Options {
-                connect_timeout: Some(Duration::from_secs(10)),
-                read_timeout: Some(Duration::from_secs(30)),
-                write_timeout: Some(Duration::from_secs(30)),
-                request_deadline: Some(ClientSession::DEFAULT_REQUEST_DEADLINE),
-                nodelay: true,
-                #[cfg(feature = "tls")]
-                tls: None,
-                limits,
-                #[cfg(feature = "deflate")]
-                gzip: false,
-                read_buffer,
-                write_buffer,
-                probe_after,
-                max_connections: 8,
-                idle_timeout: Duration::from_secs(30),
-            },
+            read_buffer: 16 * 1024,
+            write_buffer: 4 * 1024,
+            probe_after: ClientSession::DEFAULT_PROBE_AFTER,
+            socket: HttpSocketOptions::default(),
+            max_connections: 8,
+            idle_timeout: Duration::from_secs(30),
         }
     }
 
@@ -321,47 +257,33 @@ impl HttpClientBuilder {
     /// The most connections open to the origin at once, idle, in use or being opened
     /// (default 8; at least 1). A request beyond it waits for one to come back.
     pub fn max_connections(mut self, max: usize) -> Self {
-        self.options.max_connections = max.max(1);
+        self.max_connections = max.max(1);
         self
     }
 
     /// How long an idle connection is kept before the pool closes it (default 30 s).
     pub fn idle_timeout(mut self, idle: Duration) -> Self {
-        self.options.idle_timeout = idle;
+        self.idle_timeout = idle;
         self
     }
 
     /// Checks the URL and headers and makes the client; no connection is opened yet.
-    pub fn build(mut self) -> Result<HttpClient, HttpClientError> {
-        self.options.limits = self.limits;
-        #[cfg(feature = "deflate")]
-        {
-            self.options.gzip = self.gzip;
-        }
-        self.options.read_buffer = self.read_buffer;
-        self.options.write_buffer = self.write_buffer;
-        self.options.probe_after = self.probe_after;
-        let url = tickwire_codec::rest::BaseUrl::parse(&self.base_url)
-            .map_err(|e| HttpClientError::InvalidUrl(e.0))?;
-        #[cfg(not(feature = "tls"))]
-        if url.secure {
-            return Err(HttpClientError::UnsupportedScheme("https".into()));
-        }
-        #[cfg(feature = "deflate")]
-        let gzip = self.options.gzip;
-        #[cfg(not(feature = "deflate"))]
-        let gzip = false;
-        let headers = self.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()));
-        let writer = url.request_writer(self.user_agent.as_deref(), gzip, headers)?;
-        let origin = Origin {
-            secure: url.secure,
-            host: url.host,
-            port: url.port,
+    pub fn build(self) -> Result<HttpClient, HttpClientError> {
+        let (origin, writer) = self.origin_and_writer()?;
+        let options = Options {
+            socket: self.socket,
+            limits: self.limits,
+            #[cfg(feature = "deflate")]
+            gzip: self.gzip,
+            read_buffer: self.read_buffer,
+            write_buffer: self.write_buffer,
+            probe_after: self.probe_after,
+            max_connections: self.max_connections,
+            idle_timeout: self.idle_timeout,
         };
-        let wbuf = WriteBuf::new(self.options.write_buffer, 0);
         Ok(HttpClient {
-            shared: Arc::new(Shared::new(writer, origin, self.options)),
-            wbuf,
+            shared: Arc::new(Shared::new(writer, origin, options)),
+            wbuf: WriteBuf::new(self.write_buffer, 0),
         })
     }
 }

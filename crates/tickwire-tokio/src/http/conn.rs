@@ -9,15 +9,16 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use tickwire::HttpClientError;
+use tickwire::{HttpClientError, HttpSocketOptions};
 use tickwire_codec::buf::ReadBuf;
 use tickwire_codec::http::{
     ClientSession, Failure, Method, Parsed, Probe, Response, ResponseReader, Reuse,
 };
 #[cfg(feature = "deflate")]
 use tickwire_codec::rest::GzipBody;
+use tickwire_codec::rest::Origin;
 
-use super::client::{Options, Origin};
+use super::client::Options;
 use crate::stream::MaybeTls;
 
 /// Outcome of one attempt on one connection.
@@ -45,24 +46,19 @@ pub(crate) struct Conn {
 impl Conn {
     /// Connects to `origin` (TCP, then TLS for `https://`), bounded by the connect timeout.
     pub(crate) async fn open(origin: &Origin, options: &Options) -> Result<Self, HttpClientError> {
+        let socket = &options.socket;
         let tcp = crate::net::tcp_connect(
             &origin.host,
             origin.port,
-            options.connect_timeout,
-            options.nodelay,
+            socket.connect_timeout,
+            socket.nodelay,
         )
         .await?;
         let stream = if origin.secure {
             #[cfg(feature = "tls")]
             {
-                // Bounded as the blocking client bounds it: the connect timeout, or the read
-                // timeout when there is none, or 10 s.
-                let budget = options
-                    .connect_timeout
-                    .or(options.read_timeout)
-                    .unwrap_or(Duration::from_secs(10));
-                let deadline = tokio::time::Instant::now() + budget;
-                crate::net::tls_connect(tcp, &origin.host, options.tls.as_ref(), deadline).await?
+                let deadline = tokio::time::Instant::now() + socket.tls_handshake_timeout();
+                crate::net::tls_connect(tcp, &origin.host, socket.tls.as_ref(), deadline).await?
             }
             // The builder refuses `https://` without the `tls` feature.
             #[cfg(not(feature = "tls"))]
@@ -124,7 +120,7 @@ impl Conn {
         &mut self,
         request: &[u8],
         method: Method,
-        options: &Options,
+        options: &HttpSocketOptions,
     ) -> Result<Attempt, HttpClientError> {
         self.rules.request_started();
         let mut write_error = None;

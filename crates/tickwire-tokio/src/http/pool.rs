@@ -22,9 +22,9 @@ use tokio::sync::Notify;
 use tokio::sync::futures::Notified;
 
 use tickwire::HttpClientError;
-use tickwire_codec::rest::RequestWriter;
+use tickwire_codec::rest::{Origin, RequestWriter};
 
-use super::client::{Options, Origin};
+use super::client::Options;
 use super::conn::Conn;
 
 /// What every handle of one client shares.

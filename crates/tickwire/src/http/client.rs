@@ -4,13 +4,14 @@ use std::time::Duration;
 
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::http::{ClientSession, Limits, Method, ResponseReader};
-use tickwire_codec::rest::{BaseUrl, InvalidBaseUrl, Query, RequestWriter};
+use tickwire_codec::rest::{Query, RequestWriter};
 
 use super::error::HttpClientError;
 #[cfg(feature = "deflate")]
 use super::gunzip::Gunzip;
+use super::options::HttpSocketOptions;
 use super::request::ClientRequest;
-use super::session::{Options, Origin, Session};
+use super::session::Session;
 
 /// A blocking HTTP/1.1 client for one origin (`http://` or `https://` host and port) over one
 /// keep-alive connection.
@@ -53,40 +54,7 @@ impl HttpClient {
         ClientRequest::new(&mut self.session, builder, method)
     }
 
-    /// Starts a GET.
-    pub fn get(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Get, path)
-    }
-
-    /// Starts a HEAD.
-    pub fn head(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Head, path)
-    }
-
-    /// Starts a POST (never resent automatically).
-    pub fn post(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Post, path)
-    }
-
-    /// Starts a PUT.
-    pub fn put(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Put, path)
-    }
-
-    /// Starts a PATCH (never resent automatically).
-    pub fn patch(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Patch, path)
-    }
-
-    /// Starts a DELETE.
-    pub fn delete(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Delete, path)
-    }
-
-    /// Starts an OPTIONS.
-    pub fn options(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Options, path)
-    }
+    crate::__http_client_request_methods!(ClientRequest);
 
     /// Opens the connection now instead of on the first request (a warm-up before the first
     /// order). Does nothing when one is open.
@@ -126,7 +94,7 @@ pub struct HttpClientBuilder {
     read_buffer: usize,
     write_buffer: usize,
     probe_after: Duration,
-    options: Options,
+    socket: HttpSocketOptions,
 }
 
 impl HttpClientBuilder {
@@ -141,15 +109,7 @@ impl HttpClientBuilder {
             read_buffer: 16 * 1024,
             write_buffer: 4 * 1024,
             probe_after: ClientSession::DEFAULT_PROBE_AFTER,
-            options: Options {
-                connect_timeout: Some(Duration::from_secs(10)),
-                read_timeout: Some(Duration::from_secs(30)),
-                write_timeout: Some(Duration::from_secs(30)),
-                request_deadline: Some(ClientSession::DEFAULT_REQUEST_DEADLINE),
-                nodelay: true,
-                #[cfg(feature = "tls")]
-                tls: None,
-            },
+            socket: HttpSocketOptions::default(),
         }
     }
 
@@ -157,23 +117,7 @@ impl HttpClientBuilder {
 
     /// Checks the URL and headers and makes the client; no connection is opened yet.
     pub fn build(self) -> Result<HttpClient, HttpClientError> {
-        let url = BaseUrl::parse(&self.base_url)
-            .map_err(|InvalidBaseUrl(reason)| HttpClientError::InvalidUrl(reason))?;
-        #[cfg(not(feature = "tls"))]
-        if url.secure {
-            return Err(HttpClientError::UnsupportedScheme("https".into()));
-        }
-        #[cfg(feature = "deflate")]
-        let gzip = self.gzip;
-        #[cfg(not(feature = "deflate"))]
-        let gzip = false;
-        let headers = self.headers.iter().map(|(n, v)| (n.as_str(), v.as_slice()));
-        let writer = url.request_writer(self.user_agent.as_deref(), gzip, headers)?;
-        let origin = Origin {
-            secure: url.secure,
-            host: url.host,
-            port: url.port,
-        };
+        let (origin, writer) = self.origin_and_writer()?;
         #[cfg(feature = "deflate")]
         let gunzip = self.gzip.then(|| Gunzip::new(self.limits.max_body_bytes));
         #[cfg(not(feature = "deflate"))]
@@ -183,7 +127,7 @@ impl HttpClientBuilder {
             wbuf: WriteBuf::new(self.write_buffer, 64),
             session: Session::new(
                 origin,
-                self.options,
+                self.socket,
                 ResponseReader::new(self.limits),
                 self.read_buffer,
                 gunzip,

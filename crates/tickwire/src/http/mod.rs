@@ -28,5 +28,6 @@ mod session;
 
 pub use client::{HttpClient, HttpClientBuilder};
 pub use error::HttpClientError;
+pub use options::HttpSocketOptions;
 pub use request::ClientRequest;
 pub use response::ClientResponse;

@@ -7,39 +7,20 @@ use std::time::{Duration, Instant};
 
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
 use tickwire_codec::http::{ClientSession, Failure, Method, Parsed, Probe, ResponseReader, Reuse};
+use tickwire_codec::rest::Origin;
 
 use super::error::HttpClientError;
 use super::gunzip::Gunzip;
+use super::options::HttpSocketOptions;
 use super::response::ClientResponse;
 use crate::stream::io_error;
 use crate::{MaybeTlsStream, Stream};
-
-/// Where requests go.
-#[derive(Debug, Clone)]
-pub(crate) struct Origin {
-    pub(crate) secure: bool,
-    pub(crate) host: String,
-    pub(crate) port: u16,
-}
-
-/// Socket and TLS options, fixed at build time.
-#[derive(Debug, Clone)]
-pub(crate) struct Options {
-    pub(crate) connect_timeout: Option<Duration>,
-    pub(crate) read_timeout: Option<Duration>,
-    pub(crate) write_timeout: Option<Duration>,
-    /// The total time of one request (connect, write, whole response); `None`: unbounded.
-    pub(crate) request_deadline: Option<Duration>,
-    pub(crate) nodelay: bool,
-    #[cfg(feature = "tls")]
-    pub(crate) tls: Option<tickwire_tls::ClientTlsConfig>,
-}
 
 /// Everything of a client but the request writer and its buffer.
 #[derive(Debug)]
 pub(crate) struct Session {
     pub(crate) origin: Origin,
-    pub(crate) options: Options,
+    pub(crate) options: HttpSocketOptions,
     stream: Option<MaybeTlsStream>,
     rbuf: ReadBuf,
     reader: ResponseReader,
@@ -77,7 +58,7 @@ enum Attempt {
 impl Session {
     pub(crate) fn new(
         origin: Origin,
-        options: Options,
+        options: HttpSocketOptions,
         reader: ResponseReader,
         read_buffer: usize,
         gunzip: Option<Gunzip>,
@@ -193,13 +174,7 @@ impl Session {
             .map_err(|e| self.deadline_or(wait, e.into()))?;
         tcp.set_nodelay(self.options.nodelay)?;
         let mut stream = if *secure {
-            // The TLS handshake is bounded by the connect timeout, or by the read timeout
-            // when there is none, or by 10 s; and by the request's deadline.
-            let budget = self
-                .options
-                .connect_timeout
-                .or(self.options.read_timeout)
-                .unwrap_or(Duration::from_secs(10));
+            let budget = self.options.tls_handshake_timeout();
             let wait = self.wait(Some(budget))?;
             let deadline = Instant::now() + wait.timeout.unwrap_or(budget);
             #[cfg(feature = "tls")]
