@@ -87,7 +87,6 @@ pub(crate) fn run_tokio(args: &HttpArgs) -> Result<(), String> {
 macro_rules! client_builder {
     ($builder:expr, $args:expr) => {{
         let args: &HttpArgs = $args;
-        #[cfg_attr(not(feature = "deflate"), expect(unused_mut, reason = "gzip sets it"))]
         let mut builder = $builder;
         #[cfg(feature = "deflate")]
         {
