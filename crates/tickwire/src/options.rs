@@ -32,7 +32,7 @@ macro_rules! __connection_builder_options {
         }
 
         /// Sets the size up to which the read buffer doubles when a read fills it (a peer sending
-        /// faster than it is read): fewer, larger reads. Default 1 MiB for a client, 16 KiB (no
+        /// faster than it is read): fewer, larger reads. Default 128 KiB for a client, 16 KiB (no
         /// growth) for a server.
         pub fn max_read_buffer(mut self, size: usize) -> Self {
             self.options.config.max_read_buffer_size = size;
