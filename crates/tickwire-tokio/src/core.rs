@@ -51,7 +51,7 @@ pub(crate) struct Timer {
 
 impl Timer {
     /// Ready once `at` (a codec instant, on tokio's clock) has passed.
-    fn poll_at(&mut self, at: std::time::Instant, cx: &mut Context<'_>) -> Poll<()> {
+    pub(crate) fn poll_at(&mut self, at: std::time::Instant, cx: &mut Context<'_>) -> Poll<()> {
         let deadline = tokio::time::Instant::from_std(at);
         let sleep = self
             .sleep
@@ -61,6 +61,13 @@ impl Timer {
             self.armed = Some(at);
         }
         sleep.as_mut().poll(cx)
+    }
+
+    /// True when the timer is armed for `at` and has fired: what a poll would say, without
+    /// registering a waker or spending the task's coop budget. Only valid after a pending
+    /// [`poll_at`](Self::poll_at) for `at` with the waker that is to be woken.
+    pub(crate) fn elapsed_at(&self, at: std::time::Instant) -> bool {
+        self.armed == Some(at) && self.sleep.as_ref().is_some_and(|sleep| sleep.is_elapsed())
     }
 }
 

@@ -1,7 +1,8 @@
 //! [`HttpClient`], a handle on one origin's pool, and its builder.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::task::Poll;
+use std::time::{Duration, Instant};
 
 use tickwire::{HttpClientError, HttpSocketOptions};
 use tickwire_codec::buf::WriteBuf;
@@ -152,27 +153,28 @@ impl Shared {
         wbuf: &mut WriteBuf,
         method: Method,
     ) -> Result<ClientResponse, HttpClientError> {
-        let exchange = self.exchange(wbuf.as_slice(), method);
-        let result = match self.options.socket.request_deadline {
-            // The exchange is dropped at the deadline: its connection is closed (see `Checkout`).
-            Some(deadline) => tokio::time::timeout(deadline, exchange)
-                .await
-                .unwrap_or(Err(HttpClientError::DeadlineExceeded { deadline })),
-            None => exchange.await,
-        };
+        let deadline =
+            (self.options.socket.request_deadline).map(|total| crate::core::now() + total);
+        let result = self.exchange(wbuf.as_slice(), method, deadline).await;
         wbuf.clear();
         result
     }
 
+    /// The request on a connection from the pool. The deadline bounds the wait for a pooled
+    /// connection and the connect (with a timer of their own, only when they have to wait)
+    /// and every write and read (the connection's timer). A request stopped by the deadline
+    /// leaves its connection unusable, so the pool closes it (see `Checkout`).
     async fn exchange(
         self: &Arc<Self>,
         request: &[u8],
         method: Method,
+        deadline: Option<Instant>,
     ) -> Result<ClientResponse, HttpClientError> {
-        let mut place = self.checkout().await?;
+        let socket = &self.options.socket;
+        let mut place = self.by_deadline(deadline, self.checkout()).await?;
         let attempt = place
             .conn_mut()
-            .attempt(request, method, &self.options.socket)
+            .attempt(request, method, socket, deadline)
             .await?;
         if let Attempt::ClosedBeforeResponse(e) = attempt {
             if !place
@@ -181,10 +183,10 @@ impl Shared {
             {
                 return Err(e);
             }
-            place.reconnect().await?;
+            self.by_deadline(deadline, place.reconnect()).await?;
             let retried = place
                 .conn_mut()
-                .attempt(request, method, &self.options.socket)
+                .attempt(request, method, socket, deadline)
                 .await?;
             if let Attempt::ClosedBeforeResponse(e) = retried {
                 return Err(e);
@@ -192,6 +194,28 @@ impl Shared {
         }
         place.conn_mut().decode_body()?;
         Ok(ClientResponse::new(place))
+    }
+
+    /// `step`, stopped at `deadline`. Polled once first: a step done at once (an idle pooled
+    /// connection) makes no timer.
+    async fn by_deadline<T>(
+        &self,
+        deadline: Option<Instant>,
+        step: impl Future<Output = Result<T, HttpClientError>>,
+    ) -> Result<T, HttpClientError> {
+        let mut step = std::pin::pin!(step);
+        let Some(deadline) = deadline else {
+            return step.await;
+        };
+        if let Poll::Ready(done) =
+            std::future::poll_fn(|cx| Poll::Ready(step.as_mut().poll(cx))).await
+        {
+            return done;
+        }
+        let total = self.options.socket.request_deadline.unwrap_or_default();
+        tokio::time::timeout_at(deadline.into(), step)
+            .await
+            .unwrap_or(Err(HttpClientError::DeadlineExceeded { deadline: total }))
     }
 }
 

@@ -19,6 +19,7 @@ use tickwire_codec::rest::GzipBody;
 use tickwire_codec::rest::Origin;
 
 use super::client::Options;
+use crate::core::Timer;
 use crate::stream::MaybeTls;
 
 /// Outcome of one attempt on one connection.
@@ -41,6 +42,10 @@ pub(crate) struct Conn {
     gzip: Option<GzipBody>,
     /// The body of the response now held was inflated into `gzip`.
     inflated: bool,
+    /// The one timer of every wait on this connection (read and write timeouts, the request's
+    /// deadline), moved rather than made anew: a later deadline only updates the registered
+    /// entry, so a request that does not time out costs no timer registration.
+    timer: Timer,
 }
 
 impl Conn {
@@ -81,6 +86,7 @@ impl Conn {
                 .gzip
                 .then(|| GzipBody::new(options.limits.max_body_bytes)),
             inflated: false,
+            timer: Timer::default(),
         })
     }
 
@@ -115,20 +121,25 @@ impl Conn {
     }
 
     /// Writes `request` and reads until a final (non-1xx) response is complete, each write
-    /// and read bounded by its timeout.
+    /// and read bounded by its timeout, and all of it by `deadline` (the request's; `None`:
+    /// none).
     pub(crate) async fn attempt(
         &mut self,
         request: &[u8],
         method: Method,
         options: &HttpSocketOptions,
+        deadline: Option<Instant>,
     ) -> Result<Attempt, HttpClientError> {
         self.rules.request_started();
         let mut write_error = None;
-        let written = bounded(options.write_timeout, async {
-            self.stream.write_all(request).await?;
-            self.stream.flush().await
-        })
-        .await;
+        let bound = Bound::new(options, deadline);
+        let stream = &mut self.stream;
+        let written = bound
+            .wait(&mut self.timer, options.write_timeout, async {
+                stream.write_all(request).await?;
+                stream.flush().await
+            })
+            .await?;
         if let Err(e) = written {
             if !Failure::is_close(e.kind()) || !self.rules.read_after_write_error() {
                 return Err(typed(&self.stream, e));
@@ -159,7 +170,11 @@ impl Conn {
             }
             parse = true;
             let spare = ResponseReader::read_space(&mut self.rbuf);
-            let n = match bounded(options.read_timeout, self.stream.read(spare)).await {
+            let read = self.stream.read(spare);
+            let n = match bound
+                .wait(&mut self.timer, options.read_timeout, read)
+                .await?
+            {
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if !received_any && Failure::is_close(e.kind()) => {
@@ -283,17 +298,78 @@ fn is_informational(response: &Response<'_>) -> bool {
 /// Runs `io` for at most `timeout` (`None`: unbounded); an expired one is an `io::Error` of
 /// kind `TimedOut` ([`HttpClientError::is_timeout`]). The timer is armed only if `io` has to
 /// wait.
-async fn bounded<T>(
-    timeout: Option<Duration>,
-    io: impl Future<Output = io::Result<T>>,
-) -> io::Result<T> {
-    match timeout {
-        Some(timeout) => tokio::time::timeout(timeout, io).await.unwrap_or_else(|_| {
-            Err(io::Error::new(
+/// What bounds the waits of one request: each wait's own timeout, and the request's deadline.
+#[derive(Debug, Clone, Copy)]
+struct Bound {
+    deadline: Option<Instant>,
+    /// The configured total, for the error.
+    total: Option<Duration>,
+}
+
+impl Bound {
+    fn new(options: &HttpSocketOptions, deadline: Option<Instant>) -> Self {
+        Self {
+            deadline,
+            total: options.request_deadline,
+        }
+    }
+
+    /// `io`, unless `timeout` (from now) or the request's deadline passes first: then an
+    /// `io::Error` of kind `TimedOut` (inside `Ok`), or `DeadlineExceeded`. The timer is only
+    /// looked at once `io` has to wait.
+    async fn wait<T>(
+        self,
+        timer: &mut Timer,
+        timeout: Option<Duration>,
+        io: impl Future<Output = io::Result<T>>,
+    ) -> Result<io::Result<T>, HttpClientError> {
+        let mut io = std::pin::pin!(io);
+        let mut at = None;
+        // The waker the timer was last polled with in this wait. Polled again with the same
+        // one, the timer is only looked at (`is_elapsed`): each poll of a `Sleep` spends the
+        // task's coop budget, and a task that polls many waiting requests (`join_all`,
+        // `select!`) would run out of it and yield to the runtime far more often.
+        let mut registered: Option<Waker> = None;
+        let expired = std::future::poll_fn(|cx| {
+            if let Poll::Ready(out) = io.as_mut().poll(cx) {
+                return Poll::Ready(Ok(out));
+            }
+            let at = *at.get_or_insert_with(|| {
+                let waited = timeout.map(|timeout| crate::core::now() + timeout);
+                match (waited, self.deadline) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            });
+            let Some(at) = at else {
+                return Poll::Pending;
+            };
+            if registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                return if timer.elapsed_at(at) {
+                    Poll::Ready(Err(at))
+                } else {
+                    Poll::Pending
+                };
+            }
+            let polled = timer.poll_at(at, cx);
+            if polled.is_pending() {
+                registered = Some(cx.waker().clone());
+            }
+            polled.map(|()| Err(at))
+        })
+        .await;
+        match expired {
+            Ok(out) => Ok(out),
+            // The earlier of the two passed: the deadline when it was the one set.
+            Err(at) if self.deadline.is_some_and(|deadline| at >= deadline) => {
+                Err(HttpClientError::DeadlineExceeded {
+                    deadline: self.total.unwrap_or_default(),
+                })
+            }
+            Err(_) => Ok(Err(io::Error::new(
                 ErrorKind::TimedOut,
                 "HTTP read or write timed out",
-            ))
-        }),
-        None => io.await,
+            ))),
+        }
     }
 }
