@@ -9,10 +9,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
-    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose,
-};
+use crate::tls_support::{Ca, Identity};
 
 /// The bound on every wait: a hung child fails the test instead of hanging it.
 pub(crate) const PATIENCE: Duration = Duration::from_secs(20);
@@ -33,19 +30,13 @@ impl Pki {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("tls_cli-{test}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let ca = CertifiedIssuer::self_signed(ca_params(), KeyPair::generate().unwrap()).unwrap();
-        let issue = |name: &str, names: &[&str], purpose| {
-            let key = KeyPair::generate().unwrap();
-            let cert = leaf_params(names, purpose).signed_by(&key, &ca).unwrap();
-            std::fs::write(dir.join(format!("{name}.pem")), cert.pem()).unwrap();
-            std::fs::write(dir.join(format!("{name}.key")), key.serialize_pem()).unwrap();
+        let ca = Ca::new(test);
+        let write = |name: &str, identity: Identity| {
+            std::fs::write(dir.join(format!("{name}.pem")), identity.chain_pem).unwrap();
+            std::fs::write(dir.join(format!("{name}.key")), identity.key_pem).unwrap();
         };
-        issue("server", server_names, ExtendedKeyUsagePurpose::ServerAuth);
-        issue(
-            "client",
-            &["trading-client"],
-            ExtendedKeyUsagePurpose::ClientAuth,
-        );
+        write("server", ca.server_cert(server_names));
+        write("client", ca.client_cert("trading-client"));
         std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
         Self { dir }
     }
@@ -59,30 +50,6 @@ impl Drop for Pki {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn ca_params() -> CertificateParams {
-    let mut params = CertificateParams::default();
-    params.distinguished_name = common_name("tickwire CLI test CA");
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    params
-}
-
-fn leaf_params(names: &[&str], purpose: ExtendedKeyUsagePurpose) -> CertificateParams {
-    let names: Vec<String> = names.iter().map(|name| name.to_string()).collect();
-    let mut params = CertificateParams::new(names.clone()).unwrap();
-    params.distinguished_name = common_name(&names[0]);
-    params.is_ca = IsCa::ExplicitNoCa;
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    params.extended_key_usages = vec![purpose];
-    params
-}
-
-fn common_name(name: &str) -> DistinguishedName {
-    let mut dn = DistinguishedName::new();
-    dn.push(DnType::CommonName, name);
-    dn
 }
 
 fn tickwire() -> Command {
