@@ -62,13 +62,6 @@ impl Timer {
         }
         sleep.as_mut().poll(cx)
     }
-
-    /// True when the timer is armed for `at` and has fired: what a poll would say, without
-    /// registering a waker or spending the task's coop budget. Only valid after a pending
-    /// [`poll_at`](Self::poll_at) for `at` with the waker that is to be woken.
-    pub(crate) fn elapsed_at(&self, at: std::time::Instant) -> bool {
-        self.armed == Some(at) && self.sleep.as_ref().is_some_and(|sleep| sleep.is_elapsed())
-    }
 }
 
 /// Now on tokio's clock (paused and advanced in tests), as the codec's `Instant`.

@@ -325,11 +325,6 @@ impl Bound {
     ) -> Result<io::Result<T>, HttpClientError> {
         let mut io = std::pin::pin!(io);
         let mut at = None;
-        // The waker the timer was last polled with in this wait. Polled again with the same
-        // one, the timer is only looked at (`is_elapsed`): each poll of a `Sleep` spends the
-        // task's coop budget, and a task that polls many waiting requests (`join_all`,
-        // `select!`) would run out of it and yield to the runtime far more often.
-        let mut registered: Option<Waker> = None;
         let expired = std::future::poll_fn(|cx| {
             if let Poll::Ready(out) = io.as_mut().poll(cx) {
                 return Poll::Ready(Ok(out));
@@ -341,21 +336,10 @@ impl Bound {
                     (a, b) => a.or(b),
                 }
             });
-            let Some(at) = at else {
-                return Poll::Pending;
-            };
-            if registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                return if timer.elapsed_at(at) {
-                    Poll::Ready(Err(at))
-                } else {
-                    Poll::Pending
-                };
+            match at {
+                Some(at) => timer.poll_at(at, cx).map(|()| Err(at)),
+                None => Poll::Pending,
             }
-            let polled = timer.poll_at(at, cx);
-            if polled.is_pending() {
-                registered = Some(cx.waker().clone());
-            }
-            polled.map(|()| Err(at))
         })
         .await;
         match expired {
