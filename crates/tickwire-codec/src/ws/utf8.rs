@@ -115,6 +115,58 @@ mod tests {
         assert_eq!(stream.feed(&[0xa0]), Err(InvalidUtf8));
     }
 
+    /// What the stream must say after seeing `prefix`: an error exactly when no suffix can
+    /// make it valid.
+    fn can_continue(prefix: &[u8]) -> bool {
+        match core::str::from_utf8(prefix) {
+            Ok(_) => true,
+            Err(e) => e.error_len().is_none(),
+        }
+    }
+
+    /// Feeds `bytes` in the pieces `cuts` make, checking after each piece that the stream
+    /// fails exactly when the bytes seen cannot start valid UTF-8, and at the end that it
+    /// accepts exactly what `str::from_utf8` accepts.
+    fn check_pieces(bytes: &[u8], cuts: &[usize]) -> Result<(), String> {
+        let mut stream = Utf8Stream::default();
+        let mut seen = 0;
+        for &end in cuts.iter().chain([&bytes.len()]) {
+            let fed = stream.feed(&bytes[seen..end]);
+            if fed.is_ok() != can_continue(&bytes[..end]) {
+                return Err(format!("{bytes:x?}: piece ending at {end} gave {fed:?}"));
+            }
+            if fed.is_err() {
+                return Ok(());
+            }
+            seen = end;
+        }
+        if stream.finish().is_ok() != core::str::from_utf8(bytes).is_ok() {
+            return Err(format!("{bytes:x?}: finish disagrees"));
+        }
+        Ok(())
+    }
+
+    proptest::proptest! {
+        /// Bytes drawn from lead, continuation and invalid bytes, fed cut once at every
+        /// position and one byte at a time.
+        #[test]
+        fn agrees_with_std_at_every_cut(
+            bytes in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    b'a', 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc2, 0xdf, 0xe0,
+                    0xe1, 0xed, 0xee, 0xef, 0xf0, 0xf1, 0xf4, 0xf5, 0xff,
+                ]),
+                0..24,
+            ),
+        ) {
+            for cut in 0..=bytes.len() {
+                proptest::prop_assert_eq!(check_pieces(&bytes, &[cut]), Ok(()));
+            }
+            let every: Vec<usize> = (1..bytes.len()).collect();
+            proptest::prop_assert_eq!(check_pieces(&bytes, &every), Ok(()));
+        }
+    }
+
     #[test]
     fn truncated_sequence_fails_at_finish() {
         let mut stream = Utf8Stream::default();
