@@ -239,7 +239,9 @@ impl Workload<'_> {
             self.len,
             bytes.len(),
             if self.tls.is_some() {
-                " through tickwire's server TLS stream (16 KiB records)"
+                " as 16 KiB TLS records, encrypted by tickwire's server TLS stream before the \
+                 start (a sender encrypting as it goes runs at the client's decryption speed, \
+                 and the figure would be whichever side the scheduler slowed)"
             } else {
                 ""
             },

@@ -97,9 +97,13 @@ pub(super) fn stream(
     let (go, ready) = sync_channel(1);
     let server = match tls {
         None => servers::stream_sender(peer_core, Arc::clone(bytes), true, ready),
-        Some(config) => {
-            servers::stream_sender_tls(peer_core, Arc::clone(bytes), config.clone(), ready)
-        }
+        Some(config) => servers::stream_sender_tls(
+            peer_core,
+            Arc::clone(bytes),
+            config.clone(),
+            servers::Encrypt::Ahead,
+            ready,
+        ),
     };
     let (addr, secure, name) = (server.addr(), tls.is_some(), client.name());
     let per = messages as u64;

@@ -160,13 +160,17 @@ pub(crate) fn stream_sender(
 }
 
 /// [`stream_sender`] with the opening handshake behind TLS: once `go` fires, `bytes` (the
-/// same pre-encoded frames) go through the server's TLS stream, which encrypts them in
-/// 16 KiB records (rustls's largest) as it takes them, 64 KiB per write; then it waits for
-/// the client to hang up. Panics unless the handshake settled on [`pki::CIPHER_SUITE`].
+/// same pre-encoded frames) go out in 16 KiB records (rustls's largest); then it waits for
+/// the client to hang up. With [`Encrypt::AsItGoes`] the server's TLS stream encrypts them as
+/// it takes them, 64 KiB per write (the rate is then the pipeline's); with
+/// [`Encrypt::Ahead`] they are encrypted before `go` and written as raw ciphertext, so the
+/// sender outruns any client and the rate is the client's. Panics unless the handshake
+/// settled on [`pki::CIPHER_SUITE`].
 pub(crate) fn stream_sender_tls(
     peer_core: usize,
     bytes: Arc<[u8]>,
     tls: ServerTlsConfig,
+    encrypt: Encrypt,
     go: Receiver<()>,
 ) -> Server {
     spawn("stream-sender-tls", peer_core, move |stream| {
@@ -175,12 +179,20 @@ pub(crate) fn stream_sender_tls(
             .accept_tls(stream, &tls)
             .expect("wss stream server: handshake");
         check_suite(ws.stream());
+        let socket = ws.stream_mut();
+        let ciphertext = match encrypt {
+            Encrypt::Ahead => Some(encrypt_all(socket.codec_mut(), &bytes)),
+            Encrypt::AsItGoes => None,
+        };
         if go.recv_timeout(IDLE_LIMIT).is_err() {
             return;
         }
-        let socket = ws.stream_mut();
         // A failure means the client gave up, which its own side reports.
-        if socket.write_all(&bytes).is_err() || socket.flush().is_err() {
+        let sent = match &ciphertext {
+            Some(ciphertext) => socket.get_mut().write_all(ciphertext),
+            None => socket.write_all(&bytes).and_then(|()| socket.flush()),
+        };
+        if sent.is_err() {
             return;
         }
         // Stay connected until the client is done (EOF or close_notify ends the read).
@@ -188,6 +200,33 @@ pub(crate) fn stream_sender_tls(
         let mut sink = [0u8; 1024];
         while matches!(socket.read(&mut sink), Ok(n) if n > 0) {}
     })
+}
+
+/// When a TLS stream sender encrypts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Encrypt {
+    /// Through the TLS stream while sending.
+    AsItGoes,
+    /// All of it before the start signal.
+    Ahead,
+}
+
+/// `plaintext` as the TLS records `codec` would write for it (16 KiB each), in order.
+fn encrypt_all(codec: &mut tickwire_tls::TlsCodec, plaintext: &[u8]) -> Vec<u8> {
+    let mut ciphertext = Vec::with_capacity(plaintext.len() + plaintext.len() / 256 + 4096);
+    let mut chunk = vec![0u8; 256 << 10];
+    let mut rest = plaintext;
+    while !rest.is_empty() {
+        let taken = codec
+            .write_plaintext(rest)
+            .expect("wss stream server: encrypt");
+        rest = &rest[taken..];
+        while codec.wants_write() {
+            let n = codec.write_tls(&mut chunk);
+            ciphertext.extend_from_slice(&chunk[..n]);
+        }
+    }
+    ciphertext
 }
 
 /// Bytes a feed server queues before it writes them: large writes, as a publisher that keeps

@@ -209,7 +209,13 @@ fn stream_once(
     let (go, ready) = sync_channel(1);
     let server = match client {
         Client::TickwirePlain => servers::stream_sender(peer_core, Arc::clone(bytes), true, ready),
-        _ => servers::stream_sender_tls(peer_core, Arc::clone(bytes), tls.clone(), ready),
+        _ => servers::stream_sender_tls(
+            peer_core,
+            Arc::clone(bytes),
+            tls.clone(),
+            servers::Encrypt::AsItGoes,
+            ready,
+        ),
     };
     let addr = server.addr();
     let name = client.name();

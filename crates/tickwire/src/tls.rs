@@ -100,6 +100,15 @@ impl<S: Stream> TlsStream<S> {
         &self.codec
     }
 
+    /// The codec, to drive by hand: encrypt ahead of time with
+    /// [`TlsCodec::write_plaintext`] and [`TlsCodec::write_tls`], change the buffer limit,
+    /// queue a close_notify. Ciphertext left queued in it goes out first on this stream's next
+    /// write or flush; ciphertext taken out with `write_tls` is the caller's to put on the
+    /// wire, in order, before anything else.
+    pub fn codec_mut(&mut self) -> &mut TlsCodec {
+        &mut self.codec
+    }
+
     /// The underlying stream.
     pub fn get_ref(&self) -> &S {
         &self.sock
