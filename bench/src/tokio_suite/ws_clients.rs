@@ -94,7 +94,11 @@ pub(super) fn stream(
     (messages, len): (usize, usize),
     peer_core: usize,
 ) -> (Duration, f64) {
-    let (go, ready) = sync_channel(1);
+    // A rendezvous: the start signal is taken only once the server is ready to write (over
+    // TLS, once it has encrypted everything). The client's first-byte wait can fire early on
+    // the session tickets a TLS 1.3 server sends after the handshake, so a server still
+    // encrypting would be timed as the client's.
+    let (go, ready) = sync_channel(0);
     let server = match tls {
         None => servers::stream_sender(peer_core, Arc::clone(bytes), true, ready),
         Some(config) => servers::stream_sender_tls(
