@@ -86,6 +86,14 @@ impl Core {
     /// (`Progress::Closed`). Writes what is owed on the way (pongs, the close reply, keepalive
     /// pings) with `write_waker` (`None`: `cx`'s), and runs the codec's timers with `timer`. Never returns
     /// `Progress::NeedMore`.
+    ///
+    /// A message already in the buffer is the common case in a stream of small messages: it
+    /// is answered here, inline; everything else (reads, writes, timers, the close, errors)
+    /// goes to [`poll_fill_slow`](Self::poll_fill_slow) with what `advance` said. Measured with
+    /// callgrind over an in-memory stream of 128 B text frames: 393 instructions per message,
+    /// against 431 with the whole loop out of line (its prologue and epilogue every time) and
+    /// 379 for the blocking transport.
+    #[inline]
     pub(crate) fn poll_fill<S: Transport>(
         &mut self,
         stream: &mut S,
@@ -93,9 +101,37 @@ impl Core {
         write_waker: Option<&Waker>,
         timer: &mut Timer,
     ) -> Poll<Result<Progress, Error>> {
+        let mut advanced = None;
+        if !self.ready {
+            match self.conn.advance(&mut self.bufs) {
+                Ok(Progress::Ready) => self.ready = true,
+                other => advanced = Some(other),
+            }
+        }
+        if self.ready && self.conn.state() != ConnectionState::Closed {
+            return Poll::Ready(Ok(Progress::Ready));
+        }
+        self.poll_fill_slow(stream, cx, write_waker, timer, advanced)
+    }
+
+    /// [`poll_fill`](Self::poll_fill)'s loop. `advanced` is the result of an `advance` the
+    /// caller already made (used instead of advancing again: an error is reported once).
+    #[inline(never)]
+    fn poll_fill_slow<S: Transport>(
+        &mut self,
+        stream: &mut S,
+        cx: &mut Context<'_>,
+        write_waker: Option<&Waker>,
+        timer: &mut Timer,
+        mut advanced: Option<Result<Progress, tickwire_codec::ws::Error>>,
+    ) -> Poll<Result<Progress, Error>> {
         loop {
             if !self.ready {
-                match self.conn.advance(&mut self.bufs) {
+                let progress = match advanced.take() {
+                    Some(progress) => progress,
+                    None => self.conn.advance(&mut self.bufs),
+                };
+                match progress {
                     Ok(Progress::Ready) => self.ready = true,
                     Ok(Progress::Closed) => {
                         ready!(
