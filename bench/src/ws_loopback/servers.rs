@@ -214,7 +214,6 @@ pub(crate) enum Encrypt {
 /// `plaintext` as the TLS records `codec` would write for it (16 KiB each), in order.
 fn encrypt_all(codec: &mut tickwire_tls::TlsCodec, plaintext: &[u8]) -> Vec<u8> {
     let mut ciphertext = Vec::with_capacity(plaintext.len() + plaintext.len() / 256 + 4096);
-    let mut chunk = vec![0u8; 256 << 10];
     let mut rest = plaintext;
     while !rest.is_empty() {
         let taken = codec
@@ -222,8 +221,9 @@ fn encrypt_all(codec: &mut tickwire_tls::TlsCodec, plaintext: &[u8]) -> Vec<u8> 
             .expect("wss stream server: encrypt");
         rest = &rest[taken..];
         while codec.wants_write() {
-            let n = codec.write_tls(&mut chunk);
-            ciphertext.extend_from_slice(&chunk[..n]);
+            codec
+                .write_tls_to(&mut ciphertext)
+                .expect("wss stream server: records into memory");
         }
     }
     ciphertext
