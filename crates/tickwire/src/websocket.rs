@@ -128,12 +128,14 @@ impl<S: Stream> WebSocket<S> {
     /// [`Recv::Timeout`]. `Err` is a failed connection: a socket error ([`Error::Io`]), a
     /// protocol error or connection timer ([`Error::Protocol`]), a TCP close without a close
     /// frame ([`Error::UnexpectedEof`]).
+    #[inline]
     pub fn recv(&mut self) -> Result<Recv<'_>, Error> {
         self.recv_with_sender().map(|(recv, _)| recv)
     }
 
     /// Like [`recv`](Self::recv), and also lends the [`Sender`] so a reply (an echo, a pong,
     /// an order) can be queued while the message is still borrowed, with no copy.
+    #[inline]
     pub fn recv_with_sender(&mut self) -> Result<(Recv<'_>, Sender<'_>), Error> {
         match self.fill(true)? {
             Progress::Ready => self
@@ -146,6 +148,7 @@ impl<S: Stream> WebSocket<S> {
 
     /// Returns a buffered or readable message without blocking: on a non-blocking stream,
     /// [`Recv::WouldBlock`] when nothing can be read now.
+    #[inline]
     pub fn try_recv(&mut self) -> Result<Recv<'_>, Error> {
         match self.fill(false)? {
             Progress::Ready => self
@@ -326,9 +329,27 @@ impl<S: Stream> WebSocket<S> {
 
     /// Reads until a message is ready, the close handshake completes, or the stream has
     /// nothing more (non-blocking, or the user's read timeout expired).
+    ///
+    /// The front, a message already buffered, is inlined into `recv` so the message goes to
+    /// the caller in registers; reading, timers and errors are out of line.
+    #[inline(always)]
     fn fill(&mut self, blocking: bool) -> Result<Progress, Error> {
+        match self.conn.advance(&mut self.bufs) {
+            Ok(Progress::Ready) => Ok(Progress::Ready),
+            advanced => self.fill_slow(blocking, advanced),
+        }
+    }
+
+    /// [`fill`](Self::fill) past its front: `advanced` is what the connection said about the
+    /// bytes already buffered.
+    #[inline(never)]
+    fn fill_slow(
+        &mut self,
+        blocking: bool,
+        mut advanced: Result<Progress, tickwire_codec::ws::Error>,
+    ) -> Result<Progress, Error> {
         loop {
-            match self.conn.advance(&mut self.bufs) {
+            match advanced {
                 Ok(Progress::Ready) => return Ok(Progress::Ready),
                 Ok(Progress::Closed) => {
                     self.finish_transport();
@@ -340,6 +361,7 @@ impl<S: Stream> WebSocket<S> {
             // About to wait for the peer: write what is owed first.
             self.flush()?;
             if self.conn.state() == ConnectionState::Closed {
+                advanced = self.conn.advance(&mut self.bufs);
                 continue;
             }
             self.apply_read_timeout()?;
@@ -370,9 +392,11 @@ impl<S: Stream> WebSocket<S> {
                 }
                 Err(e) => return Err(self.io_failed(e)),
             }
+            advanced = self.conn.advance(&mut self.bufs);
         }
     }
 
+    #[inline(always)]
     fn take_message(&mut self) -> Result<(Message<'_>, Sender<'_>), Error> {
         let closing = self.conn.state() == ConnectionState::Closed;
         if closing {

@@ -429,7 +429,7 @@ impl Connection {
     }
 
     /// The ready message and the [`Sender`] together.
-    #[inline]
+    #[inline(always)]
     pub fn message_with_sender<'b>(
         &'b mut self,
         bufs: &'b mut Buffers,

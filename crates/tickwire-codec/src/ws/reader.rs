@@ -269,7 +269,7 @@ impl<L: LimitsSource> FrameReader<L> {
     /// The message [`advance`](Self::advance) made ready, borrowing `buf` (the buffer that
     /// `advance` was given). Text (and a close reason) is validated as UTF-8 here, once;
     /// invalid text fails the reader. Returns [`Error::NotReady`] when no message is ready.
-    #[inline]
+    #[inline(always)]
     pub fn message<'b>(&'b mut self, buf: &'b ReadBuf) -> Result<Message<'b>, Error> {
         let (opcode, payload) = match self.ready {
             Some(Step::Frame { opcode, start, len }) => {
