@@ -111,13 +111,44 @@ impl Core {
         if self.ready && self.conn.state() != ConnectionState::Closed {
             return Poll::Ready(Ok(Progress::Ready));
         }
-        self.poll_fill_slow(stream, cx, write_waker, timer, advanced)
+        let mut failure = None;
+        match self.poll_fill_slow(stream, cx, write_waker, timer, advanced, &mut failure) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(progress) => Poll::Ready(match failure {
+                Some(error) => Err(error),
+                None => Ok(progress),
+            }),
+        }
+    }
+
+    /// [`poll_fill_loop`](Self::poll_fill_loop) out of line, its error put in `failure` so
+    /// that what it returns fits a register. Returned through memory, the `Result` was
+    /// written in one layout and read in another where the fast path's joins it: a failed
+    /// store-to-load forward on every message (docs/benchmarks/issue-16.md).
+    #[inline(never)]
+    fn poll_fill_slow<S: Transport>(
+        &mut self,
+        stream: &mut S,
+        cx: &mut Context<'_>,
+        write_waker: Option<&Waker>,
+        timer: &mut Timer,
+        advanced: Option<Result<Progress, tickwire_codec::ws::Error>>,
+        failure: &mut Option<Error>,
+    ) -> Poll<Progress> {
+        match self.poll_fill_loop(stream, cx, write_waker, timer, advanced) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(progress)) => Poll::Ready(progress),
+            Poll::Ready(Err(error)) => {
+                *failure = Some(error);
+                Poll::Ready(Progress::NeedMore)
+            }
+        }
     }
 
     /// [`poll_fill`](Self::poll_fill)'s loop. `advanced` is the result of an `advance` the
     /// caller already made (used instead of advancing again: an error is reported once).
-    #[inline(never)]
-    fn poll_fill_slow<S: Transport>(
+    #[inline(always)]
+    fn poll_fill_loop<S: Transport>(
         &mut self,
         stream: &mut S,
         cx: &mut Context<'_>,

@@ -6,7 +6,8 @@
 //! pings, and whatever the caller queued). Ending a connection waits only in
 //! [`WebSocket::finish`]; dropping one never blocks nor writes.
 
-use std::future::poll_fn;
+use std::future::{Future, poll_fn};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 #[cfg(feature = "deflate")]
@@ -32,6 +33,9 @@ pub struct WebSocket<S> {
     pub(crate) stream: S,
     pub(crate) core: Core,
     pub(crate) timer: Timer,
+    /// The user's read timeout's own timer (a receive that waits too long returns
+    /// [`Recv::Timeout`]), apart from the connection's.
+    pub(crate) read_timer: Timer,
     pub(crate) read_timeout: Option<Duration>,
     pub(crate) write_timeout: Option<Duration>,
     pub(crate) negotiated: Negotiated,
@@ -57,6 +61,7 @@ impl<S: Transport> WebSocket<S> {
             stream,
             core,
             timer,
+            read_timer: Timer::default(),
             read_timeout: None,
             write_timeout: None,
             negotiated: Negotiated::default(),
@@ -105,28 +110,79 @@ impl<S: Transport> WebSocket<S> {
     ///
     /// Cancel safe: a dropped future loses nothing (bytes read are in the connection's
     /// buffer, a parsed message waits for the next call).
-    pub async fn recv(&mut self) -> Result<Recv<'_>, Error> {
-        self.recv_with_sender().await.map(|(recv, _)| recv)
+    pub fn recv(&mut self) -> impl Future<Output = Result<Recv<'_>, Error>> + '_ {
+        ReceiveOnly(Receive {
+            ws: Some(self),
+            deadline: None,
+        })
     }
 
     /// Like [`recv`](Self::recv), and also lends the [`Sender`] so a reply can be queued while
     /// the message is still borrowed, with no copy. Cancel safe as `recv`.
-    pub async fn recv_with_sender(&mut self) -> Result<(Recv<'_>, Sender<'_>), Error> {
-        let progress = match self.read_timeout {
-            None => self.fill().await?,
-            Some(timeout) => match tokio::time::timeout(timeout, self.fill()).await {
-                Ok(progress) => progress?,
-                Err(_) => Progress::NeedMore,
-            },
+    pub fn recv_with_sender(
+        &mut self,
+    ) -> impl Future<Output = Result<(Recv<'_>, Sender<'_>), Error>> + '_ {
+        Receive {
+            ws: Some(self),
+            deadline: None,
+        }
+    }
+
+    /// One poll of a receive. `this` is the connection, lent back to the future while it
+    /// waits and handed to the result once ready; `deadline` is when the read timeout ends,
+    /// counted from the first time the receive waits.
+    ///
+    /// See [`Receive`] for why this is not an `async fn`.
+    #[inline(always)]
+    fn poll_recv<'a>(
+        this: &mut Option<&'a mut Self>,
+        deadline: &mut Option<std::time::Instant>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(Recv<'a>, Sender<'a>), Error>> {
+        let ws = this
+            .take()
+            .expect("a receive future polled after it completed");
+        let progress = match ws.core.poll_fill(&mut ws.stream, cx, None, &mut ws.timer) {
+            Poll::Ready(progress) => progress,
+            Poll::Pending => {
+                if ws.poll_read_timeout(deadline, cx).is_pending() {
+                    *this = Some(ws);
+                    return Poll::Pending;
+                }
+                Ok(Progress::NeedMore)
+            }
         };
-        match progress {
-            Progress::Ready => self
+        Poll::Ready(match progress {
+            Err(error) => Err(error),
+            Ok(Progress::Ready) => ws
                 .core
                 .take_message()
                 .map(|(message, sender)| (Recv::Message(message), sender)),
-            Progress::Closed => Ok((Recv::Closed, self.sender())),
-            Progress::NeedMore => Ok((Recv::Timeout, self.sender())),
-        }
+            Ok(Progress::Closed) => Ok((Recv::Closed, ws.sender())),
+            Ok(Progress::NeedMore) => Ok((Recv::Timeout, ws.sender())),
+        })
+    }
+
+    /// Ready once the user's read timeout has run out for the receive whose `deadline` this
+    /// is; pending forever without a read timeout.
+    #[inline(never)]
+    fn poll_read_timeout(
+        &mut self,
+        deadline: &mut Option<std::time::Instant>,
+        cx: &mut Context<'_>,
+    ) -> Poll<()> {
+        let Some(timeout) = self.read_timeout else {
+            return Poll::Pending;
+        };
+        let at = match *deadline {
+            Some(at) => at,
+            // A timeout too large for the clock never ends.
+            None => match now().checked_add(timeout) {
+                Some(at) => *deadline.insert(at),
+                None => return Poll::Pending,
+            },
+        };
+        self.read_timer.poll_at(at, cx)
     }
 
     fn fill(&mut self) -> impl Future<Output = Result<Progress, Error>> + '_ {
@@ -314,5 +370,44 @@ impl<S: Transport> WebSocket<S> {
     /// Sets the write timeout that bounds [`flush`](Self::flush).
     pub fn set_write_timeout(&mut self, timeout: Option<Duration>) {
         self.write_timeout = timeout;
+    }
+}
+
+/// The future of [`WebSocket::recv_with_sender`] (and, through [`ReceiveOnly`], of
+/// [`WebSocket::recv`]).
+///
+/// Hand-written rather than an `async fn` so that its poll, with the buffered-message front
+/// of `poll_fill`, inlines into the caller's own poll and the message comes back in
+/// registers. The `async fn` was polled out of line and returned the message through memory,
+/// written in one enum layout and read back in another: a failed store-to-load forward on
+/// every message (docs/benchmarks/issue-16.md).
+struct Receive<'a, S> {
+    /// The connection: lent back while the receive waits, handed to the result when ready.
+    ws: Option<&'a mut WebSocket<S>>,
+    /// When the user's read timeout ends, set the first time this receive waits.
+    deadline: Option<std::time::Instant>,
+}
+
+impl<'a, S: Transport> Future for Receive<'a, S> {
+    type Output = Result<(Recv<'a>, Sender<'a>), Error>;
+
+    #[inline(always)]
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        WebSocket::poll_recv(&mut this.ws, &mut this.deadline, cx)
+    }
+}
+
+/// The future of [`WebSocket::recv`]: [`Receive`] without the sender.
+struct ReceiveOnly<'a, S>(Receive<'a, S>);
+
+impl<'a, S: Transport> Future for ReceiveOnly<'a, S> {
+    type Output = Result<Recv<'a>, Error>;
+
+    #[inline(always)]
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut self.get_mut().0;
+        WebSocket::poll_recv(&mut this.ws, &mut this.deadline, cx)
+            .map(|done| done.map(|(recv, _)| recv))
     }
 }

@@ -175,6 +175,10 @@ async fn a_rejected_upgrade_and_a_read_timeout() {
         .await
         .unwrap();
     assert_eq!(ws.recv().await.unwrap(), Recv::Timeout);
+    // Each receive has its own deadline: the next one waits again, then times out again.
+    let waited = std::time::Instant::now();
+    assert_eq!(ws.recv().await.unwrap(), Recv::Timeout);
+    assert!(waited.elapsed() >= Duration::from_millis(30));
     // Still usable after the timeout.
     round_trips(&mut ws, 3).await;
     ws.finish().await.unwrap();
