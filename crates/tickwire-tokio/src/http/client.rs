@@ -171,7 +171,10 @@ impl Shared {
         deadline: Option<Instant>,
     ) -> Result<ClientResponse, HttpClientError> {
         let socket = &self.options.socket;
-        let mut place = self.by_deadline(deadline, self.checkout()).await?;
+        let mut place = match self.checkout_idle() {
+            Some(place) => place,
+            None => self.by_deadline(deadline, self.checkout()).await?,
+        };
         let attempt = place
             .conn_mut()
             .attempt(request, method, socket, deadline)

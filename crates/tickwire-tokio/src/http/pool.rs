@@ -98,21 +98,39 @@ impl Shared {
     /// cap and `notified` is registered, before the lock is released, for the next return.
     fn try_checkout(&self, notified: Pin<&mut Notified<'_>>) -> Option<Option<Conn>> {
         let mut idle = self.lock();
-        let now = Instant::now();
-        self.expire(&mut idle, now);
-        let max_idle = self.options.idle_timeout;
-        while let Some(mut conn) = idle.conns.pop_back() {
-            if !conn.idle_expired(now, max_idle) && conn.ready(now) {
-                return Some(Some(conn));
-            }
-            // Expired, closed by the server while idle, or out of step: dropped here.
-            idle.taken -= 1;
+        if let Some(conn) = self.pop_ready(&mut idle) {
+            return Some(Some(conn));
         }
         if idle.taken < self.options.max_connections {
             idle.taken += 1;
             return Some(None);
         }
         notified.enable();
+        None
+    }
+
+    /// The warmest idle connection the rules let carry a request, if there is one: the
+    /// checkout of back-to-back requests, done before any future is made. (Going through
+    /// [`checkout`](Self::checkout) moved its whole future, sized for a connect, into the
+    /// deadline wrapper on every request.)
+    pub(crate) fn checkout_idle(self: &Arc<Self>) -> Option<Checkout> {
+        let conn = self.pop_ready(&mut self.lock())?;
+        Some(self.claim(Some(conn)))
+    }
+
+    /// Under the lock: closes what expired, then pops idle connections, newest first, until
+    /// one may carry a request; the others are dropped (expired, closed by the server while
+    /// idle, or out of step).
+    fn pop_ready(&self, idle: &mut Idle) -> Option<Conn> {
+        let now = Instant::now();
+        self.expire(idle, now);
+        let max_idle = self.options.idle_timeout;
+        while let Some(mut conn) = idle.conns.pop_back() {
+            if !conn.idle_expired(now, max_idle) && conn.ready(now) {
+                return Some(conn);
+            }
+            idle.taken -= 1;
+        }
         None
     }
 
