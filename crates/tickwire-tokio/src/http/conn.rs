@@ -295,9 +295,6 @@ fn is_informational(response: &Response<'_>) -> bool {
     status.is_informational() && status.as_u16() != 101
 }
 
-/// Runs `io` for at most `timeout` (`None`: unbounded); an expired one is an `io::Error` of
-/// kind `TimedOut` ([`HttpClientError::is_timeout`]). The timer is armed only if `io` has to
-/// wait.
 /// What bounds the waits of one request: each wait's own timeout, and the request's deadline.
 #[derive(Debug, Clone, Copy)]
 struct Bound {
