@@ -3,8 +3,9 @@
 //! Ciphertext goes in through [`TlsCodec::read_tls`] (from a slice) or
 //! [`TlsCodec::read_tls_from`] (from any reader, straight into rustls's record buffer, where the
 //! record is decrypted in place). Plaintext comes out through [`TlsCodec::read_plaintext`] into
-//! the caller's buffer (the protocol reader's spare space), the one copy the buffered rustls
-//! API makes. Outgoing plaintext is encrypted into records by
+//! the caller's buffer (the protocol reader's spare space). The buffered rustls API copies
+//! each record's plaintext twice: into a buffer of its own as the record is processed
+//! (rustls 0.23), then into the caller's. Outgoing plaintext is encrypted into records by
 //! [`TlsCodec::write_plaintext`] and leaves through [`TlsCodec::write_tls`] /
 //! [`TlsCodec::write_tls_to`].
 
