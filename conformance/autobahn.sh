@@ -16,10 +16,11 @@
 # the script builds and uses target/release/tickwire.
 #
 # TICKWIRE_RUNTIME=tokio runs tickwire through its tokio transports (`--runtime tokio` on
-# `serve` and on the client agent's `connect`); the default is `blocking`. The verdicts are
-# compared with the same conformance/expected/ROLE.json either way. A tokio run's reports and
-# server log carry a `tokio-` prefix (target/autobahn-reports/tokio-ROLE), so both runtimes
-# can run side by side.
+# `serve` and on the client agent's `connect`); TICKWIRE_RUNTIME=reactor runs the server roles
+# on tickwire-server's epoll reactor (`serve --runtime reactor`); the default is `blocking`. The verdicts are
+# compared with the same conformance/expected/ROLE.json either way. A tokio (reactor) run's
+# reports and server log carry a `tokio-` (`reactor-`) prefix (target/autobahn-reports/tokio-ROLE),
+# so the runtimes can run side by side.
 #
 # Uses ../shared/autobahn (wstest in a private Python 2.7 prefix) when it exists, else the
 # crossbario/autobahn-testsuite Docker image. Reports land in target/autobahn-reports/ROLE.
@@ -40,9 +41,13 @@ runtime=${TICKWIRE_RUNTIME:-blocking}
 case "$runtime" in
   blocking) run_name=$role port_offset=0 certs="$root/target/autobahn-tls" ;;
   tokio) run_name=tokio-$role port_offset=100 certs="$root/target/autobahn-tls-tokio" ;;
-  *) echo "autobahn: TICKWIRE_RUNTIME must be blocking or tokio, not $runtime" >&2; exit 2 ;;
+  reactor) run_name=reactor-$role port_offset=200 certs="$root/target/autobahn-tls-reactor" ;;
+  *) echo "autobahn: TICKWIRE_RUNTIME must be blocking, tokio or reactor, not $runtime" >&2; exit 2 ;;
 esac
 export TICKWIRE_RUNTIME="$runtime"
+if [ "$runtime" = reactor ] && [ "$role" = client ]; then
+  echo "autobahn: the reactor is a server; run the client role with blocking or tokio" >&2; exit 2
+fi
 if [ "$cases" = --sample ]; then
   cases=$(sed -e 's/#.*//' "$root/conformance/autobahn-sample.txt" "$regressions" | tr -s ' \t\n' ',' \
     | sed -e 's/^,//' -e 's/,$//')
@@ -52,7 +57,7 @@ if [ "$role" = update-expected ]; then
   which=${2:?usage: conformance/autobahn.sh update-expected server|server-tls|client}
   # The expectation is the runtime's own report (tokio-ROLE with TICKWIRE_RUNTIME=tokio) but
   # one file for both: the transports must agree.
-  [ "$runtime" = tokio ] && report=tokio-$which || report=$which
+  [ "$runtime" = blocking ] && report=$which || report=$runtime-$which
   python3 "$root/conformance/verdicts.py" extract "$reports/$report" > "$expected/$which.json"
   echo "autobahn: wrote $expected/$which.json"
   exit 0

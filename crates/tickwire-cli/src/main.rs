@@ -1,10 +1,12 @@
 //! The `tickwire` command: a WebSocket echo server and client, and a one-shot HTTP client, for
 //! trying the library and for driving conformance and interop runs. `--runtime tokio` runs
 //! every command through the tickwire-tokio transports instead of the blocking ones, with the
-//! same behaviour and output (`tokio_ws` and the tokio half of `http_cmd`).
+//! same behaviour and output (`tokio_ws` and the tokio half of `http_cmd`); `--runtime
+//! reactor` runs `serve` on tickwire-server's epoll reactor (`reactor`).
 #![forbid(unsafe_code)]
 
 mod http_cmd;
+mod reactor;
 mod tokio_ws;
 
 use std::io::{BufRead, Write};
@@ -68,8 +70,9 @@ pub(crate) use {client_builder, server_builder};
     about = "Low-latency WebSocket and HTTP toolkit"
 )]
 struct Cli {
-    /// The transports: `blocking` (std::net, a thread per connection) or `tokio` (the async
-    /// transports of tickwire-tokio).
+    /// The transports: `blocking` (std::net, a thread per connection), `tokio` (the async
+    /// transports of tickwire-tokio) or `reactor` (`serve` only: tickwire-server, an epoll
+    /// reactor with one worker per CPU).
     #[arg(long, global = true, value_enum, default_value_t = Runtime::Blocking)]
     runtime: Runtime,
     #[command(subcommand)]
@@ -84,6 +87,8 @@ enum Runtime {
     /// tickwire-tokio's async transports (serve: multi-thread runtime; connect and http:
     /// current-thread).
     Tokio,
+    /// tickwire-server's epoll reactor (serve only).
+    Reactor,
 }
 
 #[derive(Subcommand)]
@@ -142,6 +147,9 @@ struct ServeArgs {
     /// Require a client certificate issued by a CA in this PEM file (mutual TLS).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_client_ca: Option<String>,
+    /// `--runtime reactor`: worker threads (default: the CPUs this process may run on).
+    #[arg(long)]
+    workers: Option<usize>,
 }
 
 #[derive(Args)]
@@ -186,6 +194,11 @@ fn main() -> ExitCode {
         (Runtime::Tokio, Command::Serve(args)) => tokio_ws::serve(&args),
         (Runtime::Tokio, Command::Connect(args)) => tokio_ws::connect(&args),
         (Runtime::Tokio, Command::Http(args)) => http_cmd::run_tokio(&args),
+        (Runtime::Reactor, Command::Serve(args)) => reactor::serve(&args),
+        (Runtime::Reactor, Command::Connect(_) | Command::Http(_)) => Err(
+            "--runtime reactor runs `serve` only; `connect` and `http` run on blocking or tokio"
+                .to_owned(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -225,7 +238,7 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
 }
 
 /// `serve`'s first line, which scripts wait for (the port is the chosen one with `--port 0`).
-fn print_listening(tls: bool, local: std::net::SocketAddr) {
+pub(crate) fn print_listening(tls: bool, local: std::net::SocketAddr) {
     let scheme = if tls { "wss" } else { "ws" };
     println!("tickwire: echo server listening on {scheme}://{local}");
     let _ = std::io::stdout().flush();

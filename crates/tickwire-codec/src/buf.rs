@@ -264,6 +264,11 @@ impl WriteBuf {
         self.start == self.end
     }
 
+    /// Bytes of storage held (headroom included): what the buffer costs while it exists.
+    pub fn capacity(&self) -> usize {
+        self.storage.len()
+    }
+
     /// Releases `n` written bytes from the front; resets to the headroom mark when empty.
     ///
     /// # Panics

@@ -7,6 +7,7 @@
 //! caller's [`Response`]. The transport writes the `WriteBuf` and, on an upgrade, hands the
 //! bytes left in the `ReadBuf` to the connection, never before the 101 is written.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use base64::Engine as _;
@@ -265,6 +266,9 @@ pub struct Upgraded {
 #[derive(Debug)]
 pub struct ServerHandshake<'o> {
     options: &'o ServerOptions,
+    /// The connections' configuration when the transport shares one `Arc` among them
+    /// ([`with_shared_config`](Self::with_shared_config)); otherwise each gets a copy.
+    shared_config: Option<Arc<Config>>,
     reader: RequestReader,
     state: State,
 }
@@ -299,9 +303,19 @@ impl<'o> ServerHandshake<'o> {
         };
         Self {
             options,
+            shared_config: None,
             reader: RequestReader::new(limits),
             state: State::Reading,
         }
+    }
+
+    /// Opens the connection with `config` shared (a reference count) instead of a copy of
+    /// [`ServerOptions::config`] made for it: a server holding many connections keeps one
+    /// `Arc` of its options' configuration and passes it to every handshake.
+    #[must_use]
+    pub fn with_shared_config(mut self, config: Arc<Config>) -> Self {
+        self.shared_config = Some(config);
+        self
     }
 
     /// Reads the upgrade request from the front of `buf`, the bytes read so far.
@@ -496,9 +510,13 @@ impl<'o> ServerHandshake<'o> {
             not(feature = "deflate"),
             expect(unused_mut, reason = "only permessage-deflate installs an extension")
         )]
+        let config = match &self.shared_config {
+            Some(config) => Arc::clone(config),
+            None => Arc::new(self.options.config.clone()),
+        };
         let mut connection = Connection::new(
             Role::Server,
-            self.options.config.clone(),
+            config,
             // Servers never mask (§5.1): the source is never asked for a key.
             MaskSource::seeded(0),
             now,

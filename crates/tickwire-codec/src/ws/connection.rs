@@ -191,6 +191,25 @@ impl Buffers {
     pub fn is_empty(&self) -> bool {
         self.read.is_empty() && self.out.is_empty()
     }
+
+    /// Bytes of output queued, shared frames included (what a transport compares with its
+    /// backpressure limit).
+    pub fn queued(&self) -> usize {
+        self.out.len()
+    }
+
+    /// Drops every received and queued byte, for a set going back to a pool after its
+    /// connection ended (a pool lends only empty sets).
+    pub fn clear(&mut self) {
+        self.read.clear();
+        self.out.clear();
+    }
+
+    /// Bytes of storage the set holds (receive buffer and both output buffers): a pool
+    /// drops a set that grew past what it lends rather than keeping the memory.
+    pub fn capacity(&self) -> usize {
+        self.read.capacity() + self.out.data.capacity() + self.out.control.capacity()
+    }
 }
 
 /// Sending state: the writer and where the close is.

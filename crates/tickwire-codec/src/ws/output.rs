@@ -63,6 +63,16 @@ impl Output {
         }
     }
 
+    /// Drops everything queued.
+    pub(crate) fn clear(&mut self) {
+        self.data.clear();
+        self.control.clear();
+        self.shared.clear();
+        self.data_written = 0;
+        self.data_frame_left = 0;
+        self.latest_pong = 0;
+    }
+
     /// True when nothing at all is queued.
     pub(crate) fn is_empty(&self) -> bool {
         self.data.is_empty() && self.control.is_empty() && self.shared.is_empty()

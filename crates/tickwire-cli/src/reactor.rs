@@ -1,0 +1,47 @@
+//! `serve --runtime reactor`: the echo server on tickwire-server's epoll reactor, with the
+//! same options and output as the blocking and tokio ones (TLS is not on the reactor yet).
+
+use tickwire::codec::ws::OpCode;
+use tickwire_server::{Conn, Decision, Handler, Message, Request, ServerBuilder};
+
+use crate::{ServeArgs, print_listening};
+
+/// Echoes every text or binary message with its opcode.
+struct Echo;
+
+impl Handler for Echo {
+    type State = ();
+
+    fn upgrade(&mut self, request: &Request, _peer: std::net::SocketAddr) -> Decision<()> {
+        Decision::accept(request, ())
+    }
+
+    fn on_message(&mut self, conn: &mut Conn<'_, ()>, message: Message<'_>) {
+        // A send fails only once the connection is closing: nothing to echo then.
+        let _ = match message {
+            Message::Text(text) => conn.send(OpCode::Text, text.as_bytes()),
+            Message::Binary(data) => conn.send(OpCode::Binary, data),
+            _ => Ok(()),
+        };
+    }
+}
+
+pub(crate) fn serve(args: &ServeArgs) -> Result<(), String> {
+    if args.tls_cert.is_some() {
+        return Err("--runtime reactor does not serve wss:// yet".to_owned());
+    }
+    let mut builder = ServerBuilder::new().limits(args.limits.limits());
+    #[cfg(feature = "deflate")]
+    if args.deflate {
+        builder = builder.deflate(tickwire_server::DeflateConfig::default());
+    }
+    if let Some(workers) = args.workers {
+        builder = builder.workers(workers);
+    }
+    let server = builder
+        .bind((args.bind.as_str(), args.port))
+        .map_err(|e| format!("bind: {e}"))?;
+    print_listening(false, server.local_addr());
+    let running = server.start(|_| Echo).map_err(|e| e.to_string())?;
+    running.join().map_err(|e| e.to_string())
+}

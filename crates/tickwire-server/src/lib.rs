@@ -1,0 +1,74 @@
+//! tickwire-server: a WebSocket server on an epoll reactor (mio), one worker thread per
+//! core, over the tickwire sans-IO codecs ([`tickwire_codec`]). This crate does I/O and
+//! bookkeeping only: the opening handshake, framing, limits, close codes and timers are the
+//! codec's decisions.
+//!
+//! ```no_run
+//! use std::net::SocketAddr;
+//! use tickwire_server::{Conn, Decision, Handler, Message, Request, ServerBuilder};
+//!
+//! struct Echo;
+//!
+//! impl Handler for Echo {
+//!     type State = ();
+//!     fn upgrade(&mut self, request: &Request, _peer: SocketAddr) -> Decision<()> {
+//!         Decision::accept(request, ())
+//!     }
+//!     fn on_message(&mut self, conn: &mut Conn<'_, ()>, message: Message<'_>) {
+//!         // The message is borrowed from the worker's read buffer; the reply is queued
+//!         // and written once, when every message of this wake-up has been handled.
+//!         let _ = match message {
+//!             Message::Text(text) => conn.send_text(text),
+//!             Message::Binary(bytes) => conn.send_binary(bytes),
+//!             _ => Ok(()),
+//!         };
+//!     }
+//! }
+//!
+//! # fn main() -> std::io::Result<()> {
+//! let server = ServerBuilder::new().bind("127.0.0.1:9001")?;
+//! let running = server.start(|_worker| Echo)?;
+//! running.join();
+//! # Ok(()) }
+//! ```
+//!
+//! # Memory per connection
+//!
+//! A connection with no partial message and no pending output owns no buffer (DESIGN rule
+//! 11). Each worker reads into one scratch buffer set ([`tickwire_codec::ws::Buffers`]) and
+//! lends it to the connection being served; when a wake-up ends with bytes still owed (a
+//! frame cut by the read, or output the socket would not take), the connection keeps that set
+//! and the worker takes a fresh one from its pool; the set goes back to the pool as soon as
+//! the connection is idle again. An idle connection is its codec state
+//! ([`tickwire_codec::ws::Connection`]), its socket, its [`Handler::State`] and a few words
+//! of bookkeeping; the configuration is shared by all connections.
+//!
+//! # Backpressure
+//!
+//! Output is written at the end of each wake-up (one vectored write for everything the
+//! handler queued). What the socket does not take stays queued; once more than the
+//! backpressure limit is queued, the worker stops reading that connection (the peer's
+//! sends then wait in TCP) until the output drains, then calls [`Handler::on_writable`]. A
+//! client that stops reading therefore costs at most the limit plus one read's replies.
+//!
+//! # Layers
+//!
+//! Internal modules depend one way (`a <- b`: `b` uses `a`): `handle, handler, wheel <-
+//! worker <- server`.
+#![forbid(unsafe_code)]
+
+mod handle;
+mod handler;
+mod server;
+mod wheel;
+mod worker;
+
+pub use handle::{ConnId, HandleError, ServerHandle};
+pub use handler::{Conn, Decision, Disconnect, DisconnectKind, Handler};
+pub use server::{Running, Server, ServerBuilder};
+
+pub use tickwire_codec;
+#[cfg(feature = "deflate")]
+pub use tickwire_codec::deflate::DeflateConfig;
+pub use tickwire_codec::handshake::{Request, Response, ServerLimits};
+pub use tickwire_codec::ws::{CloseCode, Config, Error, Limits, Message, OpCode, SharedFrame};

@@ -1,0 +1,497 @@
+//! One worker: a poll, a listener, a slab of connections, a scratch buffer set lent to the
+//! connection being served, a pool of sets for connections that owe bytes, and a timer wheel.
+//!
+//! The per-connection I/O (handshake, reads, message delivery, writes) is in `conn`; this
+//! module owns the loop, accepting, commands from other threads, timers and shutdown.
+
+mod conn;
+
+use std::io::{self, Write};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use tickwire_codec::buf::WriteBuf;
+use tickwire_codec::handshake::ServerOptions;
+use tickwire_codec::ws::{Buffers, CloseCode, Config, Connection};
+
+use crate::handle::{Command, ConnId, GENERATION_MASK};
+use crate::handler::{Disconnect, DisconnectKind, Handler};
+use crate::wheel::{Entry, TICK, UNARMED, Wheel};
+
+/// The poll token of the worker's waker.
+pub(crate) const WAKER: usize = usize::MAX - 1;
+/// The poll token of the worker's listener.
+const LISTENER: usize = usize::MAX - 2;
+
+/// The answer to a connection past the worker's cap.
+const SERVICE_UNAVAILABLE: &[u8] =
+    b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+
+/// Settings of the transport itself (the codec's are in `ServerOptions`).
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) handshake_timeout: Duration,
+    pub(crate) backpressure_limit: usize,
+    pub(crate) max_connections: usize,
+    pub(crate) pool_size: usize,
+    pub(crate) nodelay: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            handshake_timeout: Duration::from_secs(10),
+            backpressure_limit: 1 << 20,
+            max_connections: 65_536,
+            pool_size: 64,
+            nodelay: true,
+        }
+    }
+}
+
+/// Reads pause: more than the backpressure limit is queued.
+const READ_PAUSED: u8 = 1;
+/// Output waited for the socket: `on_writable` is owed once it drains.
+const WRITE_WAITING: u8 = 2;
+/// A callback panicked: no more callbacks but `on_close`.
+const PANICKED: u8 = 4;
+
+/// How a connection is ending, recorded when it is known (the socket may close later, once
+/// what is owed is written).
+#[derive(Debug, Clone, Copy)]
+struct End {
+    kind: DisconnectKind,
+    code: Option<CloseCode>,
+}
+
+/// One connection's slot.
+#[derive(Debug)]
+struct Slot<S> {
+    phase: Phase<S>,
+    /// The buffer set the connection keeps while it owes bytes; `None` when idle.
+    bufs: Option<Box<Buffers>>,
+    stream: Option<TcpStream>,
+    generation: u32,
+    /// The tick of the connection's live wheel entry ([`UNARMED`]: none).
+    armed: u32,
+    flags: u8,
+    end: Option<End>,
+}
+
+#[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "an open connection is the common case and lives in the slot itself: boxing it \
+              would add an allocation and a pointer per connection"
+)]
+enum Phase<S> {
+    /// Unused; the next free slot.
+    Free {
+        next: u32,
+    },
+    /// Reading the upgrade request (a partial head is in `bufs`).
+    Handshake,
+    /// The 101 did not fit in the socket at once: the rest of it, then open.
+    Responding(Box<Responding<S>>),
+    Open(Open<S>),
+}
+
+#[derive(Debug)]
+struct Open<S> {
+    conn: Connection,
+    state: S,
+}
+
+#[derive(Debug)]
+struct Responding<S> {
+    open: Open<S>,
+    rest: Vec<u8>,
+}
+
+/// No free slot.
+const NO_SLOT: u32 = u32::MAX;
+
+pub(crate) struct Worker<H: Handler> {
+    index: u8,
+    poll: Poll,
+    events: Events,
+    listener: Option<TcpListener>,
+    commands: mpsc::Receiver<Command>,
+    handler: H,
+    options: Arc<ServerOptions>,
+    /// The connections' configuration, one `Arc` for all of them.
+    config: Arc<Config>,
+    settings: Settings,
+    slots: Vec<Slot<H::State>>,
+    free: u32,
+    live: usize,
+    /// The set lent to the connection being served when it has none of its own.
+    scratch: Box<Buffers>,
+    /// Boxed: a set moves between the pool, the scratch place and a slot by pointer.
+    #[expect(
+        clippy::vec_box,
+        reason = "sets move between pool, scratch and slots by pointer"
+    )]
+    pool: Vec<Box<Buffers>>,
+    /// The capacity of a set as made: larger ones are not pooled.
+    set_capacity: usize,
+    /// Handshake responses are written here, then to the socket.
+    head_out: WriteBuf,
+    wheel: Wheel,
+    due: Vec<Entry>,
+    now: Instant,
+    /// Accepting stopped on a descriptor or memory shortage; retried every tick.
+    accept_blocked: bool,
+    shutdown_at: Option<Instant>,
+}
+
+impl<H: Handler> Worker<H> {
+    pub(crate) fn new(
+        index: u8,
+        poll: Poll,
+        mut listener: TcpListener,
+        commands: mpsc::Receiver<Command>,
+        handler: H,
+        options: Arc<ServerOptions>,
+        settings: Settings,
+    ) -> io::Result<Self> {
+        poll.registry()
+            .register(&mut listener, Token(LISTENER), Interest::READABLE)?;
+        let config = Arc::new(options.config.clone());
+        let scratch = Box::new(Buffers::new(&config));
+        let now = Instant::now();
+        Ok(Self {
+            index,
+            poll,
+            events: Events::with_capacity(1024),
+            listener: Some(listener),
+            commands,
+            handler,
+            set_capacity: scratch.capacity(),
+            options,
+            config,
+            settings,
+            slots: Vec::new(),
+            free: NO_SLOT,
+            live: 0,
+            scratch,
+            pool: Vec::new(),
+            head_out: WriteBuf::new(1024, 0),
+            wheel: Wheel::new(now),
+            due: Vec::new(),
+            now,
+            accept_blocked: false,
+            shutdown_at: None,
+        })
+    }
+
+    pub(crate) fn run(mut self) -> io::Result<()> {
+        loop {
+            let mut timeout = self.wheel.timeout(self.now);
+            if self.accept_blocked {
+                timeout = Some(timeout.map_or(TICK, |t| t.min(TICK)));
+            }
+            if let Some(at) = self.shutdown_at {
+                if self.live == 0 {
+                    return Ok(());
+                }
+                let left = at.saturating_duration_since(self.now);
+                timeout = Some(timeout.map_or(left, |t| t.min(left)));
+            }
+            let mut events = std::mem::replace(&mut self.events, Events::with_capacity(0));
+            match self.poll.poll(&mut events, timeout) {
+                Ok(()) => {}
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(error),
+            }
+            self.now = Instant::now();
+            for event in events.iter() {
+                match event.token().0 {
+                    LISTENER => self.accept(),
+                    WAKER => self.drain_commands(),
+                    index => {
+                        let readable =
+                            event.is_readable() || event.is_read_closed() || event.is_error();
+                        let writable = event.is_writable() || event.is_write_closed();
+                        self.on_event(index as u32, readable, writable);
+                    }
+                }
+            }
+            self.events = events;
+            if self.accept_blocked {
+                self.accept_blocked = false;
+                self.accept();
+            }
+            self.run_timers();
+            if let Some(at) = self.shutdown_at {
+                if self.now >= at {
+                    self.end_all(DisconnectKind::Shutdown);
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn accept(&mut self) {
+        loop {
+            let Some(listener) = &self.listener else {
+                return;
+            };
+            match listener.accept() {
+                Ok((stream, _)) => self.admit(stream),
+                Err(error) => match error.kind() {
+                    io::ErrorKind::WouldBlock => return,
+                    io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted => {}
+                    // EMFILE, ENFILE, ENOBUFS, ENOMEM: the pending connections stay queued;
+                    // try again on the next tick rather than spinning.
+                    _ => {
+                        self.accept_blocked = true;
+                        return;
+                    }
+                },
+            }
+        }
+    }
+
+    fn admit(&mut self, mut stream: TcpStream) {
+        if self.live >= self.settings.max_connections {
+            let _ = stream.write(SERVICE_UNAVAILABLE);
+            let _ = stream.shutdown(std::net::Shutdown::Write);
+            return;
+        }
+        if self.settings.nodelay {
+            let _ = stream.set_nodelay(true);
+        }
+        let index = self.take_slot();
+        if self
+            .poll
+            .registry()
+            .register(
+                &mut stream,
+                Token(index as usize),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .is_err()
+        {
+            self.put_slot(index);
+            return;
+        }
+        let tick = self
+            .wheel
+            .tick_of(self.now + self.settings.handshake_timeout);
+        let slot = &mut self.slots[index as usize];
+        slot.phase = Phase::Handshake;
+        slot.stream = Some(stream);
+        slot.armed = tick;
+        self.wheel.insert(index, tick);
+        self.live += 1;
+    }
+
+    fn take_slot(&mut self) -> u32 {
+        if self.free != NO_SLOT {
+            let index = self.free;
+            if let Phase::Free { next } = self.slots[index as usize].phase {
+                self.free = next;
+            }
+            return index;
+        }
+        let index = u32::try_from(self.slots.len()).expect("fewer than 2^32 connections");
+        self.slots.push(Slot {
+            phase: Phase::Handshake,
+            bufs: None,
+            stream: None,
+            generation: 0,
+            armed: UNARMED,
+            flags: 0,
+            end: None,
+        });
+        index
+    }
+
+    /// Returns an emptied slot to the free list, with a new generation.
+    fn put_slot(&mut self, index: u32) {
+        let slot = &mut self.slots[index as usize];
+        slot.phase = Phase::Free { next: self.free };
+        slot.stream = None;
+        slot.armed = UNARMED;
+        slot.flags = 0;
+        slot.end = None;
+        slot.generation = slot.generation.wrapping_add(1) & GENERATION_MASK;
+        self.free = index;
+    }
+
+    fn id(&self, index: u32) -> ConnId {
+        ConnId::new(self.index, index, self.slots[index as usize].generation)
+    }
+
+    fn on_event(&mut self, index: u32, readable: bool, writable: bool) {
+        let Some(slot) = self.slots.get(index as usize) else {
+            return;
+        };
+        match slot.phase {
+            Phase::Free { .. } => {}
+            Phase::Handshake => {
+                if readable {
+                    self.handshake(index);
+                }
+            }
+            Phase::Responding(_) => {
+                if writable {
+                    self.respond_rest(index);
+                }
+            }
+            Phase::Open(_) => self.serve(index, readable),
+        }
+    }
+
+    fn drain_commands(&mut self) {
+        while let Ok(command) = self.commands.try_recv() {
+            match command {
+                Command::Shutdown(grace) => self.shutdown(grace),
+                Command::Send(id, opcode, payload) => {
+                    self.with_open(id, |conn, bufs, _| {
+                        let _ = conn.sender(bufs).message(opcode, &payload);
+                    });
+                }
+                Command::Shared(id, frame) => {
+                    self.with_open(id, |conn, bufs, _| {
+                        let _ = conn.sender(bufs).shared(&frame);
+                    });
+                }
+                Command::Close(id, code, reason) => {
+                    self.with_open(id, |conn, bufs, now| {
+                        let _ = conn.close(bufs, code, &reason, now);
+                    });
+                }
+            }
+        }
+    }
+
+    /// Runs `f` on the open connection `id` (if it still exists) with its buffers, then
+    /// serves it (writes what `f` queued).
+    fn with_open(&mut self, id: ConnId, f: impl FnOnce(&mut Connection, &mut Buffers, Instant)) {
+        let index = id.slot();
+        let Some(slot) = self.slots.get_mut(index as usize) else {
+            return;
+        };
+        if slot.generation != id.generation() {
+            return;
+        }
+        let Phase::Open(open) = &mut slot.phase else {
+            return;
+        };
+        let bufs = match slot.bufs.as_deref_mut() {
+            Some(bufs) => bufs,
+            None => &mut self.scratch,
+        };
+        f(&mut open.conn, bufs, self.now);
+        self.serve(index, false);
+    }
+
+    fn run_timers(&mut self) {
+        let mut due = std::mem::take(&mut self.due);
+        self.wheel.expire(self.now, &mut due);
+        for entry in due.drain(..) {
+            let slot = &mut self.slots[entry.slot as usize];
+            if slot.armed != entry.tick {
+                continue;
+            }
+            slot.armed = UNARMED;
+            match slot.phase {
+                Phase::Free { .. } => {}
+                // The opening handshake took too long (a trickled request included).
+                Phase::Handshake | Phase::Responding(_) => self.finish(
+                    entry.slot,
+                    End {
+                        kind: DisconnectKind::Failed,
+                        code: None,
+                    },
+                ),
+                Phase::Open(_) => self.serve(entry.slot, false),
+            }
+        }
+        self.due = due;
+    }
+
+    fn shutdown(&mut self, grace: Duration) {
+        if let Some(mut listener) = self.listener.take() {
+            let _ = self.poll.registry().deregister(&mut listener);
+        }
+        self.accept_blocked = false;
+        self.shutdown_at = Some(self.now + grace);
+        for index in 0..self.slots.len() as u32 {
+            match self.slots[index as usize].phase {
+                Phase::Free { .. } => {}
+                Phase::Handshake | Phase::Responding(_) => self.finish(
+                    index,
+                    End {
+                        kind: DisconnectKind::Shutdown,
+                        code: None,
+                    },
+                ),
+                Phase::Open(_) => {
+                    let id = self.id(index);
+                    self.with_open(id, |conn, bufs, now| {
+                        let _ = conn.close(bufs, CloseCode::GOING_AWAY, "", now);
+                    });
+                }
+            }
+        }
+    }
+
+    /// Drops every remaining connection (the grace period is over).
+    fn end_all(&mut self, kind: DisconnectKind) {
+        for index in 0..self.slots.len() as u32 {
+            if !matches!(self.slots[index as usize].phase, Phase::Free { .. }) {
+                self.finish(
+                    index,
+                    End {
+                        kind,
+                        code: Some(CloseCode::GOING_AWAY),
+                    },
+                );
+            }
+        }
+    }
+
+    /// Closes the socket, frees the slot and its buffers, and tells the handler (for a
+    /// connection that was opened).
+    fn finish(&mut self, index: u32, end: End) {
+        let id = self.id(index);
+        let slot = &mut self.slots[index as usize];
+        let phase = std::mem::replace(&mut slot.phase, Phase::Handshake);
+        let end = slot.end.take().unwrap_or(end);
+        match slot.bufs.take() {
+            Some(mut bufs) => {
+                bufs.clear();
+                self.give_back(bufs);
+            }
+            // The connection was being served from the scratch set: empty it for the next.
+            None => self.scratch.clear(),
+        }
+        self.put_slot(index);
+        self.live -= 1;
+        let state = match phase {
+            Phase::Open(open) => open.state,
+            Phase::Responding(responding) => responding.open.state,
+            Phase::Handshake | Phase::Free { .. } => return,
+        };
+        let disconnect = Disconnect {
+            kind: end.kind,
+            code: end.code,
+        };
+        let handler = &mut self.handler;
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            handler.on_close(id, state, disconnect);
+        }));
+    }
+
+    /// A set back from a connection: pooled if the pool has room and it did not grow.
+    fn give_back(&mut self, bufs: Box<Buffers>) {
+        if self.pool.len() < self.settings.pool_size && bufs.capacity() <= self.set_capacity {
+            self.pool.push(bufs);
+        }
+    }
+}

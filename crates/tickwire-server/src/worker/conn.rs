@@ -1,0 +1,517 @@
+//! Serving one connection for one wake-up: the opening handshake, then reads, message
+//! delivery, timers and writes, and at the end who keeps the buffer set.
+
+use std::io::{self, IoSlice, Read, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use mio::net::TcpStream;
+use tickwire_codec::buf::ReadBuf;
+use tickwire_codec::handshake::{Outcome, Parsed, Response, ServerHandshake};
+use tickwire_codec::ws::{
+    Buffers, CloseCode, Connection, ConnectionState, Error, Message, Progress,
+};
+
+use super::{End, Open, PANICKED, Phase, READ_PAUSED, Responding, WRITE_WAITING, Worker};
+use crate::handle::ConnId;
+use crate::handler::{Conn, Decision, DisconnectKind, Handler};
+use crate::wheel::UNARMED;
+
+/// Runs a callback; a panic is caught and reported as `false`.
+fn guarded(f: impl FnOnce()) -> bool {
+    catch_unwind(AssertUnwindSafe(f)).is_ok()
+}
+
+impl<H: Handler> Worker<H> {
+    /// Reads the upgrade request, asks the handler, writes the answer; on a 101 the
+    /// connection opens and is served at once (bytes that followed the request included).
+    pub(super) fn handshake(&mut self, index: u32) {
+        let slot = &mut self.slots[index as usize];
+        let Some(stream) = slot.stream.as_mut() else {
+            return;
+        };
+        let bufs = match slot.bufs.as_deref_mut() {
+            Some(bufs) => bufs,
+            None => &mut self.scratch,
+        };
+        let eof = match read_head(stream, &mut bufs.read) {
+            Ok(eof) => eof,
+            Err(_) => return self.drop_handshake(index),
+        };
+        let options = Arc::clone(&self.options);
+        let mut handshake =
+            ServerHandshake::new(&options).with_shared_config(Arc::clone(&self.config));
+        self.head_out.clear();
+        let request = match handshake.read_request(&mut bufs.read, &mut self.head_out) {
+            Ok(Parsed::NeedMore) if eof => return self.drop_handshake(index),
+            Ok(Parsed::NeedMore) => {
+                // A partial head: the connection keeps it until the rest arrives.
+                if slot.bufs.is_none() && !self.scratch.read.is_empty() {
+                    self.keep_scratch(index);
+                }
+                return;
+            }
+            Ok(Parsed::Complete(request)) => request,
+            // Malformed: its 4xx is in `head_out`.
+            Err(_) => return self.refuse(index),
+        };
+        let peer = stream.peer_addr();
+        let handler = &mut self.handler;
+        let mut decision = None;
+        if let Ok(peer) = peer {
+            let _ = guarded(|| decision = Some(handler.upgrade(&request, peer)));
+        }
+        let (response, state) = match decision {
+            Some(Decision::Accept(response, state)) if response.status() == 101 => {
+                (response, Some(state))
+            }
+            Some(Decision::Accept(response, _)) => (response, None),
+            Some(Decision::Reject(response)) if response.status() != 101 => (response, None),
+            // A 101 without state, a panic, or a peer address that could not be read.
+            Some(Decision::Reject(_)) | None => (Response::reject(500), None),
+        };
+        let outcome = handshake.respond(response, &mut self.head_out, self.now);
+        let (Ok(Outcome::Upgraded(upgraded)), Some(state)) = (outcome, state) else {
+            return self.refuse(index);
+        };
+        let open = Open {
+            conn: upgraded.connection,
+            state,
+        };
+        let written = match write_some(stream, self.head_out.as_slice()) {
+            Ok(written) => written,
+            Err(_) => return self.drop_handshake(index),
+        };
+        if written < self.head_out.len() {
+            let rest = self.head_out.as_slice()[written..].to_vec();
+            slot.phase = Phase::Responding(Box::new(Responding { open, rest }));
+            if slot.bufs.is_none() {
+                self.keep_scratch(index);
+            }
+            return;
+        }
+        slot.phase = Phase::Open(open);
+        self.opened(index);
+    }
+
+    /// The rest of a 101 the socket did not take at once.
+    pub(super) fn respond_rest(&mut self, index: u32) {
+        let slot = &mut self.slots[index as usize];
+        let (Some(stream), Phase::Responding(responding)) = (slot.stream.as_mut(), &mut slot.phase)
+        else {
+            return;
+        };
+        match write_some(stream, &responding.rest) {
+            Ok(written) if written == responding.rest.len() => {}
+            Ok(written) => {
+                responding.rest.drain(..written);
+                return;
+            }
+            Err(_) => {
+                return self.finish(
+                    index,
+                    End {
+                        kind: DisconnectKind::Reset,
+                        code: None,
+                    },
+                );
+            }
+        }
+        let Phase::Responding(responding) = std::mem::replace(&mut slot.phase, Phase::Handshake)
+        else {
+            return;
+        };
+        slot.phase = Phase::Open(responding.open);
+        self.opened(index);
+    }
+
+    /// The 101 is written: `on_open`, then serve (frames that came with the request are
+    /// already in the buffers).
+    fn opened(&mut self, index: u32) {
+        let id = self.id(index);
+        let slot = &mut self.slots[index as usize];
+        let Phase::Open(open) = &mut slot.phase else {
+            return;
+        };
+        let bufs = match slot.bufs.as_deref_mut() {
+            Some(bufs) => bufs,
+            None => &mut self.scratch,
+        };
+        let mut conn = Conn {
+            id,
+            state: &mut open.state,
+            sender: open.conn.sender(bufs),
+        };
+        let handler = &mut self.handler;
+        if !guarded(|| handler.on_open(&mut conn)) {
+            panicked(&mut slot.flags, &mut slot.end, &mut conn);
+        }
+        self.serve(index, false);
+    }
+
+    /// Writes the refusal in `head_out` (best effort: the socket is new and it is small),
+    /// ends the write side and drops the connection.
+    fn refuse(&mut self, index: u32) {
+        if let Some(stream) = self.slots[index as usize].stream.as_mut() {
+            let _ = write_some(stream, self.head_out.as_slice());
+            let _ = stream.shutdown(std::net::Shutdown::Write);
+        }
+        self.drop_handshake(index);
+    }
+
+    fn drop_handshake(&mut self, index: u32) {
+        self.finish(
+            index,
+            End {
+                kind: DisconnectKind::Reset,
+                code: None,
+            },
+        );
+    }
+
+    /// The connection being served keeps the scratch set (it owes bytes); the worker takes
+    /// a set from its pool as its new scratch.
+    fn keep_scratch(&mut self, index: u32) {
+        let fresh = self
+            .pool
+            .pop()
+            .unwrap_or_else(|| Box::new(Buffers::new(&self.config)));
+        let owned = std::mem::replace(&mut self.scratch, fresh);
+        self.slots[index as usize].bufs = Some(owned);
+    }
+
+    /// Serves an open connection: parse what is buffered, read until the socket is empty
+    /// (or the output is over the backpressure limit), run due timers, write everything
+    /// queued, then close it if it is over, or settle who keeps the buffer set.
+    pub(super) fn serve(&mut self, index: u32, readable: bool) {
+        let id = self.id(index);
+        let now = self.now;
+        let limit = self.settings.backpressure_limit;
+        let slot = &mut self.slots[index as usize];
+        let (Some(stream), Phase::Open(open)) = (slot.stream.as_mut(), &mut slot.phase) else {
+            return;
+        };
+        let bufs = match slot.bufs.as_deref_mut() {
+            Some(bufs) => bufs,
+            None => &mut self.scratch,
+        };
+        let handler = &mut self.handler;
+        let flags = &mut slot.flags;
+        let recorded = &mut slot.end;
+        let mut readable = readable;
+        let mut socket = Socket::Open;
+        loop {
+            if *flags & READ_PAUSED == 0 {
+                if deliver(handler, id, open, bufs, flags, recorded, limit) {
+                    *flags |= READ_PAUSED;
+                } else if readable {
+                    socket = read_and_deliver(
+                        stream, handler, id, open, bufs, flags, recorded, now, limit,
+                    );
+                    if socket == Socket::Paused {
+                        *flags |= READ_PAUSED;
+                        socket = Socket::Open;
+                    }
+                }
+                readable = false;
+            }
+            if socket == Socket::Failed {
+                break;
+            }
+            run_due_timers(&mut open.conn, bufs, now, recorded);
+            match flush(stream, &mut open.conn, bufs) {
+                Ok(true) => {}
+                Ok(false) => {
+                    *flags |= WRITE_WAITING;
+                    break;
+                }
+                Err(_) => {
+                    socket = Socket::Failed;
+                    break;
+                }
+            }
+            // Everything is written.
+            if *flags & WRITE_WAITING != 0 {
+                *flags &= !WRITE_WAITING;
+                if *flags & PANICKED == 0 && open.conn.state() == ConnectionState::Open {
+                    let mut conn = Conn {
+                        id,
+                        state: &mut open.state,
+                        sender: open.conn.sender(bufs),
+                    };
+                    if !guarded(|| handler.on_writable(&mut conn)) {
+                        panicked(flags, recorded, &mut conn);
+                    }
+                    if open.conn.wants_write(bufs) {
+                        continue;
+                    }
+                }
+            }
+            if *flags & READ_PAUSED != 0 && socket == Socket::Open {
+                // The backlog is written: parse what waited, then read what the socket holds
+                // (edge-triggered: no new event would say so).
+                *flags &= !READ_PAUSED;
+                readable = true;
+                continue;
+            }
+            break;
+        }
+        let state = open.conn.state();
+        if socket != Socket::Open || open.conn.should_close_transport(bufs) {
+            let end = match (socket, state) {
+                (Socket::Failed, _) => End {
+                    kind: DisconnectKind::Reset,
+                    code: Some(CloseCode::ABNORMAL),
+                },
+                (_, ConnectionState::Closed) => End {
+                    kind: DisconnectKind::Closed,
+                    code: None,
+                },
+                (_, ConnectionState::Failed) => End {
+                    kind: DisconnectKind::Failed,
+                    code: None,
+                },
+                // End of stream before the close handshake finished.
+                _ => End {
+                    kind: DisconnectKind::Reset,
+                    code: Some(CloseCode::ABNORMAL),
+                },
+            };
+            return self.finish(index, end);
+        }
+        // Arm the wheel for the connection's next deadline, if it is earlier than the entry
+        // already armed (a later one is found when that entry fires).
+        if let Some(at) = open.conn.poll_timeout() {
+            let tick = self.wheel.tick_of(at);
+            if slot.armed == UNARMED || tick < slot.armed {
+                self.wheel.insert(index, tick);
+                slot.armed = tick;
+            }
+        }
+        open.conn.release(bufs);
+        let idle = open.conn.is_idle(bufs);
+        match slot.bufs.take() {
+            Some(owned) if idle => {
+                open.conn.trim();
+                self.give_back(owned);
+            }
+            Some(owned) => slot.bufs = Some(owned),
+            None if idle => {
+                open.conn.trim();
+                if self.scratch.capacity() > 4 * self.set_capacity {
+                    // A large frame grew the scratch set: do not keep the memory.
+                    *self.scratch = Buffers::new(&self.config);
+                }
+            }
+            None => self.keep_scratch(index),
+        }
+    }
+}
+
+/// Where the socket stands after reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Socket {
+    /// Read until it would block.
+    Open,
+    /// Reading stopped: too much output queued.
+    Paused,
+    /// The peer ended its side (end of stream).
+    Eof,
+    /// An I/O error: the connection is gone.
+    Failed,
+}
+
+/// Records a handler panic and queues a close with 1011; no more callbacks.
+fn panicked<S>(flags: &mut u8, end: &mut Option<End>, conn: &mut Conn<'_, S>) {
+    *flags |= PANICKED;
+    end.get_or_insert(End {
+        kind: DisconnectKind::Panicked,
+        code: Some(CloseCode::INTERNAL_ERROR),
+    });
+    let _ = conn.sender.close(CloseCode::INTERNAL_ERROR, "");
+}
+
+/// Records a protocol error or a broken limit (the codec queued the close).
+fn failed(end: &mut Option<End>, error: &Error) {
+    end.get_or_insert(End {
+        kind: DisconnectKind::Failed,
+        code: Some(error.close_code().unwrap_or(CloseCode::PROTOCOL_ERROR)),
+    });
+}
+
+/// Parses the buffered bytes and hands each text or binary message to the handler. True
+/// when it stopped early because more than `limit` bytes of output are queued (the rest
+/// stays buffered).
+fn deliver<H: Handler>(
+    handler: &mut H,
+    id: ConnId,
+    open: &mut Open<H::State>,
+    bufs: &mut Buffers,
+    flags: &mut u8,
+    end: &mut Option<End>,
+    limit: usize,
+) -> bool {
+    loop {
+        match open.conn.advance(bufs) {
+            Ok(Progress::Ready) => {}
+            Ok(_) => return false,
+            Err(error) => {
+                failed(end, &error);
+                return false;
+            }
+        }
+        match open.conn.message_with_sender(bufs) {
+            Ok((message @ (Message::Text(_) | Message::Binary(_)), sender)) => {
+                if *flags & PANICKED == 0 {
+                    let mut conn = Conn {
+                        id,
+                        state: &mut open.state,
+                        sender,
+                    };
+                    if !guarded(|| handler.on_message(&mut conn, message)) {
+                        panicked(flags, end, &mut conn);
+                    }
+                }
+            }
+            Ok((Message::Close(frame), _)) => {
+                end.get_or_insert(End {
+                    kind: DisconnectKind::Closed,
+                    code: frame.map(|f| f.code),
+                });
+            }
+            Ok(_) => {}
+            Err(error) => {
+                failed(end, &error);
+                return false;
+            }
+        }
+        if bufs.queued() > limit {
+            return true;
+        }
+    }
+}
+
+/// Reads until the socket would block, delivering after each read.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the disjoint parts of one slot and worker"
+)]
+fn read_and_deliver<H: Handler>(
+    stream: &mut TcpStream,
+    handler: &mut H,
+    id: ConnId,
+    open: &mut Open<H::State>,
+    bufs: &mut Buffers,
+    flags: &mut u8,
+    end: &mut Option<End>,
+    now: std::time::Instant,
+    limit: usize,
+) -> Socket {
+    loop {
+        let spare = open.conn.spare(bufs);
+        match stream.read(spare) {
+            Ok(0) => return Socket::Eof,
+            Ok(n) => {
+                open.conn.filled(bufs, n, now);
+                if deliver(handler, id, open, bufs, flags, end, limit) {
+                    return Socket::Paused;
+                }
+                if !matches!(
+                    open.conn.state(),
+                    ConnectionState::Open | ConnectionState::CloseSent
+                ) {
+                    // Closed or failed: nothing more is read.
+                    return Socket::Open;
+                }
+            }
+            Err(error) => match error.kind() {
+                io::ErrorKind::WouldBlock => return Socket::Open,
+                io::ErrorKind::Interrupted => {}
+                _ => return Socket::Failed,
+            },
+        }
+    }
+}
+
+/// Runs the connection's timers if one is due (keepalive ping, pong, idle, close timeout).
+fn run_due_timers(
+    conn: &mut Connection,
+    bufs: &mut Buffers,
+    now: std::time::Instant,
+    end: &mut Option<End>,
+) {
+    if conn.poll_timeout().is_some_and(|at| at <= now) {
+        match conn.handle_timeout(bufs, now) {
+            Ok(()) => {}
+            Err(Error::CloseTimeout) => {
+                end.get_or_insert(End {
+                    kind: DisconnectKind::Failed,
+                    code: None,
+                });
+            }
+            Err(_) => {
+                end.get_or_insert(End {
+                    kind: DisconnectKind::Failed,
+                    code: Some(CloseCode::GOING_AWAY),
+                });
+            }
+        }
+    }
+}
+
+/// Writes queued output until it is all written (`true`) or the socket would block.
+fn flush(stream: &mut TcpStream, conn: &mut Connection, bufs: &mut Buffers) -> io::Result<bool> {
+    while conn.wants_write(bufs) {
+        let result = {
+            let mut slices = [IoSlice::new(&[]); 16];
+            let count = conn.output_vectored(bufs, &mut slices);
+            stream.write_vectored(&slices[..count])
+        };
+        match result {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => conn.advance_output(bufs, n),
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(true)
+}
+
+/// Reads a request head into `read` until the socket would block or the buffer is full;
+/// true at end of stream.
+fn read_head(stream: &mut TcpStream, read: &mut ReadBuf) -> io::Result<bool> {
+    loop {
+        let spare = read.spare();
+        if spare.is_empty() {
+            // The head limit is below the buffer size: the handshake refuses it (431).
+            return Ok(false);
+        }
+        match stream.read(spare) {
+            Ok(0) => return Ok(true),
+            Ok(n) => read.filled(n),
+            Err(error) => match error.kind() {
+                io::ErrorKind::WouldBlock => return Ok(false),
+                io::ErrorKind::Interrupted => {}
+                _ => return Err(error),
+            },
+        }
+    }
+}
+
+/// Writes as much of `bytes` as the socket takes now.
+fn write_some(stream: &mut TcpStream, bytes: &[u8]) -> io::Result<usize> {
+    let mut written = 0;
+    while written < bytes.len() {
+        match stream.write(&bytes[written..]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => written += n,
+            Err(error) => match error.kind() {
+                io::ErrorKind::WouldBlock => break,
+                io::ErrorKind::Interrupted => {}
+                _ => return Err(error),
+            },
+        }
+    }
+    Ok(written)
+}
