@@ -1,10 +1,10 @@
 //! `serve --runtime reactor`: the echo server on tickwire-server's epoll reactor, with the
-//! same options and output as the blocking and tokio ones (TLS is not on the reactor yet).
+//! same options and output as the blocking and tokio ones.
 
 use tickwire::codec::ws::OpCode;
 use tickwire_server::{Conn, Decision, Handler, Message, Request, ServerBuilder};
 
-use crate::{ServeArgs, print_listening};
+use crate::{ServeArgs, print_listening, server_tls};
 
 /// Echoes every text or binary message with its opcode.
 struct Echo;
@@ -27,10 +27,11 @@ impl Handler for Echo {
 }
 
 pub(crate) fn serve(args: &ServeArgs) -> Result<(), String> {
-    if args.tls_cert.is_some() {
-        return Err("--runtime reactor does not serve wss:// yet".to_owned());
-    }
+    let tls = server_tls(args)?;
     let mut builder = ServerBuilder::new().limits(args.limits.limits());
+    if let Some(tls) = &tls {
+        builder = builder.tls(tls.clone());
+    }
     #[cfg(feature = "deflate")]
     if args.deflate {
         builder = builder.deflate(tickwire_server::DeflateConfig::default());
@@ -41,7 +42,7 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), String> {
     let server = builder
         .bind((args.bind.as_str(), args.port))
         .map_err(|e| format!("bind: {e}"))?;
-    print_listening(false, server.local_addr());
+    print_listening(tls.is_some(), server.local_addr());
     let running = server.start(|_| Echo).map_err(|e| e.to_string())?;
     running.join().map_err(|e| e.to_string())
 }

@@ -53,13 +53,14 @@
 //!
 //! # Layers
 //!
-//! Internal modules depend one way (`a <- b`: `b` uses `a`): `handle, handler, wheel <-
-//! worker <- server`.
+//! Internal modules depend one way (`a <- b`: `b` uses `a`): `handle, handler, transport,
+//! wheel <- worker <- server`.
 #![forbid(unsafe_code)]
 
 mod handle;
 mod handler;
 mod server;
+mod transport;
 mod wheel;
 mod worker;
 
@@ -72,3 +73,5 @@ pub use tickwire_codec;
 pub use tickwire_codec::deflate::DeflateConfig;
 pub use tickwire_codec::handshake::{Request, Response, ServerLimits};
 pub use tickwire_codec::ws::{CloseCode, Config, Error, Limits, Message, OpCode, SharedFrame};
+#[cfg(feature = "tls")]
+pub use tickwire_tls::{self, ServerTlsConfig};

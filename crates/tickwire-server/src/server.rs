@@ -14,6 +14,7 @@ use tickwire_codec::ws::{Config, Limits};
 
 use crate::Handler;
 use crate::handle::{HandleShared, ServerHandle, WorkerLink};
+use crate::transport::Transport;
 use crate::worker::{Settings, WAKER, Worker};
 
 /// Options of a reactor server. Defaults: one worker per CPU the process may run on,
@@ -27,6 +28,8 @@ pub struct ServerBuilder {
     settings: Settings,
     workers: Option<usize>,
     backlog: i32,
+    #[cfg(feature = "tls")]
+    tls: Option<std::sync::Arc<tickwire_tls::ServerTlsConfig>>,
 }
 
 impl Default for ServerBuilder {
@@ -43,6 +46,8 @@ impl ServerBuilder {
             settings: Settings::default(),
             workers: None,
             backlog: 1024,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 
@@ -153,6 +158,14 @@ impl ServerBuilder {
         self
     }
 
+    /// Serves wss://: every connection does the TLS handshake (rustls, through the sans-IO
+    /// `TlsCodec`) before the upgrade request; the handshake timeout covers both.
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, config: tickwire_tls::ServerTlsConfig) -> Self {
+        self.tls = Some(std::sync::Arc::new(config));
+        self
+    }
+
     /// Binds one listener per worker to `addr` (port 0: the first listener picks a free
     /// port and the others share it).
     pub fn bind(self, addr: impl ToSocketAddrs) -> io::Result<Server> {
@@ -214,6 +227,19 @@ impl Server {
         H: Handler,
         F: Fn(usize) -> H + Send + Sync + 'static,
     {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = self.builder.tls.clone() {
+            return self.start_with::<H, F, crate::transport::Tls>(factory, tls);
+        }
+        self.start_with::<H, F, mio::net::TcpStream>(factory, ())
+    }
+
+    fn start_with<H, F, T>(self, factory: F, setup: T::Setup) -> io::Result<Running>
+    where
+        H: Handler,
+        F: Fn(usize) -> H + Send + Sync + 'static,
+        T: Transport,
+    {
         let factory = Arc::new(factory);
         let options = Arc::new(self.builder.options);
         let mut links = Vec::with_capacity(self.listeners.len());
@@ -239,14 +265,23 @@ impl Server {
             let factory = Arc::clone(&factory);
             let options = Arc::clone(&options);
             let settings = self.builder.settings.clone();
+            let setup = setup.clone();
             let listener = mio::net::TcpListener::from_std(listener.into());
             let thread = std::thread::Builder::new()
                 .name(format!("tickwire-worker-{index}"))
                 .spawn(move || {
                     let handler = factory(index);
-                    let worker =
-                        Worker::new(index as u8, poll, listener, rx, handler, options, settings);
-                    worker.and_then(Worker::run)
+                    Worker::<H, T>::new(
+                        index as u8,
+                        poll,
+                        listener,
+                        rx,
+                        handler,
+                        setup,
+                        options,
+                        settings,
+                    )
+                    .and_then(Worker::run)
                 })?;
             threads.push(thread);
         }

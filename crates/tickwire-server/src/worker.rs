@@ -11,6 +11,7 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
+
 use mio::{Events, Interest, Poll, Token};
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::handshake::ServerOptions;
@@ -18,6 +19,7 @@ use tickwire_codec::ws::{Buffers, CloseCode, Config, Connection};
 
 use crate::handle::{Command, ConnId, GENERATION_MASK};
 use crate::handler::{Disconnect, DisconnectKind, Handler};
+use crate::transport::Transport;
 use crate::wheel::{Entry, TICK, UNARMED, Wheel};
 
 /// The poll token of the worker's waker.
@@ -68,11 +70,11 @@ struct End {
 
 /// One connection's slot.
 #[derive(Debug)]
-struct Slot<S> {
+struct Slot<S, T> {
     phase: Phase<S>,
     /// The buffer set the connection keeps while it owes bytes; `None` when idle.
     bufs: Option<Box<Buffers>>,
-    stream: Option<TcpStream>,
+    stream: Option<T>,
     generation: u32,
     /// The tick of the connection's live wheel entry ([`UNARMED`]: none).
     armed: u32,
@@ -113,18 +115,20 @@ struct Responding<S> {
 /// No free slot.
 const NO_SLOT: u32 = u32::MAX;
 
-pub(crate) struct Worker<H: Handler> {
+pub(crate) struct Worker<H: Handler, T: Transport> {
     index: u8,
     poll: Poll,
     events: Events,
     listener: Option<TcpListener>,
     commands: mpsc::Receiver<Command>,
     handler: H,
+    /// What a connection's transport is made with (the TLS configuration).
+    setup: T::Setup,
     options: Arc<ServerOptions>,
     /// The connections' configuration, one `Arc` for all of them.
     config: Arc<Config>,
     settings: Settings,
-    slots: Vec<Slot<H::State>>,
+    slots: Vec<Slot<H::State, T>>,
     free: u32,
     live: usize,
     /// The set lent to the connection being served when it has none of its own.
@@ -147,13 +151,18 @@ pub(crate) struct Worker<H: Handler> {
     shutdown_at: Option<Instant>,
 }
 
-impl<H: Handler> Worker<H> {
+impl<H: Handler, T: Transport> Worker<H, T> {
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the parts moved into the worker's thread, each used once"
+    )]
     pub(crate) fn new(
         index: u8,
         poll: Poll,
         mut listener: TcpListener,
         commands: mpsc::Receiver<Command>,
         handler: H,
+        setup: T::Setup,
         options: Arc<ServerOptions>,
         settings: Settings,
     ) -> io::Result<Self> {
@@ -169,6 +178,7 @@ impl<H: Handler> Worker<H> {
             listener: Some(listener),
             commands,
             handler,
+            setup,
             set_capacity: scratch.capacity(),
             options,
             config,
@@ -255,21 +265,27 @@ impl<H: Handler> Worker<H> {
         }
     }
 
-    fn admit(&mut self, mut stream: TcpStream) {
+    fn admit(&mut self, mut socket: TcpStream) {
         if self.live >= self.settings.max_connections {
-            let _ = stream.write(SERVICE_UNAVAILABLE);
-            let _ = stream.shutdown(std::net::Shutdown::Write);
+            // A plain client reads the refusal; a TLS client sees the connection end.
+            if !T::TLS {
+                let _ = socket.write(SERVICE_UNAVAILABLE);
+            }
+            let _ = socket.shutdown(std::net::Shutdown::Write);
             return;
         }
         if self.settings.nodelay {
-            let _ = stream.set_nodelay(true);
+            let _ = socket.set_nodelay(true);
         }
+        let Ok(mut stream) = T::accept(socket, &self.setup) else {
+            return;
+        };
         let index = self.take_slot();
         if self
             .poll
             .registry()
             .register(
-                &mut stream,
+                stream.socket(),
                 Token(index as usize),
                 Interest::READABLE | Interest::WRITABLE,
             )
@@ -333,6 +349,9 @@ impl<H: Handler> Worker<H> {
         match slot.phase {
             Phase::Free { .. } => {}
             Phase::Handshake => {
+                if writable {
+                    self.flush_handshake(index);
+                }
                 if readable {
                     self.handshake(index);
                 }

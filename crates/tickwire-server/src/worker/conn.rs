@@ -5,7 +5,6 @@ use std::io::{self, IoSlice, Read, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use mio::net::TcpStream;
 use tickwire_codec::buf::ReadBuf;
 use tickwire_codec::handshake::{Outcome, Parsed, Response, ServerHandshake};
 use tickwire_codec::ws::{
@@ -15,6 +14,7 @@ use tickwire_codec::ws::{
 use super::{End, Open, PANICKED, Phase, READ_PAUSED, Responding, WRITE_WAITING, Worker};
 use crate::handle::ConnId;
 use crate::handler::{Conn, Decision, DisconnectKind, Handler};
+use crate::transport::Transport;
 use crate::wheel::UNARMED;
 
 /// Runs a callback; a panic is caught and reported as `false`.
@@ -22,7 +22,7 @@ fn guarded(f: impl FnOnce()) -> bool {
     catch_unwind(AssertUnwindSafe(f)).is_ok()
 }
 
-impl<H: Handler> Worker<H> {
+impl<H: Handler, T: Transport> Worker<H, T> {
     /// Reads the upgrade request, asks the handler, writes the answer; on a 101 the
     /// connection opens and is served at once (bytes that followed the request included).
     pub(super) fn handshake(&mut self, index: u32) {
@@ -55,7 +55,7 @@ impl<H: Handler> Worker<H> {
             // Malformed: its 4xx is in `head_out`.
             Err(_) => return self.refuse(index),
         };
-        let peer = stream.peer_addr();
+        let peer = stream.socket().peer_addr();
         let handler = &mut self.handler;
         let mut decision = None;
         if let Ok(peer) = peer {
@@ -154,9 +154,18 @@ impl<H: Handler> Worker<H> {
     fn refuse(&mut self, index: u32) {
         if let Some(stream) = self.slots[index as usize].stream.as_mut() {
             let _ = write_some(stream, self.head_out.as_slice());
-            let _ = stream.shutdown(std::net::Shutdown::Write);
+            stream.close_write();
         }
         self.drop_handshake(index);
+    }
+
+    /// A TLS handshake whose messages the socket did not take at once: write the rest.
+    pub(super) fn flush_handshake(&mut self, index: u32) {
+        if let Some(stream) = self.slots[index as usize].stream.as_mut() {
+            if stream.flush_pending().is_err() {
+                self.drop_handshake(index);
+            }
+        }
     }
 
     fn drop_handshake(&mut self, index: u32) {
@@ -397,7 +406,7 @@ fn deliver<H: Handler>(
     reason = "the disjoint parts of one slot and worker"
 )]
 fn read_and_deliver<H: Handler>(
-    stream: &mut TcpStream,
+    stream: &mut impl Read,
     handler: &mut H,
     id: ConnId,
     open: &mut Open<H::State>,
@@ -460,7 +469,11 @@ fn run_due_timers(
 }
 
 /// Writes queued output until it is all written (`true`) or the socket would block.
-fn flush(stream: &mut TcpStream, conn: &mut Connection, bufs: &mut Buffers) -> io::Result<bool> {
+fn flush(
+    stream: &mut impl Transport,
+    conn: &mut Connection,
+    bufs: &mut Buffers,
+) -> io::Result<bool> {
     while conn.wants_write(bufs) {
         let result = {
             let mut slices = [IoSlice::new(&[]); 16];
@@ -475,12 +488,13 @@ fn flush(stream: &mut TcpStream, conn: &mut Connection, bufs: &mut Buffers) -> i
             Err(error) => return Err(error),
         }
     }
-    Ok(true)
+    // TLS: records made from what was taken and not yet written.
+    stream.flush_pending()
 }
 
 /// Reads a request head into `read` until the socket would block or the buffer is full;
 /// true at end of stream.
-fn read_head(stream: &mut TcpStream, read: &mut ReadBuf) -> io::Result<bool> {
+fn read_head(stream: &mut impl Read, read: &mut ReadBuf) -> io::Result<bool> {
     loop {
         let spare = read.spare();
         if spare.is_empty() {
@@ -500,7 +514,7 @@ fn read_head(stream: &mut TcpStream, read: &mut ReadBuf) -> io::Result<bool> {
 }
 
 /// Writes as much of `bytes` as the socket takes now.
-fn write_some(stream: &mut TcpStream, bytes: &[u8]) -> io::Result<usize> {
+fn write_some(stream: &mut impl Write, bytes: &[u8]) -> io::Result<usize> {
     let mut written = 0;
     while written < bytes.len() {
         match stream.write(&bytes[written..]) {

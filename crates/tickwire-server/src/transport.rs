@@ -1,0 +1,174 @@
+//! What a worker reads from and writes to: a plain TCP socket, or (feature `tls`) TLS over
+//! one through the sans-IO [`tickwire_tls::TlsCodec`]. A worker is built for one of the two,
+//! so a plain connection pays nothing for TLS: its slot holds the socket alone (4 bytes), a
+//! TLS one a pointer to the socket and the codec.
+//!
+//! `Read` gives plaintext (and, for TLS, drives the handshake and writes what rustls owes
+//! the peer as it goes); `WouldBlock` means the socket is drained. `Write` takes plaintext;
+//! for TLS, bytes taken are encrypted and owned by rustls until [`Transport::flush_pending`]
+//! has written them.
+
+use std::io::{self, Read, Write};
+
+use mio::net::TcpStream;
+
+pub(crate) trait Transport: Read + Write + Sized {
+    /// What making one needs (the TLS configuration).
+    type Setup: Clone + Send + Sync + 'static;
+
+    /// True for TLS (a plaintext refusal would be garbage to the client).
+    const TLS: bool;
+
+    /// Wraps an accepted socket.
+    fn accept(socket: TcpStream, setup: &Self::Setup) -> io::Result<Self>;
+
+    /// The socket (to register it, ask its peer, shut it down).
+    fn socket(&mut self) -> &mut TcpStream;
+
+    /// Writes output the transport holds (TLS records); true when none is left.
+    fn flush_pending(&mut self) -> io::Result<bool> {
+        Ok(true)
+    }
+
+    /// Ends the write side once what is pending is written (TLS: close_notify first).
+    fn close_write(&mut self) {
+        let _ = self.socket().shutdown(std::net::Shutdown::Write);
+    }
+}
+
+impl Transport for TcpStream {
+    type Setup = ();
+    const TLS: bool = false;
+
+    fn accept(socket: TcpStream, (): &()) -> io::Result<Self> {
+        Ok(socket)
+    }
+
+    fn socket(&mut self) -> &mut TcpStream {
+        self
+    }
+}
+
+#[cfg(feature = "tls")]
+pub(crate) use tls::Tls;
+
+#[cfg(feature = "tls")]
+mod tls {
+    use std::io::{self, Read, Write};
+    use std::sync::Arc;
+
+    use mio::net::TcpStream;
+    use tickwire_tls::{PLAINTEXT_ON_TLS_PORT, Plaintext, ServerTlsConfig, TlsCodec, TlsError};
+
+    use super::Transport;
+
+    /// TLS over a socket: boxed, so that the slot of a TLS server stays a pointer wide.
+    #[derive(Debug)]
+    pub(crate) struct Tls(Box<Inner>);
+
+    #[derive(Debug)]
+    struct Inner {
+        socket: TcpStream,
+        codec: TlsCodec,
+    }
+
+    impl Inner {
+        /// Writes queued records until none is left (`true`) or the socket would block.
+        fn flush_records(&mut self) -> io::Result<bool> {
+            while self.codec.wants_write() {
+                match self.codec.write_tls_to(&mut self.socket) {
+                    Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                    Ok(_) => {}
+                    Err(error) => match error.kind() {
+                        io::ErrorKind::WouldBlock => return Ok(false),
+                        io::ErrorKind::Interrupted => {}
+                        _ => return Err(error),
+                    },
+                }
+            }
+            Ok(true)
+        }
+    }
+
+    impl Transport for Tls {
+        type Setup = Arc<ServerTlsConfig>;
+        const TLS: bool = true;
+
+        fn accept(socket: TcpStream, config: &Arc<ServerTlsConfig>) -> io::Result<Self> {
+            let codec = TlsCodec::server(config).map_err(io::Error::other)?;
+            Ok(Self(Box::new(Inner { socket, codec })))
+        }
+
+        fn socket(&mut self) -> &mut TcpStream {
+            &mut self.0.socket
+        }
+
+        fn flush_pending(&mut self) -> io::Result<bool> {
+            self.0.flush_records()
+        }
+
+        fn close_write(&mut self) {
+            self.0.codec.send_close_notify();
+            let _ = self.0.flush_records();
+            let _ = self.0.socket.shutdown(std::net::Shutdown::Write);
+        }
+    }
+
+    impl Read for Tls {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let inner = &mut *self.0;
+            loop {
+                match inner.codec.read_plaintext(out) {
+                    Ok(Plaintext::Data(n)) => return Ok(n),
+                    Ok(Plaintext::CloseNotify | Plaintext::Eof) => return Ok(0),
+                    Ok(Plaintext::NeedMore) if out.is_empty() => return Ok(0),
+                    Ok(Plaintext::NeedMore) => {}
+                    Err(error) => return Err(io::Error::new(io::ErrorKind::InvalidData, error)),
+                }
+                match inner.codec.read_tls_from(&mut inner.socket) {
+                    Ok(_) => {
+                        // Handshake messages, a session ticket or an alert may be owed.
+                        if inner.codec.wants_write() {
+                            inner.flush_records()?;
+                        }
+                    }
+                    Err(error) => match error.kind() {
+                        io::ErrorKind::WouldBlock => return Err(error),
+                        io::ErrorKind::Interrupted => {}
+                        _ => {
+                            if matches!(inner.codec.error(), Some(TlsError::NotTls)) {
+                                // A plaintext client on the TLS port: say so in HTTP.
+                                let _ = inner.socket.write(PLAINTEXT_ON_TLS_PORT);
+                            } else {
+                                // The alert rustls queued.
+                                let _ = inner.flush_records();
+                            }
+                            return Err(error);
+                        }
+                    },
+                }
+            }
+        }
+    }
+
+    impl Write for Tls {
+        fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+            let inner = &mut *self.0;
+            // Records already made go first: rustls buffers at most its limit (64 KiB).
+            inner.flush_records()?;
+            let taken = inner
+                .codec
+                .write_plaintext(data)
+                .map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error))?;
+            inner.flush_records()?;
+            if taken == 0 && !data.is_empty() {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            Ok(taken)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            self.0.flush_records().map(|_| ())
+        }
+    }
+}
