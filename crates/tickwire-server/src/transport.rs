@@ -19,6 +19,12 @@ pub(crate) trait Transport: Read + Write + Sized {
     /// True for TLS (a plaintext refusal would be garbage to the client).
     const TLS: bool;
 
+    /// A read that returned less than asked emptied the socket. True for a plain socket on
+    /// Linux: a later arrival raises a new edge (each arrival wakes epoll), so the read that
+    /// would only say `WouldBlock` can be skipped. False for TLS, whose reads come from
+    /// rustls's buffer.
+    const SHORT_READ_DRAINS: bool;
+
     /// Wraps an accepted socket.
     fn accept(socket: TcpStream, setup: &Self::Setup) -> io::Result<Self>;
 
@@ -39,6 +45,7 @@ pub(crate) trait Transport: Read + Write + Sized {
 impl Transport for TcpStream {
     type Setup = ();
     const TLS: bool = false;
+    const SHORT_READ_DRAINS: bool = cfg!(target_os = "linux");
 
     fn accept(socket: TcpStream, (): &()) -> io::Result<Self> {
         Ok(socket)
@@ -93,6 +100,7 @@ mod tls {
     impl Transport for Tls {
         type Setup = Arc<ServerTlsConfig>;
         const TLS: bool = true;
+        const SHORT_READ_DRAINS: bool = false;
 
         fn accept(socket: TcpStream, config: &Arc<ServerTlsConfig>) -> io::Result<Self> {
             let codec = TlsCodec::server(config).map_err(io::Error::other)?;

@@ -405,8 +405,8 @@ fn deliver<H: Handler>(
     clippy::too_many_arguments,
     reason = "the disjoint parts of one slot and worker"
 )]
-fn read_and_deliver<H: Handler>(
-    stream: &mut impl Read,
+fn read_and_deliver<H: Handler, T: Transport>(
+    stream: &mut T,
     handler: &mut H,
     id: ConnId,
     open: &mut Open<H::State>,
@@ -418,12 +418,16 @@ fn read_and_deliver<H: Handler>(
 ) -> Socket {
     loop {
         let spare = open.conn.spare(bufs);
+        let asked = spare.len();
         match stream.read(spare) {
             Ok(0) => return Socket::Eof,
             Ok(n) => {
                 open.conn.filled(bufs, n, now);
                 if deliver(handler, id, open, bufs, flags, end, limit) {
                     return Socket::Paused;
+                }
+                if n < asked && T::SHORT_READ_DRAINS {
+                    return Socket::Open;
                 }
                 if !matches!(
                     open.conn.state(),
