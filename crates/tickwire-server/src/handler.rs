@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use tickwire_codec::handshake::{Request, Response};
 use tickwire_codec::ws::{CloseCode, Error, Message, OpCode, Sender, SharedFrame};
 
-use crate::ConnId;
+use crate::{ConnId, ServerHandle};
 
 /// The application's side of the server. Each worker thread has its own handler (made by the
 /// factory given to [`Server::start`](crate::Server::start)), so a handler needs no lock for
@@ -45,6 +45,18 @@ pub trait Handler: 'static {
     fn on_close(&mut self, id: ConnId, state: Self::State, disconnect: Disconnect) {
         let _ = (id, state, disconnect);
     }
+}
+
+/// What the factory given to [`Server::start`](crate::Server::start) gets when it makes a
+/// worker's handler: the worker's index and the server's handle (for a handler that sends to
+/// connections of other workers, or shuts the server down).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct WorkerContext {
+    /// The worker's index, from 0 ([`ConnId::worker`] of its connections).
+    pub index: usize,
+    /// The server's handle.
+    pub handle: ServerHandle,
 }
 
 /// The answer to an upgrade request: open the connection with this state, or refuse it.

@@ -65,7 +65,7 @@ mod wheel;
 mod worker;
 
 pub use handle::{ConnId, HandleError, ServerHandle};
-pub use handler::{Conn, Decision, Disconnect, DisconnectKind, Handler};
+pub use handler::{Conn, Decision, Disconnect, DisconnectKind, Handler, WorkerContext};
 pub use server::{Running, Server, ServerBuilder};
 
 pub use tickwire_codec;

@@ -12,10 +12,10 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tickwire_codec::handshake::{ServerLimits, ServerOptions};
 use tickwire_codec::ws::{Config, Limits};
 
-use crate::Handler;
 use crate::handle::{HandleShared, ServerHandle, WorkerLink};
 use crate::transport::Transport;
 use crate::worker::{Settings, WAKER, Worker};
+use crate::{Handler, WorkerContext};
 
 /// Options of a reactor server. Defaults: one worker per CPU the process may run on,
 /// [`Config::server`] (1 MiB frames and messages, 16 KiB buffers), 8 KiB request head and 32
@@ -221,11 +221,11 @@ impl Server {
     }
 
     /// Starts the workers, each with the handler `factory` makes for it (called on the
-    /// worker's own thread with the worker's index, so a handler need not be `Send`).
+    /// worker's own thread with its [`WorkerContext`], so a handler need not be `Send`).
     pub fn start<H, F>(self, factory: F) -> io::Result<Running>
     where
         H: Handler,
-        F: Fn(usize) -> H + Send + Sync + 'static,
+        F: Fn(&WorkerContext) -> H + Send + Sync + 'static,
     {
         #[cfg(feature = "tls")]
         if let Some(tls) = self.builder.tls.clone() {
@@ -237,7 +237,7 @@ impl Server {
     fn start_with<H, F, T>(self, factory: F, setup: T::Setup) -> io::Result<Running>
     where
         H: Handler,
-        F: Fn(usize) -> H + Send + Sync + 'static,
+        F: Fn(&WorkerContext) -> H + Send + Sync + 'static,
         T: Transport,
     {
         let factory = Arc::new(factory);
@@ -266,11 +266,15 @@ impl Server {
             let options = Arc::clone(&options);
             let settings = self.builder.settings.clone();
             let setup = setup.clone();
+            let context = WorkerContext {
+                index,
+                handle: handle.clone(),
+            };
             let listener = mio::net::TcpListener::from_std(listener.into());
             let thread = std::thread::Builder::new()
                 .name(format!("tickwire-worker-{index}"))
                 .spawn(move || {
-                    let handler = factory(index);
+                    let handler = factory(&context);
                     Worker::<H, T>::new(
                         index as u8,
                         poll,

@@ -206,8 +206,19 @@ fn the_handle_sends_and_closes_from_another_thread() {
     }
     ws.finish().unwrap();
     let (closed, disconnect, _) = fixture.next_close();
+    assert_eq!(closed.worker(), id.worker());
     assert_eq!(closed, id);
     assert_eq!(disconnect.kind, DisconnectKind::Closed);
+    // A handler reaches the handle it was made with.
+    let mut ws = ClientBuilder::new().connect(&fixture.url("/")).unwrap();
+    ws.send_text_now("via-handle").unwrap();
+    assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Text("direct")));
+    match ws.recv().unwrap() {
+        Recv::Message(Message::Text(text)) => {
+            assert!(text.starts_with("from the handle of worker "), "{text}")
+        }
+        other => panic!("expected the handle's message, got {other:?}"),
+    }
     // The id is dead: a send to it reaches nobody (the slot may be reused by a new
     // connection, which must not get it).
     let mut next = ClientBuilder::new().connect(&fixture.url("/")).unwrap();

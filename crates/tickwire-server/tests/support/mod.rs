@@ -21,10 +21,13 @@ pub enum Seen {
 }
 
 /// Accepts every path but `/reject` (403) and `/panic` (the hook panics: 500); echoes every
-/// message except `panic` (the callback panics), `close` (closes with 1000 "bye") and
-/// `count` (answers with the messages received so far). Records the largest output queue it
+/// message except `panic` (the callback panics), `close` (closes with 1000 "bye"), `count`
+/// (answers with the messages received so far) and `via-handle` (answers "direct", then
+/// sends through the server handle). Records the largest output queue it
 /// saw after a reply.
 pub struct Recorder {
+    pub handle: ServerHandle,
+    pub worker: usize,
     pub seen: mpsc::Sender<Seen>,
     pub max_queued: Arc<AtomicUsize>,
 }
@@ -49,6 +52,12 @@ impl Handler for Recorder {
         match message {
             Message::Text("panic") => panic!("on_message panics (test)"),
             Message::Text("close") => conn.close(CloseCode::NORMAL, "bye").unwrap(),
+            Message::Text("via-handle") => {
+                // Through the worker's own queue: arrives after this callback's replies.
+                let text = format!("from the handle of worker {}", self.worker);
+                self.handle.send_text(conn.id(), &text).unwrap();
+                conn.send_text("direct").unwrap();
+            }
             Message::Text("count") => {
                 let count = *conn.state();
                 conn.send_text(&count.to_string()).unwrap();
@@ -83,7 +92,9 @@ impl Fixture {
         let max = Arc::clone(&max_queued);
         let tx = Mutex::new(tx);
         let running = server
-            .start(move |_| Recorder {
+            .start(move |context| Recorder {
+                handle: context.handle.clone(),
+                worker: context.index,
                 seen: tx.lock().unwrap().clone(),
                 max_queued: Arc::clone(&max),
             })
