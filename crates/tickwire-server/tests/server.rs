@@ -65,10 +65,15 @@ fn frames_sent_with_the_request_are_answered_after_the_101() {
         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
         .to_vec();
     bytes.extend(client_frame(1, b"early"));
+    // More than the worker's 16 KiB buffer holds with the head: the rest of it is still in
+    // the socket when the request is answered.
+    let big = vec![7u8; 40_000];
+    bytes.extend(client_frame(2, &big));
     stream.write_all(&bytes).unwrap();
     let head = read_head(&mut stream);
     assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
     assert_eq!(read_frame(&mut stream), (0x81, b"early".to_vec()));
+    assert_eq!(read_frame(&mut stream), (0x82, big));
 }
 
 #[test]

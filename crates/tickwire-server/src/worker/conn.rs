@@ -125,8 +125,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         self.opened(index);
     }
 
-    /// The 101 is written: `on_open`, then serve (frames that came with the request are
-    /// already in the buffers).
+    /// The 101 is written: `on_open`, then serve (frames that came with the request first).
     fn opened(&mut self, index: u32) {
         let id = self.id(index);
         let slot = &mut self.slots[index as usize];
@@ -146,7 +145,9 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         if !guarded(|| handler.on_open(&mut conn)) {
             panicked(&mut slot.flags, &mut slot.end, &mut conn);
         }
-        self.serve(index, false);
+        // Read too: the request's read may have stopped at a full buffer, or bytes came
+        // while the 101 waited for the socket, and their edge has passed.
+        self.serve(index, true);
     }
 
     /// Writes the refusal in `head_out` (best effort: the socket is new and it is small),
