@@ -17,7 +17,8 @@
 #
 # Environment:
 #   TICKWIRE_BIN            the binary under test (default target/release/tickwire)
-#   TICKWIRE_RUNTIME        blocking (default) or tokio: `serve --runtime`, the transports
+#   TICKWIRE_RUNTIME        blocking (default), tokio or reactor: `serve --runtime`, the
+#                           transports (the page is a client, so every runtime takes part)
 #   BROWSER_EXPECT_DEFLATE  1 (default): serve with --deflate and expect the extension;
 #                           0: serve without it and expect no extension
 #   BROWSER_TIMEOUT         seconds from starting tickwire to the page's result (default 45)
