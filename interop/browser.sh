@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Browser interop: headless Chromium's own WebSocket against `tickwire serve --deflate`.
+# Browser interop: headless Chromium's own WebSocket against `tickwire serve --deflate`
+# (and, as chosen below, without --deflate, or over wss://).
 #
 #   bash interop/browser.sh
 #
@@ -17,9 +18,14 @@
 #
 # Environment:
 #   TICKWIRE_BIN            the binary under test (default target/release/tickwire)
-#   TICKWIRE_RUNTIME        blocking (default) or tokio: `serve --runtime`, the transports
+#   TICKWIRE_RUNTIME        blocking (default), tokio or reactor: `serve --runtime`, the
+#                           transports (the page is a client, so every runtime takes part)
 #   BROWSER_EXPECT_DEFLATE  1 (default): serve with --deflate and expect the extension;
 #                           0: serve without it and expect no extension
+#   BROWSER_TLS             0 (default): ws://; 1: wss://, `serve --tls-cert --tls-key` with a
+#                           key and certificate made here with openssl, which Chromium is told
+#                           to accept by its public key (--ignore-certificate-errors-spki-list:
+#                           that key only, nothing else is trusted)
 #   BROWSER_TIMEOUT         seconds from starting tickwire to the page's result (default 45)
 #   CHROMIUM                the browser to run (default: chromium on PATH, installed if missing)
 set -euo pipefail
@@ -28,6 +34,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bin="${TICKWIRE_BIN:-$root/target/release/tickwire}"
 expect_deflate="${BROWSER_EXPECT_DEFLATE:-1}"
+tls="${BROWSER_TLS:-0}"
 timeout="${BROWSER_TIMEOUT:-45}"
 page_server="$root/interop/browser/page_server.py"
 
@@ -42,6 +49,11 @@ case "$expect_deflate" in
   1) serve_flags=(--deflate) ;;
   0) serve_flags=() ;;
   *) give_up "BROWSER_EXPECT_DEFLATE must be 0 or 1, not '$expect_deflate'" ;;
+esac
+case "$tls" in
+  0) scheme=ws ;;
+  1) scheme=wss ;;
+  *) give_up "BROWSER_TLS must be 0 or 1, not '$tls'" ;;
 esac
 command -v python3 >/dev/null || give_up "python3 not found on PATH"
 
@@ -108,6 +120,19 @@ first_line_after() {
   return 1
 }
 
+chromium_tls_flags=()
+if [ "$tls" = 1 ]; then
+  command -v openssl >/dev/null || give_up "openssl not found on PATH (BROWSER_TLS=1 makes a certificate with it)"
+  # A self-signed leaf for 127.0.0.1; Chromium accepts it by the SHA-256 of its public key.
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=127.0.0.1 \
+    -addext "subjectAltName=IP:127.0.0.1" -keyout "$work/server.key" -out "$work/server.pem" \
+    >"$work/openssl.log" 2>&1 || give_up "openssl: the test certificate: $(tail -n 5 "$work/openssl.log")"
+  spki=$(openssl x509 -in "$work/server.pem" -pubkey -noout | openssl pkey -pubin -outform der \
+    | openssl dgst -sha256 -binary | openssl enc -base64) || give_up "openssl: the certificate's SPKI hash"
+  serve_flags+=(--tls-cert "$work/server.pem" --tls-key "$work/server.key")
+  chromium_tls_flags=(--ignore-certificate-errors-spki-list="$spki")
+fi
+
 started=$SECONDS
 # Made here: a background job opens its redirections only once it runs.
 : >"$work/serve.out"
@@ -115,7 +140,7 @@ started=$SECONDS
 
 "$bin" serve --runtime "${TICKWIRE_RUNTIME:-blocking}" --bind 127.0.0.1 --port 0 "${serve_flags[@]}" >"$work/serve.out" 2>"$work/serve.err" &
 serve_pid=$!
-address=$(first_line_after "$work/serve.out" "tickwire: echo server listening on ws://" "$serve_pid") \
+address=$(first_line_after "$work/serve.out" "tickwire: echo server listening on $scheme://" "$serve_pid") \
   || give_up "tickwire serve ${serve_flags[*]} did not start: $(head -c 600 "$work/serve.err")"
 ws_port=${address##*:}
 [ "${address%:*}" = 127.0.0.1 ] && [[ "$ws_port" =~ ^[0-9]+$ ]] \
@@ -126,13 +151,13 @@ page_pid=$!
 http_base=$(first_line_after "$work/page.out" "page server listening on " "$page_pid") \
   || give_up "page server did not start: $(head -c 600 "$work/page.err")"
 
-page_url="${http_base}echo.html?port=${ws_port}&deflate=${expect_deflate}"
+page_url="${http_base}echo.html?port=${ws_port}&deflate=${expect_deflate}&scheme=${scheme}"
 # The required flags, then: no proxy (loopback must be direct) and logging to stderr, so the
 # page's console and Chromium's own errors land in the log printed on failure.
 setsid "$chromium" --headless --no-sandbox --disable-gpu --no-first-run \
   --disable-background-networking --disable-component-update --disable-sync \
   --user-data-dir="$profile" \
-  --no-proxy-server --enable-logging=stderr \
+  --no-proxy-server --enable-logging=stderr "${chromium_tls_flags[@]}" \
   "$page_url" >"$work/chromium.log" 2>&1 &
 chromium_pid=$!
 

@@ -25,8 +25,8 @@ from websockets.extensions.permessage_deflate import (
 from websockets.frames import DATA_OPCODES
 
 from harness import (
-    MIB, STEP, EchoServer, PeerServer, TestFailure, check, finish, masked_frame, raw_exchange,
-    read_frame, roundtrip, run_groups, short, spawn, upgrade_request,
+    CLIENT_ROLE, MIB, STEP, EchoServer, Group, PeerServer, TestFailure, check, finish,
+    masked_frame, raw_exchange, read_frame, roundtrip, run_groups, short, spawn, upgrade_request,
 )
 
 KIB = 1 << 10
@@ -477,7 +477,7 @@ async def test_connect_inflated_size_limit_gives_1009():
 # The lists the runner takes
 
 GROUPS = [
-    ("deflate server", ["--deflate"], [
+    Group("deflate server", ["--deflate"], [
         test_negotiated,
         test_echo_text_and_binary_up_to_1_mib,
         test_echo_travels_compressed,
@@ -489,13 +489,13 @@ GROUPS = [
         test_chromium_offer_on_the_wire,
         test_inflated_size_limit_gives_1009,
     ]),
-    ("deflate client", None, [
+    Group("deflate client", None, [
         test_connect_echo,
         test_connect_stdin_mode,
         test_connect_server_declines,
         test_connect_server_parameters,
         test_connect_inflated_size_limit_gives_1009,
-    ]),
+    ], CLIENT_ROLE),
 ]
 
 

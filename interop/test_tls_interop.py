@@ -33,9 +33,9 @@ from pathlib import Path
 from websockets.asyncio.client import connect as ws_connect
 
 from harness import (
-    HOST, MIB, SAMPLE_ACCEPT, STEP, EchoServer, PeerServer, TestFailure, check, finish,
-    masked_frame, raw_exchange, roundtrip, run_groups, short, spawn, spawn_program,
-    upgrade_request,
+    CLIENT_ROLE, HOST, MIB, SAMPLE_ACCEPT, STEP, EchoServer, Group, PeerServer, TestFailure,
+    check, finish, masked_frame, raw_exchange, roundtrip, run_groups, short, spawn,
+    spawn_program, upgrade_request,
 )
 
 KIB = 1 << 10
@@ -679,8 +679,8 @@ async def test_connect_openssl_s_server_non_101_names_status():
 # The lists the runner takes
 
 GROUPS = [
-    ("tls setup", None, [test_generate_certificates]),
-    ("tls server", SERVE_TLS, [
+    Group("tls setup", None, [test_generate_certificates]),
+    Group("tls server", SERVE_TLS, [
         test_default_negotiates_tls13_and_echoes,
         test_tls12_only_client,
         test_tls13_only_client,
@@ -694,18 +694,18 @@ GROUPS = [
         test_openssl_s_client_tls13,
         test_openssl_s_client_upgrade_and_raw_frames,
     ]),
-    ("tls deflate server", [*SERVE_TLS, "--deflate"], [
+    Group("tls deflate server", [*SERVE_TLS, "--deflate"], [
         test_deflate_negotiated_over_tls,
         test_deflate_tls12_only_client,
         test_deflate_concurrent_connections,
     ]),
-    ("tls mutual server", [*SERVE_TLS, "--tls-client-ca", CA.cert], [
+    Group("tls mutual server", [*SERVE_TLS, "--tls-client-ca", CA.cert], [
         test_client_certificate_accepted,
         test_no_client_certificate_refused,
         test_client_certificate_from_other_ca_refused,
         test_openssl_s_client_with_client_certificate,
     ]),
-    ("tls serve", None, [
+    Group("tls serve", None, [
         test_serve_chain_with_intermediate,
         test_serve_rsa_pkcs1_key,
         test_serve_ec_sec1_key_after_parameters,
@@ -713,7 +713,7 @@ GROUPS = [
         test_serve_key_not_matching_certificate,
         test_serve_missing_certificate_file,
     ]),
-    ("tls client", None, [
+    Group("tls client", None, [
         test_connect_echo_mode,
         test_connect_tls12_only_server,
         test_connect_tls13_only_server,
@@ -729,7 +729,7 @@ GROUPS = [
         test_connect_expired_certificate_fails,
         test_connect_wss_to_plain_http_server_fails,
         test_connect_openssl_s_server_non_101_names_status,
-    ]),
+    ], CLIENT_ROLE),
 ]
 
 

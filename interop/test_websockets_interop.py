@@ -21,7 +21,7 @@ from websockets.asyncio.client import connect as ws_connect
 import test_deflate_interop
 import test_tls_interop
 from harness import (
-    MIB, SAMPLE_ACCEPT, STEP, PeerServer, check, expect_eof, finish, raw_exchange, roundtrip,
+    CLIENT_ROLE, MIB, SAMPLE_ACCEPT, STEP, Group, PeerServer, check, expect_eof, finish, raw_exchange, roundtrip,
     run_groups, short, spawn, upgrade_request,
 )
 
@@ -319,8 +319,8 @@ CLIENT_TESTS = [
 
 async def main():
     return await run_groups([
-        ("server", [], SERVER_TESTS),
-        ("client", None, CLIENT_TESTS),
+        Group("server", [], SERVER_TESTS),
+        Group("client", None, CLIENT_TESTS, CLIENT_ROLE),
         *test_deflate_interop.GROUPS,
         *test_tls_interop.GROUPS,
     ])

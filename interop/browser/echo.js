@@ -1,7 +1,7 @@
 // Browser interop checks: Chromium's own WebSocket against `tickwire serve` (interop/browser.sh).
 //
 // Query string: `?port=PORT&deflate=1` (expect permessage-deflate) or `&deflate=0` (expect no
-// extension). Every check becomes one entry {name, ok, detail} of the result, which is POSTed
+// extension), and `&scheme=wss` to connect over TLS (default ws). Every check becomes one entry {name, ok, detail} of the result, which is POSTed
 // once as JSON to /result on the server that served this page, whatever happens: each wait
 // has its own bound and the whole run has one, so the script that started Chromium always
 // hears back. Checks after a failed one still run (and fail fast once the connection is gone),
@@ -14,7 +14,8 @@ const KIB = 1024;
 const MIB = 1024 * 1024;
 
 const query = new URLSearchParams(location.search);
-const wsUrl = `ws://127.0.0.1:${query.get('port')}/`;
+const scheme = query.get('scheme') === 'wss' ? 'wss' : 'ws';
+const wsUrl = `${scheme}://127.0.0.1:${query.get('port')}/`;
 const expectDeflate = query.get('deflate') === '1';
 
 const checks = [];

@@ -1,12 +1,18 @@
-// A Node `ws` peer for tickwire's interop run (interop/peers.sh), permessage-deflate on.
+// A Node `ws` peer for tickwire's interop run (interop/peers.sh).
 //
-//   node ws_peer.js client URL   connects, sends the message set, checks every echo, closes 1000
+//   node ws_peer.js client URL [--no-deflate] [--ca FILE]
+//                                connects, sends the message set, checks every echo, closes 1000;
+//                                offers permessage-deflate and requires it, or with --no-deflate
+//                                offers nothing and requires no extension; a wss:// URL is
+//                                verified against the CA certificate in FILE (PEM)
 //   node ws_peer.js server       listens on 127.0.0.1:0, prints `port N`, does the same with the
-//                                first connection (a `tickwire connect --echo`), then exits
+//                                first connection (a `tickwire connect --echo --deflate`), then
+//                                exits
 //
 // Prints `ok   LABEL` or `FAIL LABEL: reason`; the exit status is 0 only on `ok`. The message
 // set is the one interop/peers/gorilla/main.go sends: both peers check the same things.
 'use strict';
+const fs = require('fs');
 const { WebSocket, WebSocketServer } = require('ws');
 
 const LIMIT_MS = 20000;
@@ -26,8 +32,9 @@ function messageSet() {
   return set;
 }
 
-// Sends the set, checks the echoes in order, closes with 1000 and waits for the close.
-function exchange(ws, label) {
+// Sends the set, checks the echoes in order, closes with 1000 and waits for the close; then
+// checks that permessage-deflate was negotiated exactly when `wantDeflate`.
+function exchange(ws, label, wantDeflate = true) {
   return new Promise((resolve, reject) => {
     const set = messageSet();
     let next = 0;
@@ -45,12 +52,14 @@ function exchange(ws, label) {
       clearTimeout(timer);
       if (next !== set.length) return reject(new Error(`closed with ${code} after ${next} echoes`));
       if (code !== 1000) return reject(new Error(`closed with ${code}, expected 1000`));
-      resolve(`${set.length} echoes, deflate ${ws.extensions.includes('permessage-deflate') ? 'on' : 'OFF'}`);
+      resolve(`${set.length} echoes, deflate ${ws.extensions.includes('permessage-deflate') ? 'on' : 'off'}`);
     });
     ws.on('error', reject);
     for (const m of set) ws.send(m.data, { binary: m.binary });
   }).then((detail) => {
-    if (!detail.endsWith('on')) throw new Error(`permessage-deflate not negotiated: ${detail}`);
+    if (detail.endsWith(' on') !== wantDeflate) {
+      throw new Error(`permessage-deflate ${wantDeflate ? 'not negotiated' : 'negotiated unasked'}: ${detail}`);
+    }
     console.log(`ok   ${label}: ${detail}`);
   });
 }
@@ -60,11 +69,14 @@ function fail(label, error) {
   process.exit(1);
 }
 
-const [mode, url] = process.argv.slice(2);
+const [mode, url, ...flags] = process.argv.slice(2);
 if (mode === 'client') {
-  const label = 'node ws client -> tickwire serve';
-  const ws = new WebSocket(url, { perMessageDeflate: true });
-  ws.on('open', () => exchange(ws, label).then(() => process.exit(0), (e) => fail(label, e)));
+  const deflate = !flags.includes('--no-deflate');
+  const caAt = flags.indexOf('--ca');
+  const ca = caAt >= 0 ? fs.readFileSync(flags[caAt + 1]) : undefined;
+  const label = `node ws client -> tickwire serve${deflate ? ' --deflate' : ''} (${url.split(':')[0]}://)`;
+  const ws = new WebSocket(url, { perMessageDeflate: deflate, ca });
+  ws.on('open', () => exchange(ws, label, deflate).then(() => process.exit(0), (e) => fail(label, e)));
   ws.on('error', (e) => fail(label, e));
 } else if (mode === 'server') {
   const label = 'tickwire connect -> node ws server';

@@ -1,8 +1,13 @@
-// A gorilla/websocket peer for tickwire's interop run (interop/peers.sh), compression on.
+// A gorilla/websocket peer for tickwire's interop run (interop/peers.sh).
 //
-//	gorilla-peer client URL   connects, sends the message set, checks every echo, closes 1000
+//	gorilla-peer client URL [-no-deflate] [-ca FILE]
+//	                          connects, sends the message set, checks every echo, closes 1000;
+//	                          offers permessage-deflate and requires it, or with -no-deflate
+//	                          offers nothing and requires no extension; a wss:// URL is
+//	                          verified against the CA certificate in FILE (PEM)
 //	gorilla-peer server       listens on 127.0.0.1:0, prints `port N`, does the same with the
-//	                          first connection (a `tickwire connect --echo`), then exits
+//	                          first connection (a `tickwire connect --echo --deflate`), then
+//	                          exits
 //
 // Prints `ok   LABEL` or `FAIL LABEL: reason`; the exit status is 0 only on `ok`. The message
 // set is the one interop/peers/ws_peer.js sends.
@@ -10,7 +15,9 @@ package main
 
 import (
 	"bytes"
-	"errors"
+	"crypto/tls"
+	"crypto/x509"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -50,12 +57,12 @@ func messageSet() []message {
 	return set
 }
 
-// exchange writes the set from one goroutine while this one reads and checks the echoes in
-// order (gorilla allows one reader and one writer at a time), then closes with 1000 and
-// waits for the peer's close.
-func exchange(conn *websocket.Conn, compressed bool) (string, error) {
-	if !compressed {
-		return "", errors.New("permessage-deflate not negotiated")
+// exchange checks that permessage-deflate was negotiated exactly when wanted, writes the set
+// from one goroutine while this one reads and checks the echoes in order (gorilla allows one
+// reader and one writer at a time), then closes with 1000 and waits for the peer's close.
+func exchange(conn *websocket.Conn, compressed bool, wanted bool) (string, error) {
+	if compressed != wanted {
+		return "", fmt.Errorf("permessage-deflate negotiated: %v, wanted: %v", compressed, wanted)
 	}
 	conn.SetReadLimit(4 << 20)
 	conn.SetReadDeadline(time.Now().Add(20 * time.Second))
@@ -90,7 +97,11 @@ func exchange(conn *websocket.Conn, compressed bool) (string, error) {
 	if !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
 		return "", fmt.Errorf("after our close 1000: %v", err)
 	}
-	return fmt.Sprintf("%d echoes, deflate on", len(set)), nil
+	state := "off"
+	if compressed {
+		state = "on"
+	}
+	return fmt.Sprintf("%d echoes, deflate %s", len(set), state), nil
 }
 
 func report(label string, detail string, err error) {
@@ -106,16 +117,41 @@ func negotiated(header http.Header) bool {
 	return strings.Contains(header.Get("Sec-WebSocket-Extensions"), "permessage-deflate")
 }
 
-func main() {
-	if len(os.Args) == 3 && os.Args[1] == "client" {
-		label := "gorilla client -> tickwire serve"
-		dialer := websocket.Dialer{EnableCompression: true, HandshakeTimeout: 5 * time.Second}
-		conn, response, err := dialer.Dial(os.Args[2], nil)
+// client runs `gorilla-peer client URL [-no-deflate] [-ca FILE]`.
+func client(url string, args []string) {
+	flags := flag.NewFlagSet("client", flag.ExitOnError)
+	noDeflate := flags.Bool("no-deflate", false, "offer no extension and require none")
+	caFile := flags.String("ca", "", "PEM file of the CA that signed a wss:// server's certificate")
+	flags.Parse(args)
+	scheme, _, _ := strings.Cut(url, ":")
+	label := "gorilla client -> tickwire serve"
+	if !*noDeflate {
+		label += " --deflate"
+	}
+	label += " (" + scheme + "://)"
+	dialer := websocket.Dialer{EnableCompression: !*noDeflate, HandshakeTimeout: 5 * time.Second}
+	if *caFile != "" {
+		pem, err := os.ReadFile(*caFile)
 		if err != nil {
 			report(label, "", err)
 		}
-		detail, err := exchange(conn, negotiated(response.Header))
-		report(label, detail, err)
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			report(label, "", fmt.Errorf("no certificate in %s", *caFile))
+		}
+		dialer.TLSClientConfig = &tls.Config{RootCAs: roots}
+	}
+	conn, response, err := dialer.Dial(url, nil)
+	if err != nil {
+		report(label, "", err)
+	}
+	detail, err := exchange(conn, negotiated(response.Header), !*noDeflate)
+	report(label, detail, err)
+}
+
+func main() {
+	if len(os.Args) >= 3 && os.Args[1] == "client" {
+		client(os.Args[2], os.Args[3:])
 	}
 	if len(os.Args) == 2 && os.Args[1] == "server" {
 		label := "tickwire connect -> gorilla server"
@@ -131,10 +167,10 @@ func main() {
 				report(label, "", err)
 			}
 			compressed := strings.Contains(w.Header().Get("Sec-WebSocket-Extensions"), "permessage-deflate")
-			detail, err := exchange(conn, compressed || negotiated(r.Header))
+			detail, err := exchange(conn, compressed || negotiated(r.Header), true)
 			report(label, detail, err)
 		}))
 	}
-	fmt.Fprintln(os.Stderr, "usage: gorilla-peer client URL | server")
+	fmt.Fprintln(os.Stderr, "usage: gorilla-peer client URL [-no-deflate] [-ca FILE] | server")
 	os.Exit(2)
 }
