@@ -1,8 +1,10 @@
 //! `serve --runtime reactor`: the echo server on tickwire-server's epoll reactor, with the
 //! same options and output as the blocking and tokio ones.
 
+use std::net::SocketAddr;
 use tickwire::codec::ws::OpCode;
-use tickwire_server::{Conn, Decision, Handler, Message, Request, ServerBuilder};
+
+use tickwire_server::{Conn, Decision, Handler, HandshakeFailure, Message, Request, ServerBuilder};
 
 use crate::{ServeArgs, print_listening, server_tls};
 
@@ -12,7 +14,7 @@ struct Echo;
 impl Handler for Echo {
     type State = ();
 
-    fn upgrade(&mut self, request: &Request, _peer: std::net::SocketAddr) -> Decision<()> {
+    fn upgrade(&mut self, request: &Request, _peer: SocketAddr) -> Decision<()> {
         Decision::accept(request, ())
     }
 
@@ -23,6 +25,12 @@ impl Handler for Echo {
             Message::Binary(data) => conn.send(OpCode::Binary, data),
             _ => Ok(()),
         };
+    }
+
+    /// The same line the blocking and tokio servers print for a connection that failed
+    /// before it opened (interop checks read it for TLS failures).
+    fn on_handshake_error(&mut self, _peer: Option<SocketAddr>, failure: HandshakeFailure) {
+        eprintln!("tickwire: connection ended: {failure}");
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use tickwire_codec::handshake::{Request, Response};
+use tickwire_codec::handshake::{HandshakeError, Request, Response};
 use tickwire_codec::ws::{CloseCode, Error, Message, OpCode, Sender, SharedFrame};
 
 use crate::{ConnId, ServerHandle};
@@ -45,7 +45,50 @@ pub trait Handler: 'static {
     fn on_close(&mut self, id: ConnId, state: Self::State, disconnect: Disconnect) {
         let _ = (id, state, disconnect);
     }
+
+    /// A connection ended before it opened (its socket is closed; `on_close` does not follow):
+    /// why, and the client's address when it could still be read. For logs and metrics.
+    fn on_handshake_error(&mut self, peer: Option<SocketAddr>, failure: HandshakeFailure) {
+        let _ = (peer, failure);
+    }
 }
+
+/// Why an opening handshake failed (see [`Handler::on_handshake_error`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum HandshakeFailure {
+    /// A malformed or unsupported upgrade request, answered with the error's status (4xx).
+    Request(HandshakeError),
+    /// The upgrade hook refused with this status (500: the hook panicked, or its response
+    /// could not be written).
+    Refused(u16),
+    /// TLS failed (the handshake or a record); the alert rustls owed went out first.
+    #[cfg(feature = "tls")]
+    Tls(tickwire_tls::TlsError),
+    /// The handshake timeout passed before the upgrade request was read (a client trickling
+    /// it, or sending nothing).
+    Timeout,
+    /// Past the worker's connection cap: answered with 503 (plain) or closed (TLS).
+    OverCapacity,
+    /// The client left (end of stream, reset) or another I/O error.
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for HandshakeFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Request(error) => write!(f, "bad upgrade request: {error}"),
+            Self::Refused(status) => write!(f, "upgrade refused with {status}"),
+            #[cfg(feature = "tls")]
+            Self::Tls(error) => write!(f, "TLS: {error}"),
+            Self::Timeout => f.write_str("handshake timed out"),
+            Self::OverCapacity => f.write_str("over the connection cap: 503"),
+            Self::Io(error) => write!(f, "during the handshake: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for HandshakeFailure {}
 
 /// What the factory given to [`Server::start`](crate::Server::start) gets when it makes a
 /// worker's handler: the worker's index and the server's handle (for a handler that sends to

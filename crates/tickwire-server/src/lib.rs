@@ -65,7 +65,9 @@ mod wheel;
 mod worker;
 
 pub use handle::{ConnId, HandleError, ServerHandle};
-pub use handler::{Conn, Decision, Disconnect, DisconnectKind, Handler, WorkerContext};
+pub use handler::{
+    Conn, Decision, Disconnect, DisconnectKind, Handler, HandshakeFailure, WorkerContext,
+};
 pub use server::{Running, Server, ServerBuilder};
 
 pub use tickwire_codec;

@@ -12,6 +12,8 @@ use std::io::{self, Read, Write};
 
 use mio::net::TcpStream;
 
+use crate::handler::HandshakeFailure;
+
 pub(crate) trait Transport: Read + Write + Sized {
     /// What making one needs (the TLS configuration).
     type Setup: Clone + Send + Sync + 'static;
@@ -34,6 +36,12 @@ pub(crate) trait Transport: Read + Write + Sized {
     /// Writes output the transport holds (TLS records); true when none is left.
     fn flush_pending(&mut self) -> io::Result<bool> {
         Ok(true)
+    }
+
+    /// What an I/O error of this transport during the opening handshake means (TLS: the
+    /// typed TLS failure when there is one).
+    fn failure(&self, error: io::Error) -> HandshakeFailure {
+        HandshakeFailure::Io(error)
     }
 
     /// Ends the write side once what is pending is written (TLS: close_notify first).
@@ -68,6 +76,7 @@ mod tls {
     use tickwire_tls::{PLAINTEXT_ON_TLS_PORT, Plaintext, ServerTlsConfig, TlsCodec, TlsError};
 
     use super::Transport;
+    use crate::handler::HandshakeFailure;
 
     /// TLS over a socket: boxed, so that the slot of a TLS server stays a pointer wide.
     #[derive(Debug)]
@@ -113,6 +122,13 @@ mod tls {
 
         fn flush_pending(&mut self) -> io::Result<bool> {
             self.0.flush_records()
+        }
+
+        fn failure(&self, error: io::Error) -> HandshakeFailure {
+            match self.0.codec.error() {
+                Some(tls) => HandshakeFailure::Tls(tls.clone()),
+                None => HandshakeFailure::Io(error),
+            }
         }
 
         fn close_write(&mut self) {

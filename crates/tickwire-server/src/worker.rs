@@ -18,7 +18,7 @@ use tickwire_codec::handshake::ServerOptions;
 use tickwire_codec::ws::{Buffers, CloseCode, Config, Connection};
 
 use crate::handle::{Command, ConnId, GENERATION_MASK};
-use crate::handler::{Disconnect, DisconnectKind, Handler};
+use crate::handler::{Disconnect, DisconnectKind, Handler, HandshakeFailure};
 use crate::transport::Transport;
 use crate::wheel::{Entry, TICK, UNARMED, Wheel};
 
@@ -250,7 +250,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 return;
             };
             match listener.accept() {
-                Ok((stream, _)) => self.admit(stream),
+                Ok((stream, peer)) => self.admit(stream, peer),
                 Err(error) => match error.kind() {
                     io::ErrorKind::WouldBlock => return,
                     io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted => {}
@@ -265,13 +265,17 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         }
     }
 
-    fn admit(&mut self, mut socket: TcpStream) {
+    fn admit(&mut self, mut socket: TcpStream, peer: std::net::SocketAddr) {
         if self.live >= self.settings.max_connections {
             // A plain client reads the refusal; a TLS client sees the connection end.
             if !T::TLS {
                 let _ = socket.write(SERVICE_UNAVAILABLE);
             }
             let _ = socket.shutdown(std::net::Shutdown::Write);
+            let handler = &mut self.handler;
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                handler.on_handshake_error(Some(peer), HandshakeFailure::OverCapacity);
+            }));
             return;
         }
         if self.settings.nodelay {
@@ -421,7 +425,8 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             match slot.phase {
                 Phase::Free { .. } => {}
                 // The opening handshake took too long (a trickled request included).
-                Phase::Handshake | Phase::Responding(_) => self.finish(
+                Phase::Handshake => self.drop_handshake(entry.slot, HandshakeFailure::Timeout),
+                Phase::Responding(_) => self.finish(
                     entry.slot,
                     End {
                         kind: DisconnectKind::Failed,

@@ -243,6 +243,7 @@ fn connections_past_the_cap_get_503() {
         }
         other => panic!("expected a 503, got {other:?}"),
     }
+    assert!(fixture.next_failure().contains("503"));
 }
 
 #[test]
@@ -267,6 +268,7 @@ fn a_trickled_request_is_dropped_at_the_handshake_timeout() {
     let waited = started.elapsed();
     assert!(waited >= Duration::from_millis(300), "{waited:?}");
     assert!(waited < Duration::from_secs(2), "{waited:?}");
+    assert_eq!(fixture.next_failure(), "handshake timed out");
 }
 
 #[test]

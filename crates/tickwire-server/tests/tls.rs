@@ -85,6 +85,8 @@ fn a_client_that_distrusts_the_certificate_fails_and_the_server_goes_on() {
     let fixture = Fixture::start(ServerBuilder::new().workers(1).tls(server));
     let url = format!("wss://{}/", fixture.addr);
     assert!(ClientBuilder::new().tls(stranger).connect(&url).is_err());
+    let failure = fixture.next_failure();
+    assert!(failure.starts_with("TLS: "), "{failure}");
     let mut ws = ClientBuilder::new().tls(client).connect(&url).unwrap();
     ws.send_text_now("after").unwrap();
     assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Text("after")));

@@ -13,7 +13,7 @@ use tickwire_codec::ws::{
 
 use super::{End, Open, PANICKED, Phase, READ_PAUSED, Responding, WRITE_WAITING, Worker};
 use crate::handle::ConnId;
-use crate::handler::{Conn, Decision, DisconnectKind, Handler};
+use crate::handler::{Conn, Decision, DisconnectKind, Handler, HandshakeFailure};
 use crate::transport::Transport;
 use crate::wheel::UNARMED;
 
@@ -36,14 +36,20 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         };
         let eof = match read_head(stream, &mut bufs.read) {
             Ok(eof) => eof,
-            Err(_) => return self.drop_handshake(index),
+            Err(error) => {
+                let failure = stream.failure(error);
+                return self.drop_handshake(index, failure);
+            }
         };
         let options = Arc::clone(&self.options);
         let mut handshake =
             ServerHandshake::new(&options).with_shared_config(Arc::clone(&self.config));
         self.head_out.clear();
         let request = match handshake.read_request(&mut bufs.read, &mut self.head_out) {
-            Ok(Parsed::NeedMore) if eof => return self.drop_handshake(index),
+            Ok(Parsed::NeedMore) if eof => {
+                let failure = HandshakeFailure::Io(io::ErrorKind::UnexpectedEof.into());
+                return self.drop_handshake(index, failure);
+            }
             Ok(Parsed::NeedMore) => {
                 // A partial head: the connection keeps it until the rest arrives.
                 if slot.bufs.is_none() && !self.scratch.read.is_empty() {
@@ -53,7 +59,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             }
             Ok(Parsed::Complete(request)) => request,
             // Malformed: its 4xx is in `head_out`.
-            Err(_) => return self.refuse(index),
+            Err(error) => return self.refuse(index, HandshakeFailure::Request(error)),
         };
         let peer = stream.socket().peer_addr();
         let handler = &mut self.handler;
@@ -71,16 +77,25 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             Some(Decision::Reject(_)) | None => (Response::reject(500), None),
         };
         let outcome = handshake.respond(response, &mut self.head_out, self.now);
-        let (Ok(Outcome::Upgraded(upgraded)), Some(state)) = (outcome, state) else {
-            return self.refuse(index);
+        let upgraded = match (outcome, state) {
+            (Ok(Outcome::Upgraded(upgraded)), Some(state)) => (upgraded, state),
+            (Ok(Outcome::Rejected(status)), _) => {
+                return self.refuse(index, HandshakeFailure::Refused(status));
+            }
+            // A response the codec could not write: it wrote a 500 instead.
+            _ => return self.refuse(index, HandshakeFailure::Refused(500)),
         };
+        let (upgraded, state) = upgraded;
         let open = Open {
             conn: upgraded.connection,
             state,
         };
         let written = match write_some(stream, self.head_out.as_slice()) {
             Ok(written) => written,
-            Err(_) => return self.drop_handshake(index),
+            Err(error) => {
+                let failure = stream.failure(error);
+                return self.drop_handshake(index, failure);
+            }
         };
         if written < self.head_out.len() {
             let rest = self.head_out.as_slice()[written..].to_vec();
@@ -152,24 +167,32 @@ impl<H: Handler, T: Transport> Worker<H, T> {
 
     /// Writes the refusal in `head_out` (best effort: the socket is new and it is small),
     /// ends the write side and drops the connection.
-    fn refuse(&mut self, index: u32) {
+    fn refuse(&mut self, index: u32, failure: HandshakeFailure) {
         if let Some(stream) = self.slots[index as usize].stream.as_mut() {
             let _ = write_some(stream, self.head_out.as_slice());
             stream.close_write();
         }
-        self.drop_handshake(index);
+        self.drop_handshake(index, failure);
     }
 
     /// A TLS handshake whose messages the socket did not take at once: write the rest.
     pub(super) fn flush_handshake(&mut self, index: u32) {
         if let Some(stream) = self.slots[index as usize].stream.as_mut() {
-            if stream.flush_pending().is_err() {
-                self.drop_handshake(index);
+            if let Err(error) = stream.flush_pending() {
+                let failure = stream.failure(error);
+                self.drop_handshake(index, failure);
             }
         }
     }
 
-    fn drop_handshake(&mut self, index: u32) {
+    /// Drops a connection whose opening handshake failed, after telling the handler why.
+    pub(super) fn drop_handshake(&mut self, index: u32, failure: HandshakeFailure) {
+        let peer = self.slots[index as usize]
+            .stream
+            .as_mut()
+            .and_then(|stream| stream.socket().peer_addr().ok());
+        let handler = &mut self.handler;
+        let _ = guarded(|| handler.on_handshake_error(peer, failure));
         self.finish(
             index,
             End {

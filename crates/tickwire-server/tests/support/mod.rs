@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use tickwire_server::{
-    CloseCode, Conn, ConnId, Decision, Disconnect, Handler, Message, OpCode, Request, ServerHandle,
+    CloseCode, Conn, ConnId, Decision, Disconnect, Handler, HandshakeFailure, Message, OpCode,
+    Request, ServerHandle,
 };
 
 /// What the recording handler saw.
@@ -18,6 +19,8 @@ pub enum Seen {
     Open(ConnId),
     /// The connection's id, how it ended and how many messages it had received.
     Close(ConnId, Disconnect, u32),
+    /// A handshake failed: the failure's text.
+    Failed(String),
 }
 
 /// Accepts every path but `/reject` (403) and `/panic` (the hook panics: 500); echoes every
@@ -72,6 +75,10 @@ impl Handler for Recorder {
     fn on_close(&mut self, id: ConnId, state: u32, disconnect: Disconnect) {
         let _ = self.seen.send(Seen::Close(id, disconnect, state));
     }
+
+    fn on_handshake_error(&mut self, _peer: Option<SocketAddr>, failure: HandshakeFailure) {
+        let _ = self.seen.send(Seen::Failed(failure.to_string()));
+    }
 }
 
 /// A running recording server.
@@ -119,6 +126,15 @@ impl Fixture {
             .unwrap()
             .recv_timeout(Duration::from_secs(5))
             .expect("an event within 5 s")
+    }
+
+    /// The next handshake failure's text, skipping other events.
+    pub fn next_failure(&self) -> String {
+        loop {
+            if let Seen::Failed(text) = self.next() {
+                return text;
+            }
+        }
     }
 
     /// The next close event, skipping opens.
