@@ -6,6 +6,8 @@
 
 mod conn;
 
+use conn::Reading;
+
 use std::io::{self, Write};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
@@ -222,10 +224,15 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                     LISTENER => self.accept(),
                     WAKER => self.drain_commands(),
                     index => {
-                        let readable =
-                            event.is_readable() || event.is_read_closed() || event.is_error();
+                        let reading = if event.is_read_closed() || event.is_error() {
+                            Reading::ToWouldBlock
+                        } else if event.is_readable() {
+                            Reading::Readable
+                        } else {
+                            Reading::No
+                        };
                         let writable = event.is_writable() || event.is_write_closed();
-                        self.on_event(index as u32, readable, writable);
+                        self.on_event(index as u32, reading, writable);
                     }
                 }
             }
@@ -346,7 +353,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         ConnId::new(self.index, index, self.slots[index as usize].generation)
     }
 
-    fn on_event(&mut self, index: u32, readable: bool, writable: bool) {
+    fn on_event(&mut self, index: u32, reading: Reading, writable: bool) {
         let Some(slot) = self.slots.get(index as usize) else {
             return;
         };
@@ -356,7 +363,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 if writable {
                     self.flush_handshake(index);
                 }
-                if readable {
+                if reading != Reading::No {
                     self.handshake(index);
                 }
             }
@@ -365,7 +372,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                     self.respond_rest(index);
                 }
             }
-            Phase::Open(_) => self.serve(index, readable),
+            Phase::Open(_) => self.serve(index, reading),
         }
     }
 
@@ -410,7 +417,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             None => &mut self.scratch,
         };
         f(&mut open.conn, bufs, self.now);
-        self.serve(index, false);
+        self.serve(index, Reading::No);
     }
 
     fn run_timers(&mut self) {
@@ -433,7 +440,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                         code: None,
                     },
                 ),
-                Phase::Open(_) => self.serve(entry.slot, false),
+                Phase::Open(_) => self.serve(entry.slot, Reading::No),
             }
         }
         self.due = due;

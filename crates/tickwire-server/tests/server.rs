@@ -76,6 +76,33 @@ fn frames_sent_with_the_request_are_answered_after_the_101() {
     assert_eq!(read_frame(&mut stream), (0x82, big));
 }
 
+/// Bytes and the FIN in one segment: the event that reports the data already carries the
+/// end of stream, so the server must read on past a short read to see it.
+fn send_then_fin(stream: &TcpStream, bytes: &[u8]) {
+    let socket = socket2::SockRef::from(stream);
+    socket.set_tcp_cork(true).unwrap();
+    (&*stream).write_all(bytes).unwrap();
+    stream.shutdown(std::net::Shutdown::Write).unwrap();
+}
+
+#[test]
+fn a_fin_that_comes_with_data_is_not_missed() {
+    let fixture = Fixture::start(one_worker());
+    // Half a frame, then the end: the server closes its side (no CLOSE-WAIT left behind).
+    let mut stream = raw_upgrade(fixture.addr, "/");
+    send_then_fin(&stream, &client_frame(2, &[5; 100])[..50]);
+    assert!(closed_by_server(&mut stream));
+    let (_, disconnect, _) = fixture.next_close();
+    assert_eq!(disconnect.kind, DisconnectKind::Reset);
+    // A whole message, then the end: it is answered, then the socket closes.
+    let mut stream = raw_upgrade(fixture.addr, "/");
+    send_then_fin(&stream, &client_frame(1, b"last words"));
+    assert_eq!(read_frame(&mut stream), (0x81, b"last words".to_vec()));
+    assert!(closed_by_server(&mut stream));
+    let (_, disconnect, count) = fixture.next_close();
+    assert_eq!((disconnect.kind, count), (DisconnectKind::Reset, 1));
+}
+
 #[test]
 fn refusals_get_their_status() {
     let fixture = Fixture::start(one_worker());

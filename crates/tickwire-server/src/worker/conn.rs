@@ -162,7 +162,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         }
         // Read too: the request's read may have stopped at a full buffer, or bytes came
         // while the 101 waited for the socket, and their edge has passed.
-        self.serve(index, true);
+        self.serve(index, Reading::ToWouldBlock);
     }
 
     /// Writes the refusal in `head_out` (best effort: the socket is new and it is small),
@@ -216,7 +216,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
     /// Serves an open connection: parse what is buffered, read until the socket is empty
     /// (or the output is over the backpressure limit), run due timers, write everything
     /// queued, then close it if it is over, or settle who keeps the buffer set.
-    pub(super) fn serve(&mut self, index: u32, readable: bool) {
+    pub(super) fn serve(&mut self, index: u32, reading: Reading) {
         let id = self.id(index);
         let now = self.now;
         let limit = self.settings.backpressure_limit;
@@ -231,22 +231,22 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         let handler = &mut self.handler;
         let flags = &mut slot.flags;
         let recorded = &mut slot.end;
-        let mut readable = readable;
+        let mut reading = reading;
         let mut socket = Socket::Open;
         loop {
             if *flags & READ_PAUSED == 0 {
                 if deliver(handler, id, open, bufs, flags, recorded, limit) {
                     *flags |= READ_PAUSED;
-                } else if readable {
+                } else if reading != Reading::No {
                     socket = read_and_deliver(
-                        stream, handler, id, open, bufs, flags, recorded, now, limit,
+                        stream, handler, id, open, bufs, flags, recorded, now, limit, reading,
                     );
                     if socket == Socket::Paused {
                         *flags |= READ_PAUSED;
                         socket = Socket::Open;
                     }
                 }
-                readable = false;
+                reading = Reading::No;
             }
             if socket == Socket::Failed {
                 break;
@@ -282,9 +282,10 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             }
             if *flags & READ_PAUSED != 0 && socket == Socket::Open {
                 // The backlog is written: parse what waited, then read what the socket holds
-                // (edge-triggered: no new event would say so).
+                // (edge-triggered: no new event would say so). Read to `WouldBlock`: the
+                // event that paused may have carried the peer's FIN.
                 *flags &= !READ_PAUSED;
-                readable = true;
+                reading = Reading::ToWouldBlock;
                 continue;
             }
             break;
@@ -339,6 +340,19 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             None => self.keep_scratch(index),
         }
     }
+}
+
+/// What a wake-up does with the socket's read side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reading {
+    /// Nothing (a command, a timer or a writable event).
+    No,
+    /// Read until the socket is empty; on a plain socket a short read says so (each later
+    /// arrival raises a new edge).
+    Readable,
+    /// Read until `WouldBlock` or the end: the event also reported the peer's FIN (or an
+    /// error), whose edge has passed, so a short read proves nothing.
+    ToWouldBlock,
 }
 
 /// Where the socket stands after reading.
@@ -439,7 +453,9 @@ fn read_and_deliver<H: Handler, T: Transport>(
     end: &mut Option<End>,
     now: std::time::Instant,
     limit: usize,
+    reading: Reading,
 ) -> Socket {
+    let short_read_drains = T::SHORT_READ_DRAINS && reading == Reading::Readable;
     loop {
         let spare = open.conn.spare(bufs);
         let asked = spare.len();
@@ -450,7 +466,7 @@ fn read_and_deliver<H: Handler, T: Transport>(
                 if deliver(handler, id, open, bufs, flags, end, limit) {
                     return Socket::Paused;
                 }
-                if n < asked && T::SHORT_READ_DRAINS {
+                if n < asked && short_read_drains {
                     return Socket::Open;
                 }
                 if !matches!(
