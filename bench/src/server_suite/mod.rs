@@ -1,0 +1,587 @@
+//! The server suite (`tickwire-bench server`): WebSocket echo servers under load, side by side
+//! in one run. Each server is a process of its own pinned to `--core` (0): tickwire's CLI
+//! (`tickwire --runtime R serve`), uWebSockets' echo, and fastwebsockets and tokio-tungstenite
+//! on a tokio current-thread runtime (hidden subcommands, `echo.rs`). One load-generator
+//! thread in this process, pinned to `--peer-core` (1), drives them (`loadgen.rs`).
+//!
+//! Tables:
+//! - `server_{16,1024}_n{N}_d{depth}`: N connections (1, 100, 1,000, 10,000, 19,000) each
+//!   keeping `depth` (1 or 8) binary messages in flight; echoes per second in the measured
+//!   window, round-trip p50 and p99 (each the median over rounds), the generator's and the
+//!   server's CPU use, and tickwire's rate divided by each row's;
+//! - `server_memory`: resident memory per idle connection (VmRSS with N idle connections
+//!   minus VmRSS after one connection came and went, divided by N) at 1,000 and 10,000.
+//!
+//! Every (server, N) session starts a fresh server, opens N connections once and runs the
+//! four (payload, depth) points on them in turn; sessions interleave the servers, their order
+//! rotating each round. Owns the schedule and the tables; not the processes (`servers.rs`)
+//! nor the sockets (`loadgen.rs`, `connection.rs`).
+
+mod connection;
+mod echo;
+mod loadgen;
+mod servers;
+
+use std::path::PathBuf;
+use std::thread;
+use std::time::Duration;
+
+pub use echo::{fastwebsockets_server, tokio_tungstenite_server};
+use loadgen::{Generator, Load, Measured};
+use servers::{Launch, Library, ServerProcess};
+
+use crate::Ctx;
+use crate::harness::{self, Clock};
+use crate::report::{self, Figures, Row, Table};
+
+/// Progress steps are set from the schedule once it is known ([`run`]).
+pub const STEPS: u64 = 0;
+
+/// Payload sizes, bytes.
+const PAYLOADS: [usize; 2] = [16, 1024];
+/// Messages in flight per connection.
+const DEPTHS: [usize; 2] = [1, 8];
+/// Connections per point in a full run, and with `--quick`.
+const CONNECTIONS: [usize; 5] = [1, 100, 1_000, 10_000, 19_000];
+const QUICK_CONNECTIONS: [usize; 3] = [1, 100, 1_000];
+/// Idle connections in the memory table (a quick run: the first only).
+const MEMORY_CONNECTIONS: [usize; 2] = [1_000, 10_000];
+/// tickwire's `blocking` runtime runs a thread per connection: load points above this many
+/// connections are skipped rather than left to crawl.
+const BLOCKING_MAX_CONNECTIONS: usize = 1_000;
+/// Time to open every connection of a session.
+const CONNECT_BUDGET: Duration = Duration::from_secs(60);
+/// How long N connections sit idle before the memory reading.
+const IDLE: Duration = Duration::from_secs(1);
+
+/// The server suite's own options.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Settings {
+    /// Only these servers (comma-separated: tickwire, uws, fastwebsockets, tokio-tungstenite).
+    #[arg(long)]
+    servers: Option<String>,
+    /// The runtime tickwire's server runs on (`tickwire --runtime R serve`): reactor,
+    /// blocking or tokio.
+    #[arg(long, default_value = "reactor")]
+    tickwire_runtime: String,
+    /// The tickwire CLI binary (default: `tickwire` next to this binary, i.e.
+    /// target/release/tickwire from `cargo build --release -p tickwire-cli`).
+    #[arg(long)]
+    tickwire_bin: Option<PathBuf>,
+    /// The uWebSockets echo binary (`bash /work/shared/peers/uws/build.sh` builds it).
+    #[arg(long)]
+    uws_bin: Option<PathBuf>,
+    /// Only these connection counts (comma-separated), instead of the suite's list.
+    #[arg(long)]
+    connections: Option<String>,
+    /// Seconds of warm-up and of measurement per point (default 0.5 and 2; --quick: 0.2 and
+    /// 0.5).
+    #[arg(long, num_args = 2, value_names = ["WARMUP", "MEASURE"])]
+    seconds: Option<Vec<f64>>,
+}
+
+/// The preamble line describing the schedule.
+pub fn describe(ctx: &Ctx, settings: &Settings, quick: bool) -> String {
+    let (warmup, measure) = timing(settings, quick);
+    format!(
+        "every server a process pinned to core {} (taskset, or core_affinity inside); the load \
+         generator one thread pinned to core {}; {:.1} s warm-up + {:.1} s measured per point; \
+         {} round(s), medians over rounds; tickwire runtime `{}`",
+        ctx.core,
+        ctx.peer_core,
+        warmup.as_secs_f64(),
+        measure.as_secs_f64(),
+        ctx.rounds,
+        settings.tickwire_runtime
+    )
+}
+
+/// Runs the selected points and the memory table.
+pub fn run(ctx: &Ctx, settings: &Settings, clock: &Clock, quick: bool) -> Vec<Table> {
+    let launch = launch(ctx, settings);
+    let libraries: Vec<Library> = Library::ALL
+        .into_iter()
+        .filter(|l| {
+            settings
+                .servers
+                .as_ref()
+                .is_none_or(|list| list.split(',').any(|n| n.trim() == l.name()))
+        })
+        .collect();
+    let counts: Vec<usize> = match &settings.connections {
+        Some(list) => list
+            .split(',')
+            .filter_map(|n| n.trim().replace('_', "").parse().ok())
+            .collect(),
+        None if quick => QUICK_CONNECTIONS.to_vec(),
+        None => CONNECTIONS.to_vec(),
+    };
+    let (warmup, measure) = timing(settings, quick);
+    let memory_counts: &[usize] = if quick {
+        &MEMORY_CONNECTIONS[..1]
+    } else {
+        &MEMORY_CONNECTIONS
+    };
+    let memory = ctx.selected("server_memory");
+    let sessions: usize = counts
+        .iter()
+        .filter(|&&n| !points(ctx, n, warmup, measure).is_empty())
+        .count()
+        * ctx.rounds
+        * libraries.len()
+        + if memory {
+            memory_counts.len() * libraries.len()
+        } else {
+            0
+        };
+    ctx.progress.set_length(sessions as u64);
+    let mut tables = Vec::new();
+    for &count in &counts {
+        let points = points(ctx, count, warmup, measure);
+        if points.is_empty() {
+            continue;
+        }
+        // results[point][library][round]
+        let mut results = vec![vec![Vec::new(); libraries.len()]; points.len()];
+        for round in 1..=ctx.rounds {
+            for i in report::round_order(libraries.len(), round) {
+                ctx.step(&format!(
+                    "server n={count}: {} (round {round}/{})",
+                    libraries[i].name(),
+                    ctx.rounds
+                ));
+                let measured = session(ctx, &launch, libraries[i], count, &points, clock);
+                for (p, outcome) in measured.into_iter().enumerate() {
+                    results[p][i].push(outcome);
+                }
+            }
+        }
+        for (point, results) in points.iter().zip(results) {
+            tables.push(point_table(
+                ctx, &launch, point, count, &libraries, &results, clock,
+            ));
+        }
+    }
+    if memory {
+        tables.push(memory_table(ctx, &launch, &libraries, memory_counts, clock));
+    }
+    tables
+}
+
+/// One point of a session.
+#[derive(Debug, Clone)]
+struct Point {
+    id: String,
+    load: Load,
+}
+
+/// The selected points at `count` connections.
+fn points(ctx: &Ctx, count: usize, warmup: Duration, measure: Duration) -> Vec<Point> {
+    let mut points = Vec::new();
+    for payload_len in PAYLOADS {
+        for depth in DEPTHS {
+            let id = format!("server_{payload_len}_n{count}_d{depth}");
+            if ctx.selected(&id) {
+                points.push(Point {
+                    id,
+                    load: Load {
+                        payload_len,
+                        depth,
+                        warmup,
+                        measure,
+                    },
+                });
+            }
+        }
+    }
+    points
+}
+
+fn timing(settings: &Settings, quick: bool) -> (Duration, Duration) {
+    match settings.seconds.as_deref() {
+        Some(&[warmup, measure]) => (
+            Duration::from_secs_f64(warmup.max(0.0)),
+            Duration::from_secs_f64(measure.max(0.01)),
+        ),
+        _ if quick => (Duration::from_millis(200), Duration::from_millis(500)),
+        _ => (Duration::from_millis(500), Duration::from_secs(2)),
+    }
+}
+
+fn launch(ctx: &Ctx, settings: &Settings) -> Launch {
+    let sibling = |name: &str| {
+        std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(|dir| dir.join(name)))
+            .unwrap_or_else(|| PathBuf::from(name))
+    };
+    let home = std::env::var_os("HOME").map_or_else(PathBuf::new, PathBuf::from);
+    Launch {
+        tickwire_bin: settings
+            .tickwire_bin
+            .clone()
+            .unwrap_or_else(|| sibling("tickwire")),
+        tickwire_runtime: settings.tickwire_runtime.clone(),
+        uws_bin: settings
+            .uws_bin
+            .clone()
+            .unwrap_or_else(|| home.join(".cache/uws-peer/uws-echo")),
+        core: ctx.core,
+    }
+}
+
+/// Why `library` does not run at `count` connections, if it does not.
+fn capped(launch: &Launch, library: Library, count: usize) -> Option<String> {
+    (library == Library::Tickwire
+        && launch.tickwire_runtime == "blocking"
+        && count > BLOCKING_MAX_CONNECTIONS)
+        .then(|| {
+            format!(
+                "skipped: the blocking runtime runs a thread per connection; load points stop \
+                 at {BLOCKING_MAX_CONNECTIONS} connections"
+            )
+        })
+}
+
+/// A fresh server, `count` connections, then every point in turn on them. One outcome per
+/// point; after a failed point the rest are not run (their connections' state is unknown).
+fn session(
+    ctx: &Ctx,
+    launch: &Launch,
+    library: Library,
+    count: usize,
+    points: &[Point],
+    clock: &Clock,
+) -> Vec<Result<Measured, String>> {
+    let all = |why: String| points.iter().map(|_| Err(why.clone())).collect();
+    if let Some(why) = capped(launch, library, count) {
+        return all(why);
+    }
+    let mut server = match ServerProcess::start(library, launch) {
+        Ok(server) => server,
+        Err(why) => return all(format!("skipped: {why}")),
+    };
+    let (addr, pid) = (server.addr, server.pid());
+    let loads: Vec<Load> = points.iter().map(|p| p.load).collect();
+    let (core, ticks_per_ns) = (ctx.peer_core, clock.ticks_per_ns);
+    let generator = thread::Builder::new()
+        .name("server-load".to_owned())
+        .spawn(move || {
+            harness::pin_to(core);
+            let mut generator = Generator::connect(addr, count, CONNECT_BUDGET, ticks_per_ns)
+                .map_err(|why| format!("skipped: connecting: {why}"))?;
+            let mut outcomes = Vec::new();
+            for load in loads {
+                let outcome = generator.run(load, pid);
+                let failed = outcome.is_err();
+                outcomes.push(outcome.map_err(|why| format!("FAILED: {why}")));
+                if failed {
+                    break;
+                }
+            }
+            Ok::<_, String>(outcomes)
+        })
+        .expect("spawn the load generator");
+    let outcome = generator
+        .join()
+        .unwrap_or_else(|_| Err("FAILED: the load generator panicked".to_owned()));
+    let exited = server.check_alive().err();
+    let mut outcomes = match outcome {
+        Ok(outcomes) => outcomes,
+        Err(why) => return all(with_exit(why, exited.as_deref())),
+    };
+    for outcome in &mut outcomes {
+        if let Err(why) = outcome {
+            *why = with_exit(std::mem::take(why), exited.as_deref());
+            eprintln!("server suite: {} n={count}: {why}", library.name());
+        }
+    }
+    while outcomes.len() < points.len() {
+        outcomes.push(Err(
+            "not run: an earlier point of the session failed".to_owned()
+        ));
+    }
+    outcomes
+}
+
+fn with_exit(why: String, exited: Option<&str>) -> String {
+    match exited {
+        Some(exit) => format!("{why} ({exit})"),
+        None => why,
+    }
+}
+
+/// One point's table: a row per server, medians over its rounds.
+fn point_table(
+    ctx: &Ctx,
+    launch: &Launch,
+    point: &Point,
+    count: usize,
+    libraries: &[Library],
+    results: &[Vec<Result<Measured, String>>],
+    clock: &Clock,
+) -> Table {
+    let load = point.load;
+    let title = format!(
+        "Echo server, {} B binary, {count} connection(s) x {} in flight",
+        load.payload_len, load.depth
+    );
+    let mut table = Table::with_columns(
+        &point.id,
+        &title,
+        &[
+            "messages/s (median)",
+            "range /s",
+            "p50 µs",
+            "p99 µs",
+            "gen cpu %",
+            "server cpu %",
+            "tickwire ÷ this",
+        ],
+        "",
+    );
+    let rates = |i: usize| -> Vec<f64> {
+        results[i]
+            .iter()
+            .filter_map(|r| r.as_ref().ok().map(|m| m.rate))
+            .collect()
+    };
+    let tickwire_rate = libraries
+        .iter()
+        .position(|&l| l == Library::Tickwire)
+        .and_then(|i| median(rates(i)));
+    let mut notes = Vec::new();
+    for (i, library) in libraries.iter().enumerate() {
+        let ok: Vec<&Measured> = results[i].iter().filter_map(|r| r.as_ref().ok()).collect();
+        for why in results[i].iter().filter_map(|r| r.as_ref().err()) {
+            let note = format!("{}: {why}", library.name());
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
+        let cells = match median(rates(i)) {
+            None => vec!["skipped".to_owned(); 7],
+            Some(rate) => {
+                let mut sorted = rates(i);
+                sorted.sort_by(f64::total_cmp);
+                let micros = |q: f64| {
+                    median(
+                        ok.iter()
+                            .map(|m| m.round_trip.value_at_quantile(q) as f64)
+                            .collect(),
+                    )
+                    .map_or("-".to_owned(), |t| {
+                        format!("{:.1}", clock.ns(t as u64) / 1e3)
+                    })
+                };
+                let percent = |f: fn(&Measured) -> Option<f64>| {
+                    median(ok.iter().filter_map(|m| f(m)).collect())
+                        .map_or("-".to_owned(), |c| format!("{:.0}", c * 100.0))
+                };
+                vec![
+                    report::human(rate),
+                    format!(
+                        "{} - {}",
+                        report::human(sorted[0]),
+                        report::human(sorted[sorted.len() - 1])
+                    ),
+                    micros(0.5),
+                    micros(0.99),
+                    percent(|m| m.generator_cpu),
+                    percent(|m| m.server_cpu),
+                    tickwire_rate.map_or("-".to_owned(), |t| format!("{:.2}x", t / rate)),
+                ]
+            }
+        };
+        table.rows.push(Row {
+            library: library.name().to_owned(),
+            figures: Figures::Cells(cells),
+        });
+    }
+    let mut note = format!(
+        "{count} WebSocket connection(s) over 127.0.0.1, each keeping {} masked {} B binary \
+         frames in flight (one pre-encoded frame, written again for every echo received, one \
+         write per wake-up); round trip = rdtsc at the read that completed the echo minus \
+         rdtsc at its send. Server on core {}, load generator on core {}; {:.1} s warm-up, \
+         {:.1} s measured, then drained (every echo checked: binary, {} B; received = sent). \
+         A fresh server per (server, N) session, these connections shared by its points; \
+         {} round(s), servers interleaved, medians over rounds; gen cpu / server cpu: the \
+         generator thread's and the server process's CPU time over the measured window, % of \
+         one core.",
+        load.depth,
+        load.payload_len,
+        ctx.core,
+        ctx.peer_core,
+        load.warmup.as_secs_f64(),
+        load.measure.as_secs_f64(),
+        load.payload_len,
+        ctx.rounds,
+    );
+    if let Some(tickwire) = libraries.iter().position(|&l| l == Library::Tickwire) {
+        let tickwire_rounds = round_rates(&results[tickwire]);
+        for (i, library) in libraries.iter().enumerate().filter(|(i, _)| *i != tickwire) {
+            if let (Some(a), Some(b)) = (&tickwire_rounds, round_rates(&results[i])) {
+                note.push_str(&report::paired_rates("tickwire", a, library.name(), &b));
+            }
+        }
+    }
+    if launch.tickwire_runtime != "reactor" {
+        note.push_str(&format!(
+            " tickwire ran with --runtime {} (not the reactor).",
+            launch.tickwire_runtime
+        ));
+    }
+    for line in notes {
+        note.push_str(&format!(" {line}."));
+    }
+    table.note = note;
+    table
+}
+
+/// Every round's rate, when every round succeeded.
+fn round_rates(results: &[Result<Measured, String>]) -> Option<Vec<f64>> {
+    results
+        .iter()
+        .map(|r| r.as_ref().ok().map(|m| m.rate))
+        .collect()
+}
+
+/// Resident memory per idle connection, one fresh server per (server, N).
+fn memory_table(
+    ctx: &Ctx,
+    launch: &Launch,
+    libraries: &[Library],
+    counts: &[usize],
+    clock: &Clock,
+) -> Table {
+    let mut columns = vec!["RSS, 0 connections".to_owned()];
+    for n in counts {
+        columns.push(format!("RSS, {n} idle"));
+        columns.push(format!("per connection at {n}"));
+    }
+    columns.push(format!(
+        "tickwire ÷ this (per connection at {})",
+        counts[counts.len() - 1]
+    ));
+    let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
+    let mut table = Table::with_columns(
+        "server_memory",
+        "Echo server memory per idle connection (VmRSS)",
+        &columns,
+        "",
+    );
+    let mut per_connection: Vec<Vec<Option<f64>>> = Vec::new();
+    let mut baselines: Vec<Option<u64>> = Vec::new();
+    let mut notes = Vec::new();
+    let mut cells: Vec<Vec<String>> = Vec::new();
+    for &library in libraries {
+        let mut row = Vec::new();
+        let mut figures = Vec::new();
+        let mut baseline = None;
+        for &n in counts {
+            ctx.step(&format!("server memory: {} n={n}", library.name()));
+            match idle_memory(ctx, launch, library, n, clock) {
+                Ok((empty, full)) => {
+                    baseline.get_or_insert(empty);
+                    let bytes = (full as f64 - empty as f64) / n as f64;
+                    row.push(format!("{:.1} MiB", full as f64 / 1048576.0));
+                    row.push(format!("{bytes:.0} B ({:.2} KiB)", bytes / 1024.0));
+                    figures.push(Some(bytes));
+                }
+                Err(why) => {
+                    notes.push(format!("{} at {n}: {why}", library.name()));
+                    row.push("-".to_owned());
+                    row.push("skipped".to_owned());
+                    figures.push(None);
+                }
+            }
+        }
+        baselines.push(baseline);
+        per_connection.push(figures);
+        cells.push(row);
+    }
+    let tickwire = libraries
+        .iter()
+        .position(|&l| l == Library::Tickwire)
+        .and_then(|i| per_connection[i].last().copied().flatten());
+    for (i, library) in libraries.iter().enumerate() {
+        let mut row = vec![baselines[i].map_or("-".to_owned(), |b| {
+            format!("{:.1} MiB", b as f64 / 1048576.0)
+        })];
+        row.extend(cells[i].iter().cloned());
+        let mine = per_connection[i].last().copied().flatten();
+        row.push(match (tickwire, mine) {
+            (Some(t), Some(m)) if m > 0.0 => format!("{:.2}x", t / m),
+            _ => "-".to_owned(),
+        });
+        table.rows.push(Row {
+            library: library.name().to_owned(),
+            figures: Figures::Cells(row),
+        });
+    }
+    let mut note = format!(
+        "A fresh server per (server, N): one connection opens, echoes one message and closes; \
+         then VmRSS (/proc/PID/status) is read (0 connections); then N connections open, each \
+         does its upgrade and one 16 B echo, and sit idle {} s before VmRSS is read again. Per \
+         connection = (RSS_N - RSS_0) / N. Server on core {}.",
+        IDLE.as_secs(),
+        ctx.core
+    );
+    if launch.tickwire_runtime != "reactor" {
+        note.push_str(&format!(
+            " tickwire ran with --runtime {}.",
+            launch.tickwire_runtime
+        ));
+    }
+    for line in notes {
+        note.push_str(&format!(" {line}."));
+    }
+    table.note = note;
+    table
+}
+
+/// (VmRSS after one connection came and went, VmRSS with `count` idle connections).
+fn idle_memory(
+    ctx: &Ctx,
+    launch: &Launch,
+    library: Library,
+    count: usize,
+    clock: &Clock,
+) -> Result<(u64, u64), String> {
+    let server = ServerProcess::start(library, launch)?;
+    let (addr, pid) = (server.addr, server.pid());
+    let (core, ticks_per_ns) = (ctx.peer_core, clock.ticks_per_ns);
+    let once = Load {
+        payload_len: 16,
+        depth: 1,
+        warmup: Duration::ZERO,
+        measure: Duration::ZERO,
+    };
+    thread::Builder::new()
+        .name("server-memory".to_owned())
+        .spawn(move || {
+            harness::pin_to(core);
+            let mut one = Generator::connect(addr, 1, CONNECT_BUDGET, ticks_per_ns)?;
+            one.run(once, pid)?;
+            drop(one);
+            thread::sleep(Duration::from_millis(300));
+            let empty = servers::resident_bytes(pid)?;
+            let mut all = Generator::connect(addr, count, CONNECT_BUDGET, ticks_per_ns)?;
+            all.run(once, pid)?;
+            thread::sleep(IDLE);
+            let full = servers::resident_bytes(pid)?;
+            drop(all);
+            Ok((empty, full))
+        })
+        .expect("spawn the memory generator")
+        .join()
+        .unwrap_or_else(|_| Err("the generator panicked".to_owned()))
+}
+
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    Some(values[values.len() / 2])
+}
