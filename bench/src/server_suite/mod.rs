@@ -83,10 +83,14 @@ pub struct Settings {
 /// The preamble line describing the schedule.
 pub fn describe(ctx: &Ctx, settings: &Settings, quick: bool) -> String {
     let (warmup, measure) = timing(settings, quick);
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load: Vec<&str> = load.split_whitespace().take(3).collect();
     format!(
-        "every server a process pinned to core {} (taskset, or core_affinity inside); the load \
+        "load average at the end of the run {} (a shared machine: other work skews a point); \
+         every server a process pinned to core {} (taskset, or core_affinity inside); the load \
          generator one thread pinned to core {}; {:.1} s warm-up + {:.1} s measured per point; \
          {} round(s), medians over rounds; tickwire runtime `{}`",
+        load.join(" "),
         ctx.core,
         ctx.peer_core,
         warmup.as_secs_f64(),
