@@ -70,6 +70,19 @@ pub(super) struct Measured {
     pub(super) generator_cpu: Option<f64>,
     /// The server process's CPU use over the window, in cores.
     pub(super) server_cpu: Option<f64>,
+    /// The share of the window the generator's core was idle (no task, no softirq): CPU the
+    /// generator could have had and did not need. Task CPU times leave out the softirq time
+    /// loopback TCP spends on each core, so this is the direct test of a saturated generator.
+    pub(super) generator_core_idle: Option<f64>,
+}
+
+/// Where the figures of a window are read: the server's process and the generator's core.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Probe {
+    /// The server process.
+    pub(super) server_pid: u32,
+    /// The core the generator thread is pinned to.
+    pub(super) generator_core: usize,
 }
 
 /// N open connections to one server, driven from the thread that made them.
@@ -163,7 +176,7 @@ impl Generator {
     /// Runs one point on every connection: warm-up, the measured window, then a drain until
     /// every frame sent has come back. Err (the point failed) when an echo is wrong, a
     /// connection closes, or the drain takes longer than [`DRAIN_LIMIT`].
-    pub(super) fn run(&mut self, load: Load, server_pid: u32) -> Result<Measured, String> {
+    pub(super) fn run(&mut self, load: Load, probe: Probe) -> Result<Measured, String> {
         assert!(
             (1..=MAX_DEPTH).contains(&load.depth),
             "depth 1..={MAX_DEPTH}"
@@ -193,11 +206,11 @@ impl Generator {
             let now = harness::ticks_start();
             if phase == Phase::WarmUp && now >= warmup_end {
                 phase = Phase::Measuring;
-                window_start = Some(Snapshot::take(received, server_pid));
+                window_start = Some(Snapshot::take(received, probe));
             }
             if phase == Phase::Measuring && now >= measure_end {
                 phase = Phase::Draining;
-                window_end = Some(Snapshot::take(received, server_pid));
+                window_end = Some(Snapshot::take(received, probe));
             }
             if phase == Phase::Draining {
                 if received == sent {
@@ -274,6 +287,10 @@ impl Generator {
             round_trip: histogram,
             generator_cpu: per_second(first.generator_cpu, last.generator_cpu),
             server_cpu: per_second(first.server_cpu, last.server_cpu),
+            generator_core_idle: first.core.zip(last.core).and_then(|(a, b)| {
+                let total = b.1.checked_sub(a.1).filter(|t| *t > 0)?;
+                Some(b.0.saturating_sub(a.0) as f64 / total as f64)
+            }),
         })
     }
 
@@ -406,15 +423,18 @@ struct Snapshot {
     received: u64,
     generator_cpu: Option<f64>,
     server_cpu: Option<f64>,
+    /// (idle, total) jiffies of the generator's core.
+    core: Option<(u64, u64)>,
 }
 
 impl Snapshot {
-    fn take(received: u64, server_pid: u32) -> Self {
+    fn take(received: u64, probe: Probe) -> Self {
         Self {
             wall: Instant::now(),
             received,
             generator_cpu: servers::thread_cpu_seconds(),
-            server_cpu: servers::process_cpu_seconds(server_pid),
+            server_cpu: servers::process_cpu_seconds(probe.server_pid),
+            core: servers::core_jiffies(probe.generator_core),
         }
     }
 }

@@ -27,7 +27,7 @@ use std::thread;
 use std::time::Duration;
 
 pub use echo::{fastwebsockets_server, tokio_tungstenite_server};
-use loadgen::{Generator, Load, Measured};
+use loadgen::{Generator, Load, Measured, Probe};
 use servers::{Launch, Library, ServerProcess};
 
 use crate::Ctx;
@@ -265,7 +265,11 @@ fn session(
         Ok(server) => server,
         Err(why) => return all(format!("skipped: {why}")),
     };
-    let (addr, pid) = (server.addr, server.pid());
+    let addr = server.addr;
+    let probe = Probe {
+        server_pid: server.pid(),
+        generator_core: ctx.peer_core,
+    };
     let loads: Vec<Load> = points.iter().map(|p| p.load).collect();
     let (core, ticks_per_ns) = (ctx.peer_core, clock.ticks_per_ns);
     let generator = thread::Builder::new()
@@ -276,7 +280,7 @@ fn session(
                 .map_err(|why| format!("skipped: connecting: {why}"))?;
             let mut outcomes = Vec::new();
             for load in loads {
-                let outcome = generator.run(load, pid);
+                let outcome = generator.run(load, probe);
                 let failed = outcome.is_err();
                 outcomes.push(outcome.map_err(|why| format!("FAILED: {why}")));
                 if failed {
@@ -339,6 +343,7 @@ fn point_table(
             "p50 µs",
             "p99 µs",
             "gen cpu %",
+            "gen core idle %",
             "server cpu %",
             "tickwire ÷ this",
         ],
@@ -364,7 +369,7 @@ fn point_table(
             }
         }
         let cells = match median(rates(i)) {
-            None => vec!["skipped".to_owned(); 7],
+            None => vec!["skipped".to_owned(); 8],
             Some(rate) => {
                 let mut sorted = rates(i);
                 sorted.sort_by(f64::total_cmp);
@@ -392,6 +397,7 @@ fn point_table(
                     micros(0.5),
                     micros(0.99),
                     percent(|m| m.generator_cpu),
+                    percent(|m| m.generator_core_idle),
                     percent(|m| m.server_cpu),
                     tickwire_rate.map_or("-".to_owned(), |t| format!("{:.2}x", t / rate)),
                 ]
@@ -410,8 +416,10 @@ fn point_table(
          {:.1} s measured, then drained (every echo checked: binary, {} B; received = sent). \
          A fresh server per (server, N) session, these connections shared by its points; \
          {} round(s), servers interleaved, medians over rounds; gen cpu / server cpu: the \
-         generator thread's and the server process's CPU time over the measured window, % of \
-         one core.",
+         generator thread's and the server process's CPU time (user + system) over the \
+         measured window, % of one core; loopback's softirq work is charged to the core, not \
+         to either task, so gen core idle % (idle jiffies of the generator's core over the \
+         window) is the test of headroom: above 0, the generator waited for the server.",
         load.depth,
         load.payload_len,
         ctx.core,
@@ -555,6 +563,10 @@ fn idle_memory(
     let server = ServerProcess::start(library, launch)?;
     let (addr, pid) = (server.addr, server.pid());
     let (core, ticks_per_ns) = (ctx.peer_core, clock.ticks_per_ns);
+    let probe = Probe {
+        server_pid: pid,
+        generator_core: core,
+    };
     let once = Load {
         payload_len: 16,
         depth: 1,
@@ -566,12 +578,12 @@ fn idle_memory(
         .spawn(move || {
             harness::pin_to(core);
             let mut one = Generator::connect(addr, 1, CONNECT_BUDGET, ticks_per_ns)?;
-            one.run(once, pid)?;
+            one.run(once, probe)?;
             drop(one);
             thread::sleep(Duration::from_millis(300));
             let empty = servers::resident_bytes(pid)?;
             let mut all = Generator::connect(addr, count, CONNECT_BUDGET, ticks_per_ns)?;
-            all.run(once, pid)?;
+            all.run(once, probe)?;
             thread::sleep(IDLE);
             let full = servers::resident_bytes(pid)?;
             drop(all);

@@ -199,6 +199,21 @@ pub(super) fn thread_cpu_seconds() -> Option<f64> {
     Some(ns as f64 / 1e9)
 }
 
+/// Jiffies core `core` spent idle (idle + iowait) and in total (every field of its /proc/stat
+/// line: user, nice, system, idle, iowait, irq, softirq, steal), so far.
+pub(super) fn core_jiffies(core: usize) -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let prefix = format!("cpu{core} ");
+    let line = stat.lines().find(|l| l.starts_with(&prefix))?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    (fields.len() == 8).then(|| (fields[3] + fields[4], fields.iter().sum()))
+}
+
 /// `taskset -c CORE BINARY`, or Err when the binary is missing.
 fn pinned(binary: &Path, core: &str) -> Result<Command, String> {
     if !binary.exists() {
