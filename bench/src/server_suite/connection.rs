@@ -88,6 +88,9 @@ pub(super) struct Connection {
     /// Bytes of frames handed out (their send time recorded) and not yet written.
     unwritten: usize,
     reader: FrameReader,
+    /// Registered for writable events too (only while bytes wait for room in the socket, so
+    /// the ACKs of a quiet socket raise no events).
+    pub(super) watching_writes: bool,
 }
 
 impl Connection {
@@ -98,7 +101,14 @@ impl Connection {
             in_flight: InFlight::default(),
             unwritten: 0,
             reader: FrameReader::default(),
+            // Connecting needs the writable event; `loadgen` drops it once open.
+            watching_writes: true,
         }
+    }
+
+    /// Bytes handed out and not yet written.
+    pub(super) fn unwritten(&self) -> usize {
+        self.unwritten
     }
 
     /// Frames sent and not yet echoed back.

@@ -57,6 +57,9 @@ pub(super) struct Load {
     pub(super) warmup: Duration,
     /// Then measure this long.
     pub(super) measure: Duration,
+    /// Busy-wait this long after every event handled: a handicap for the headroom test (if
+    /// the rate holds with the generator slowed down, the generator was not what limited it).
+    pub(super) handicap: Duration,
 }
 
 /// What one point measured.
@@ -176,6 +179,9 @@ impl Generator {
     /// Runs one point on every connection: warm-up, the measured window, then a drain until
     /// every frame sent has come back. Err (the point failed) when an echo is wrong, a
     /// connection closes, or the drain takes longer than [`DRAIN_LIMIT`].
+    ///
+    /// Longer than most functions here on purpose: the phases, the counters they snapshot and
+    /// the hot loop stay in one place, where received = sent can be checked by eye.
     pub(super) fn run(&mut self, load: Load, probe: Probe) -> Result<Measured, String> {
         assert!(
             (1..=MAX_DEPTH).contains(&load.depth),
@@ -189,16 +195,18 @@ impl Generator {
         let mut histogram = harness::new_histogram();
         let (mut sent, mut received) = (0u64, 0u64);
         let start = harness::ticks_start();
-        for connection in &mut self.connections {
+        for (index, connection) in self.connections.iter_mut().enumerate() {
             connection.queue(load.depth, frame_len, start);
             connection
                 .flush(&frames, frame_len)
                 .map_err(|e| format!("write: {e}"))?;
+            watch_writes(&self.poll, connection, index)?;
             sent += load.depth as u64;
         }
         let warmup_end = start + ticks(load.warmup);
         let measure_end = warmup_end + ticks(load.measure);
         let drain_end = measure_end + ticks(DRAIN_LIMIT);
+        let handicap = ticks(load.handicap);
         let mut phase = Phase::WarmUp;
         let mut window_start: Option<Snapshot> = None;
         let mut window_end: Option<Snapshot> = None;
@@ -231,35 +239,20 @@ impl Generator {
                 let index = event.token().0;
                 let connection = &mut self.connections[index];
                 let mut completed = 0;
-                loop {
-                    match connection.stream.read(&mut self.read_buffer) {
-                        Ok(0) => return Err(format!("the server closed connection {index}")),
-                        Ok(n) => {
-                            let at = harness::ticks_start();
-                            let measuring = phase == Phase::Measuring;
-                            completed += connection.receive(
-                                &self.read_buffer[..n],
-                                payload_len,
-                                |sent_at| {
-                                    if measuring {
-                                        histogram
-                                            .saturating_record(at.saturating_sub(sent_at).max(1));
-                                    }
-                                },
-                            )?;
-                            // A read shorter than the buffer emptied the socket: with
-                            // edge-triggered epoll, bytes arriving later raise a new event, so
-                            // the read that would only say WouldBlock is skipped (tokio clears
-                            // readiness on a short read the same way). It saves one syscall in
-                            // three per wake-up.
-                            if n < self.read_buffer.len() {
-                                break;
+                let readable = event.is_readable() || event.is_read_closed() || event.is_error();
+                if readable {
+                    let measuring = phase == Phase::Measuring;
+                    completed = read_echoes(
+                        connection,
+                        &mut self.read_buffer,
+                        payload_len,
+                        |sent_at, at| {
+                            if measuring {
+                                histogram.saturating_record(at.saturating_sub(sent_at).max(1));
                             }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => return Err(format!("read on connection {index}: {e}")),
-                    }
+                        },
+                    )
+                    .map_err(|why| format!("connection {index}: {why}"))?;
                 }
                 received += completed as u64;
                 if phase != Phase::Draining && completed > 0 {
@@ -269,6 +262,13 @@ impl Generator {
                 connection
                     .flush(&frames, frame_len)
                     .map_err(|e| format!("write on connection {index}: {e}"))?;
+                watch_writes(&self.poll, connection, index)?;
+                if handicap > 0 {
+                    let until = harness::ticks_start() + handicap;
+                    while harness::ticks_start() < until {
+                        std::hint::spin_loop();
+                    }
+                }
             }
         }
         let in_flight: usize = self.connections.iter().map(Connection::in_flight).sum();
@@ -380,6 +380,57 @@ impl Generator {
         };
         Ok(())
     }
+}
+
+/// Reads everything the server has sent on `connection`, calling `echoed(sent_at, read_at)`
+/// for every echo completed; returns how many were. Err when the server closed the
+/// connection or sent a wrong frame.
+fn read_echoes(
+    connection: &mut Connection,
+    buffer: &mut [u8],
+    payload_len: u64,
+    mut echoed: impl FnMut(u64, u64),
+) -> Result<usize, String> {
+    let mut completed = 0;
+    loop {
+        match connection.stream.read(buffer) {
+            Ok(0) => return Err("the server closed the connection".to_owned()),
+            Ok(n) => {
+                let at = harness::ticks_start();
+                completed += connection.receive(&buffer[..n], payload_len, |sent_at| {
+                    echoed(sent_at, at);
+                })?;
+                // A read shorter than the buffer emptied the socket: with edge-triggered
+                // epoll, bytes arriving later raise a new event, so the read that would only
+                // say WouldBlock is skipped (tokio clears readiness on a short read the same
+                // way). It saves one syscall in three per wake-up.
+                if n < buffer.len() {
+                    return Ok(completed);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(completed),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("read: {e}")),
+        }
+    }
+}
+
+/// Registers `connection` for writable events while it has bytes waiting for room, and for
+/// readable events alone otherwise (each ACK of a quiet socket would otherwise be an event).
+fn watch_writes(poll: &Poll, connection: &mut Connection, index: usize) -> Result<(), String> {
+    let waiting = connection.unwritten() > 0;
+    if waiting != connection.watching_writes {
+        let interest = if waiting {
+            Interest::READABLE | Interest::WRITABLE
+        } else {
+            Interest::READABLE
+        };
+        poll.registry()
+            .reregister(&mut connection.stream, Token(index), interest)
+            .map_err(|e| format!("epoll_ctl: {e}"))?;
+        connection.watching_writes = waiting;
+    }
+    Ok(())
 }
 
 /// A connection's upgrade in progress.

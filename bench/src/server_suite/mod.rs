@@ -78,25 +78,37 @@ pub struct Settings {
     /// 0.5).
     #[arg(long, num_args = 2, value_names = ["WARMUP", "MEASURE"])]
     seconds: Option<Vec<f64>>,
+    /// The headroom test: the generator busy-waits this many ns after every event it handles.
+    /// If a server's rate holds with the generator slowed down, the generator was not the limit.
+    #[arg(long, default_value_t = 0)]
+    generator_handicap_ns: u64,
 }
 
 /// The preamble line describing the schedule.
 pub fn describe(ctx: &Ctx, settings: &Settings, quick: bool) -> String {
-    let (warmup, measure) = timing(settings, quick);
+    let (warmup, measure, handicap) = timing(settings, quick);
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let load: Vec<&str> = load.split_whitespace().take(3).collect();
     format!(
         "load average at the end of the run {} (a shared machine: other work skews a point); \
          every server a process pinned to core {} (taskset, or core_affinity inside); the load \
          generator one thread pinned to core {}; {:.1} s warm-up + {:.1} s measured per point; \
-         {} round(s), medians over rounds; tickwire runtime `{}`",
+         {} round(s), medians over rounds; tickwire runtime `{}`{}",
         load.join(" "),
         ctx.core,
         ctx.peer_core,
         warmup.as_secs_f64(),
         measure.as_secs_f64(),
         ctx.rounds,
-        settings.tickwire_runtime
+        settings.tickwire_runtime,
+        if handicap.is_zero() {
+            String::new()
+        } else {
+            format!(
+                "; HEADROOM TEST: the generator busy-waits {} ns after every event",
+                handicap.as_nanos()
+            )
+        }
     )
 }
 
@@ -120,7 +132,7 @@ pub fn run(ctx: &Ctx, settings: &Settings, clock: &Clock, quick: bool) -> Vec<Ta
         None if quick => QUICK_CONNECTIONS.to_vec(),
         None => CONNECTIONS.to_vec(),
     };
-    let (warmup, measure) = timing(settings, quick);
+    let timing = timing(settings, quick);
     let memory_counts: &[usize] = if quick {
         &MEMORY_CONNECTIONS[..1]
     } else {
@@ -129,7 +141,7 @@ pub fn run(ctx: &Ctx, settings: &Settings, clock: &Clock, quick: bool) -> Vec<Ta
     let memory = ctx.selected("server_memory");
     let sessions: usize = counts
         .iter()
-        .filter(|&&n| !points(ctx, n, warmup, measure).is_empty())
+        .filter(|&&n| !points(ctx, n, timing).is_empty())
         .count()
         * ctx.rounds
         * libraries.len()
@@ -141,7 +153,7 @@ pub fn run(ctx: &Ctx, settings: &Settings, clock: &Clock, quick: bool) -> Vec<Ta
     ctx.progress.set_length(sessions as u64);
     let mut tables = Vec::new();
     for &count in &counts {
-        let points = points(ctx, count, warmup, measure);
+        let points = points(ctx, count, timing);
         if points.is_empty() {
             continue;
         }
@@ -180,7 +192,7 @@ struct Point {
 }
 
 /// The selected points at `count` connections.
-fn points(ctx: &Ctx, count: usize, warmup: Duration, measure: Duration) -> Vec<Point> {
+fn points(ctx: &Ctx, count: usize, (warmup, measure, handicap): Timing) -> Vec<Point> {
     let mut points = Vec::new();
     for payload_len in PAYLOADS {
         for depth in DEPTHS {
@@ -193,6 +205,7 @@ fn points(ctx: &Ctx, count: usize, warmup: Duration, measure: Duration) -> Vec<P
                         depth,
                         warmup,
                         measure,
+                        handicap,
                     },
                 });
             }
@@ -201,15 +214,20 @@ fn points(ctx: &Ctx, count: usize, warmup: Duration, measure: Duration) -> Vec<P
     points
 }
 
-fn timing(settings: &Settings, quick: bool) -> (Duration, Duration) {
-    match settings.seconds.as_deref() {
+/// Warm-up, measured window, and the generator's handicap per event.
+type Timing = (Duration, Duration, Duration);
+
+fn timing(settings: &Settings, quick: bool) -> Timing {
+    let handicap = Duration::from_nanos(settings.generator_handicap_ns);
+    let (warmup, measure) = match settings.seconds.as_deref() {
         Some(&[warmup, measure]) => (
             Duration::from_secs_f64(warmup.max(0.0)),
             Duration::from_secs_f64(measure.max(0.01)),
         ),
         _ if quick => (Duration::from_millis(200), Duration::from_millis(500)),
         _ => (Duration::from_millis(500), Duration::from_secs(2)),
-    }
+    };
+    (warmup, measure, handicap)
 }
 
 fn launch(ctx: &Ctx, settings: &Settings) -> Launch {
@@ -572,6 +590,7 @@ fn idle_memory(
         depth: 1,
         warmup: Duration::ZERO,
         measure: Duration::ZERO,
+        handicap: Duration::ZERO,
     };
     thread::Builder::new()
         .name("server-memory".to_owned())
