@@ -68,6 +68,8 @@ pub(super) struct Launch {
 /// A running server; killed when dropped.
 pub(super) struct ServerProcess {
     child: Child,
+    /// Where its stderr goes (removed with the process).
+    log: PathBuf,
     /// Where it listens.
     pub(super) addr: SocketAddr,
 }
@@ -107,21 +109,34 @@ impl ServerProcess {
                 command
             }
         };
+        // stderr goes to a file: a server that fails to start says why there, and one that
+        // logs every reset connection cannot fill a pipe nobody reads.
+        let log = std::env::temp_dir().join(format!(
+            "tickwire-bench-{}-{}.log",
+            library.name(),
+            std::process::id()
+        ));
+        let stderr = std::fs::File::create(&log)
+            .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", library.name()))?;
         let stdout = child.stdout.take().expect("stdout was piped");
         let (sender, receiver) = mpsc::channel();
         std::thread::spawn(move || {
             let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
+            let mut stdout = BufReader::new(stdout);
+            let _ = stdout.read_line(&mut line);
             let _ = sender.send(line);
+            // Keep reading, so a server that prints more never meets a closed pipe.
+            let _ = std::io::copy(&mut stdout, &mut std::io::sink());
         });
         let mut server = Self {
             child,
+            log: log.clone(),
             addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         };
         let line = receiver.recv_timeout(START_LIMIT).unwrap_or_default();
@@ -131,15 +146,15 @@ impl ServerProcess {
                 Ok(server)
             }
             None => {
-                let status = server.child.try_wait().ok().flatten();
+                let _ = server.child.kill();
+                let status = server.child.wait().ok();
+                let said = std::fs::read_to_string(&log).unwrap_or_default();
+                let said = said.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
                 Err(format!(
-                    "{} printed no port ({}; exit status {status:?})",
+                    "{} printed no port (stdout: {:?}; stderr: {said:?}; {})",
                     library.name(),
-                    if line.is_empty() {
-                        "no output"
-                    } else {
-                        line.trim()
-                    }
+                    line.trim(),
+                    status.map_or("no exit status".to_owned(), |s| s.to_string())
                 ))
             }
         }
@@ -164,6 +179,7 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
     }
 }
 
