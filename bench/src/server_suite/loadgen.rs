@@ -77,6 +77,8 @@ pub(super) struct Measured {
     /// generator could have had and did not need. Task CPU times leave out the softirq time
     /// loopback TCP spends on each core, so this is the direct test of a saturated generator.
     pub(super) generator_core_idle: Option<f64>,
+    /// The same for the server's core: above 0, the server waited for the generator.
+    pub(super) server_core_idle: Option<f64>,
 }
 
 /// Where the figures of a window are read: the server's process and the generator's core.
@@ -86,6 +88,8 @@ pub(super) struct Probe {
     pub(super) server_pid: u32,
     /// The core the generator thread is pinned to.
     pub(super) generator_core: usize,
+    /// The core the server is pinned to.
+    pub(super) server_core: usize,
 }
 
 /// N open connections to one server, driven from the thread that made them.
@@ -287,10 +291,8 @@ impl Generator {
             round_trip: histogram,
             generator_cpu: per_second(first.generator_cpu, last.generator_cpu),
             server_cpu: per_second(first.server_cpu, last.server_cpu),
-            generator_core_idle: first.core.zip(last.core).and_then(|(a, b)| {
-                let total = b.1.checked_sub(a.1).filter(|t| *t > 0)?;
-                Some(b.0.saturating_sub(a.0) as f64 / total as f64)
-            }),
+            generator_core_idle: idle_share(first.core, last.core),
+            server_core_idle: idle_share(first.server_core, last.server_core),
         })
     }
 
@@ -476,6 +478,8 @@ struct Snapshot {
     server_cpu: Option<f64>,
     /// (idle, total) jiffies of the generator's core.
     core: Option<(u64, u64)>,
+    /// The same for the server's core.
+    server_core: Option<(u64, u64)>,
 }
 
 impl Snapshot {
@@ -486,6 +490,14 @@ impl Snapshot {
             generator_cpu: servers::thread_cpu_seconds(),
             server_cpu: servers::process_cpu_seconds(probe.server_pid),
             core: servers::core_jiffies(probe.generator_core),
+            server_core: servers::core_jiffies(probe.server_core),
         }
     }
+}
+
+/// The idle share of a core between two (idle, total) jiffy readings.
+fn idle_share(first: Option<(u64, u64)>, last: Option<(u64, u64)>) -> Option<f64> {
+    let ((idle_a, total_a), (idle_b, total_b)) = (first?, last?);
+    let total = total_b.checked_sub(total_a).filter(|t| *t > 0)?;
+    Some(idle_b.saturating_sub(idle_a) as f64 / total as f64)
 }
