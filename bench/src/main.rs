@@ -7,6 +7,7 @@
 //! cargo run --release -p tickwire-bench -- spsc          # SPSC queue and channel
 //! cargo run --release -p tickwire-bench -- http          # HTTP/1.1 REST client vs peers
 //! cargo run --release -p tickwire-bench -- tokio         # tickwire-tokio vs blocking and async peers
+//! cargo run --release -p tickwire-bench -- server        # echo servers (processes) under load
 //! ```
 //!
 //! Tables go to stdout and to `target/bench-report/` (report.md, one SVG per latency table,
@@ -23,6 +24,7 @@ mod callgrind;
 mod harness;
 mod http;
 mod report;
+mod server_suite;
 mod spsc;
 mod tokio_suite;
 mod wire;
@@ -62,6 +64,30 @@ enum Suite {
     /// tickwire-tokio: WebSocket loopback (round trip, stream; 128 B and 4 KiB; ws and wss)
     /// and async REST (1 and 8 in flight) against tickwire blocking and the async peers.
     Tokio(Options),
+    /// WebSocket echo servers under load, each a process pinned to `--core`, driven by one
+    /// load-generator thread on `--peer-core`: tickwire's CLI, uWebSockets, fastwebsockets and
+    /// tokio-tungstenite; messages/s, round trip, CPU, and memory per idle connection.
+    Server(ServerOptions),
+    /// The server suite's fastwebsockets echo server (not for direct use).
+    #[command(hide = true)]
+    FastwebsocketsEchoServer {
+        /// Port on 127.0.0.1 (0: any); printed on the first line of stdout.
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Core the server is pinned to.
+        #[arg(long)]
+        core: Option<usize>,
+    },
+    /// The server suite's tokio-tungstenite echo server (not for direct use).
+    #[command(hide = true)]
+    TokioTungsteniteEchoServer {
+        /// Port on 127.0.0.1 (0: any); printed on the first line of stdout.
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Core the server is pinned to.
+        #[arg(long)]
+        core: Option<usize>,
+    },
     /// The HTTP suite's loopback server as a process of its own (used by `http --callgrind`,
     /// so that callgrind counts the client alone; not for direct use).
     #[command(hide = true)]
@@ -135,6 +161,16 @@ struct Options {
     out: PathBuf,
 }
 
+/// The server suite's options: the common ones (`--core` is the servers' core, `--peer-core`
+/// the load generator's) and its own.
+#[derive(clap::Args, Clone)]
+struct ServerOptions {
+    #[command(flatten)]
+    common: Options,
+    #[command(flatten)]
+    settings: server_suite::Settings,
+}
+
 /// What every workload module gets: the sampling plan, the clock and where to report progress.
 pub struct Ctx {
     /// Samples per measurement.
@@ -175,10 +211,23 @@ impl Ctx {
 fn main() {
     let cli = Cli::parse();
     match cli.suite {
-        Suite::Ws(options) => run_suite("ws", &options),
-        Suite::Spsc(options) => run_suite("spsc", &options),
-        Suite::Http(options) => run_suite("http", &options),
-        Suite::Tokio(options) => run_suite("tokio", &options),
+        Suite::Ws(options) => run_suite("ws", &options, None),
+        Suite::Spsc(options) => run_suite("spsc", &options, None),
+        Suite::Http(options) => run_suite("http", &options, None),
+        Suite::Tokio(options) => run_suite("tokio", &options, None),
+        Suite::Server(options) => run_suite("server", &options.common, Some(&options.settings)),
+        Suite::FastwebsocketsEchoServer { port, core } => {
+            if let Err(message) = server_suite::fastwebsockets_server(port, core) {
+                eprintln!("fastwebsockets-echo-server: {message}");
+                std::process::exit(2);
+            }
+        }
+        Suite::TokioTungsteniteEchoServer { port, core } => {
+            if let Err(message) = server_suite::tokio_tungstenite_server(port, core) {
+                eprintln!("tokio-tungstenite-echo-server: {message}");
+                std::process::exit(2);
+            }
+        }
         Suite::HttpServer { port, core } => {
             if let Err(message) = http::serve(port, core) {
                 eprintln!("http-server: {message}");
@@ -209,7 +258,7 @@ fn main() {
     }
 }
 
-fn run_suite(suite: &str, options: &Options) {
+fn run_suite(suite: &str, options: &Options, server: Option<&server_suite::Settings>) {
     // Counted before pinning: afterwards the affinity mask shows one core.
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let pinned = harness::pin_to(options.core);
@@ -236,6 +285,7 @@ fn run_suite(suite: &str, options: &Options) {
         }
         "http" => http::STEPS,
         "tokio" => tokio_suite::STEPS,
+        "server" => server_suite::STEPS,
         _ => spsc::STEPS,
     } * rounds as u64;
     let progress = ProgressBar::new(steps);
@@ -273,12 +323,22 @@ fn run_suite(suite: &str, options: &Options) {
         }
         "http" => tables.extend(http::run(&ctx, options.callgrind, !options.no_loopback)),
         "tokio" => tables.extend(tokio_suite::run(&ctx)),
+        "server" => {
+            let settings = server.expect("the server suite has its settings");
+            tables.extend(server_suite::run(&ctx, settings, &clock, options.quick));
+        }
         _ => tables.extend(spsc::run(&ctx)),
     }
     ctx.progress.finish_and_clear();
+    let mut preamble = preamble(suite, options, (pinned, cores), &clock, plan, rounds);
+    if let Some(settings) = server {
+        // The sampling-plan and pinning lines describe the in-process suites; replace them.
+        preamble.truncate(3);
+        preamble.push(server_suite::describe(&ctx, settings, options.quick));
+    }
     let report = Report {
         clock,
-        preamble: preamble(suite, options, (pinned, cores), &clock, plan, rounds),
+        preamble,
         tables,
     };
     println!("{}", report.markdown());

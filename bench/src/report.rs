@@ -93,6 +93,9 @@ pub enum Figures {
     Rate(Vec<f64>),
     /// Instructions per operation under callgrind.
     Instructions(f64),
+    /// Cells already formatted by the suite, one per entry of [`Table::columns`] (for tables
+    /// whose rows carry several figures, like the server suite's rate, latency and CPU).
+    Cells(Vec<String>),
 }
 
 /// One library's line in a table.
@@ -131,6 +134,7 @@ impl Row {
             Figures::Latency(h) => h.value_at_quantile(0.5) as f64,
             Figures::Rate(r) => r[r.len() / 2],
             Figures::Instructions(i) => *i,
+            Figures::Cells(_) => f64::NAN,
         }
     }
 }
@@ -148,6 +152,8 @@ pub struct Table {
     pub baseline: String,
     /// One row per library.
     pub rows: Vec<Row>,
+    /// The column headings after `library` for rows of [`Figures::Cells`] (unused otherwise).
+    pub columns: Vec<String>,
 }
 
 impl Table {
@@ -159,6 +165,15 @@ impl Table {
             note: note.to_owned(),
             baseline: baseline.to_owned(),
             rows: Vec::new(),
+            columns: Vec::new(),
+        }
+    }
+
+    /// An empty table of [`Figures::Cells`] rows under these column headings.
+    pub fn with_columns(id: &str, title: &str, columns: &[&str], note: &str) -> Self {
+        Self {
+            columns: columns.iter().map(|c| (*c).to_owned()).collect(),
+            ..Self::new(id, title, "", note)
         }
     }
 
@@ -233,6 +248,20 @@ impl Table {
                         continue;
                     };
                     let _ = writeln!(out, "| {} | {:.1} | {} |", row.library, i, ratio(row));
+                }
+            }
+            Figures::Cells(_) => {
+                let _ = writeln!(
+                    out,
+                    "| library | {} |\n|---|{}",
+                    self.columns.join(" | "),
+                    "---:|".repeat(self.columns.len())
+                );
+                for row in &self.rows {
+                    let Figures::Cells(cells) = &row.figures else {
+                        continue;
+                    };
+                    let _ = writeln!(out, "| {} | {} |", row.library, cells.join(" | "));
                 }
             }
         }

@@ -146,6 +146,7 @@ fn headline(table: &Table, library: &str) -> Option<f64> {
         Figures::Latency(h) => h.value_at_quantile(0.5) as f64,
         Figures::Rate(r) => r[r.len() / 2],
         Figures::Instructions(i) => *i,
+        Figures::Cells(_) => f64::NAN,
     })
 }
 

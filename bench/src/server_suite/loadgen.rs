@@ -1,0 +1,503 @@
+//! The load generator: one thread, every connection a non-blocking socket on one mio `Poll`
+//! (epoll, edge-triggered). It opens N connections in bounded batches (each bound to one of
+//! a few 127.0.0.x source addresses, SO_LINGER 0 so that closing leaves no TIME_WAIT), then
+//! runs points on them: each connection keeps `depth` frames in flight, and every echo
+//! completed is timed (rdtsc at the read that completed it minus rdtsc at its send, FIFO per
+//! connection) and replaced by one more frame, written once per wake-up for all the echoes
+//! that wake-up completed.
+//!
+//! Cheap by construction: one shared read buffer, frames pre-encoded once per point, no
+//! allocation per message. Owns the sockets and the event loop; the per-connection state and
+//! the wire bytes are in `connection.rs`, what the numbers mean in `mod.rs`.
+
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use super::connection::{self, Connection, MAX_DEPTH};
+use super::servers;
+use crate::harness;
+
+/// Source addresses 127.0.0.1 ..= 127.0.0.SOURCE_ADDRESSES, used in turn: each has its own
+/// ephemeral port range, so 19,000 connections stay far from exhausting one.
+const SOURCE_ADDRESSES: usize = 4;
+
+/// Handshakes in progress at once: below every server's accept backlog (std's is 128), so a
+/// burst of SYNs is never dropped.
+const HANDSHAKES_AT_ONCE: usize = 100;
+
+/// A handshake not done after this long is retried on a new socket.
+const HANDSHAKE_LIMIT: Duration = Duration::from_secs(3);
+
+/// Attempts per connection before the whole connect fails.
+const ATTEMPTS: u8 = 5;
+
+/// How long the echoes still in flight may take to come back once a point stops sending.
+const DRAIN_LIMIT: Duration = Duration::from_secs(10);
+
+/// The shared read buffer.
+const READ_BUFFER: usize = 64 << 10;
+
+/// EINPROGRESS on Linux: a non-blocking connect has started.
+const EINPROGRESS: i32 = 115;
+
+/// One point's load.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Load {
+    /// Bytes of payload per message.
+    pub(super) payload_len: usize,
+    /// Messages in flight per connection (at most [`MAX_DEPTH`]).
+    pub(super) depth: usize,
+    /// Run this long before measuring.
+    pub(super) warmup: Duration,
+    /// Then measure this long.
+    pub(super) measure: Duration,
+    /// Busy-wait this long after every event handled: a handicap for the headroom test (if
+    /// the rate holds with the generator slowed down, the generator was not what limited it).
+    pub(super) handicap: Duration,
+}
+
+/// What one point measured.
+#[derive(Debug, Clone)]
+pub(super) struct Measured {
+    /// Echoes received per second in the measured window.
+    pub(super) rate: f64,
+    /// Round trip of every echo received in the window, in TSC ticks.
+    pub(super) round_trip: Histogram<u64>,
+    /// The generator thread's CPU use over the window, in cores (1.0 = saturated).
+    pub(super) generator_cpu: Option<f64>,
+    /// The server process's CPU use over the window, in cores.
+    pub(super) server_cpu: Option<f64>,
+    /// The share of the window the generator's core was idle (no task, no softirq): CPU the
+    /// generator could have had and did not need. Task CPU times leave out the softirq time
+    /// loopback TCP spends on each core, so this is the direct test of a saturated generator.
+    pub(super) generator_core_idle: Option<f64>,
+    /// The same for the server's core: above 0, the server waited for the generator.
+    pub(super) server_core_idle: Option<f64>,
+}
+
+/// Where the figures of a window are read: the server's process and the generator's core.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Probe {
+    /// The server process.
+    pub(super) server_pid: u32,
+    /// The core the generator thread is pinned to.
+    pub(super) generator_core: usize,
+    /// The core the server is pinned to.
+    pub(super) server_core: usize,
+}
+
+/// N open connections to one server, driven from the thread that made them.
+pub(super) struct Generator {
+    poll: Poll,
+    events: Events,
+    connections: Vec<Connection>,
+    read_buffer: Box<[u8]>,
+    ticks_per_ns: f64,
+}
+
+impl Generator {
+    /// Opens `count` WebSocket connections to `server` (HTTP upgrade checked: 101 and the
+    /// RFC's accept key). Err when they are not all open within `budget`, a connection fails
+    /// [`ATTEMPTS`] times, or the server refuses the upgrade.
+    pub(super) fn connect(
+        server: SocketAddr,
+        count: usize,
+        budget: Duration,
+        ticks_per_ns: f64,
+    ) -> Result<Self, String> {
+        let poll = Poll::new().map_err(|e| format!("epoll: {e}"))?;
+        let mut generator = Self {
+            poll,
+            events: Events::with_capacity(1024),
+            connections: Vec::with_capacity(count),
+            read_buffer: vec![0; READ_BUFFER].into_boxed_slice(),
+            ticks_per_ns,
+        };
+        let request = connection::upgrade_request(server);
+        let mut handshakes: Vec<Handshake> = Vec::with_capacity(count);
+        let started = Instant::now();
+        let mut last_scan = started;
+        let (mut open, mut upgrading) = (0, 0);
+        while open < count {
+            while upgrading < HANDSHAKES_AT_ONCE && generator.connections.len() < count {
+                let index = generator.connections.len();
+                let stream = generator.open_socket(server, index)?;
+                generator.connections.push(Connection::new(stream));
+                handshakes.push(Handshake::new());
+                upgrading += 1;
+            }
+            if started.elapsed() > budget {
+                return Err(format!(
+                    "{open} of {count} connections open after {} s",
+                    budget.as_secs()
+                ));
+            }
+            generator
+                .poll
+                .poll(&mut generator.events, Some(Duration::from_millis(10)))
+                .map_err(|e| format!("epoll_wait: {e}"))?;
+            let ready: Vec<usize> = generator.events.iter().map(|e| e.token().0).collect();
+            let scan = last_scan.elapsed() > Duration::from_millis(250);
+            let stuck: Vec<usize> = if scan {
+                last_scan = Instant::now();
+                (0..handshakes.len())
+                    .filter(|&i| {
+                        !handshakes[i].open && handshakes[i].since.elapsed() > HANDSHAKE_LIMIT
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            for index in ready {
+                let handshake = &mut handshakes[index];
+                if handshake.open {
+                    continue;
+                }
+                match generator.advance(index, handshake, &request) {
+                    Ok(true) => {
+                        handshake.open = true;
+                        handshake.head = Vec::new();
+                        open += 1;
+                        upgrading -= 1;
+                    }
+                    Ok(false) => {}
+                    Err(Step::Retry(why)) => generator.retry(server, index, handshake, &why)?,
+                    Err(Step::Fail(why)) => return Err(why),
+                }
+            }
+            for index in stuck {
+                if !handshakes[index].open {
+                    generator.retry(server, index, &mut handshakes[index], "timed out")?;
+                }
+            }
+        }
+        Ok(generator)
+    }
+
+    /// Runs one point on every connection: warm-up, the measured window, then a drain until
+    /// every frame sent has come back. Err (the point failed) when an echo is wrong, a
+    /// connection closes, or the drain takes longer than [`DRAIN_LIMIT`].
+    ///
+    /// Longer than most functions here on purpose: the phases, the counters they snapshot and
+    /// the hot loop stay in one place, where received = sent can be checked by eye.
+    pub(super) fn run(&mut self, load: Load, probe: Probe) -> Result<Measured, String> {
+        assert!(
+            (1..=MAX_DEPTH).contains(&load.depth),
+            "depth 1..={MAX_DEPTH}"
+        );
+        let frame = connection::client_frame(load.payload_len);
+        let frame_len = frame.len();
+        let frames = frame.repeat(load.depth);
+        let payload_len = load.payload_len as u64;
+        let ticks = |d: Duration| (d.as_nanos() as f64 * self.ticks_per_ns) as u64;
+        let mut histogram = harness::new_histogram();
+        let (mut sent, mut received) = (0u64, 0u64);
+        let start = harness::ticks_start();
+        for (index, connection) in self.connections.iter_mut().enumerate() {
+            connection.queue(load.depth, frame_len, start);
+            connection
+                .flush(&frames, frame_len)
+                .map_err(|e| format!("write: {e}"))?;
+            watch_writes(&self.poll, connection, index)?;
+            sent += load.depth as u64;
+        }
+        let warmup_end = start + ticks(load.warmup);
+        let measure_end = warmup_end + ticks(load.measure);
+        let drain_end = measure_end + ticks(DRAIN_LIMIT);
+        let handicap = ticks(load.handicap);
+        let mut phase = Phase::WarmUp;
+        let mut window_start: Option<Snapshot> = None;
+        let mut window_end: Option<Snapshot> = None;
+        loop {
+            let now = harness::ticks_start();
+            if phase == Phase::WarmUp && now >= warmup_end {
+                phase = Phase::Measuring;
+                window_start = Some(Snapshot::take(received, probe));
+            }
+            if phase == Phase::Measuring && now >= measure_end {
+                phase = Phase::Draining;
+                window_end = Some(Snapshot::take(received, probe));
+            }
+            if phase == Phase::Draining {
+                if received == sent {
+                    break;
+                }
+                if now >= drain_end {
+                    return Err(format!(
+                        "{} of {sent} messages not echoed {} s after the point stopped sending",
+                        sent - received,
+                        DRAIN_LIMIT.as_secs()
+                    ));
+                }
+            }
+            self.poll
+                .poll(&mut self.events, Some(Duration::from_millis(1)))
+                .map_err(|e| format!("epoll_wait: {e}"))?;
+            for event in &self.events {
+                let index = event.token().0;
+                let connection = &mut self.connections[index];
+                let mut completed = 0;
+                let readable = event.is_readable() || event.is_read_closed() || event.is_error();
+                if readable {
+                    let measuring = phase == Phase::Measuring;
+                    completed = read_echoes(
+                        connection,
+                        &mut self.read_buffer,
+                        payload_len,
+                        |sent_at, at| {
+                            if measuring {
+                                histogram.saturating_record(at.saturating_sub(sent_at).max(1));
+                            }
+                        },
+                    )
+                    .map_err(|why| format!("connection {index}: {why}"))?;
+                }
+                received += completed as u64;
+                if phase != Phase::Draining && completed > 0 {
+                    connection.queue(completed, frame_len, harness::ticks_start());
+                    sent += completed as u64;
+                }
+                connection
+                    .flush(&frames, frame_len)
+                    .map_err(|e| format!("write on connection {index}: {e}"))?;
+                watch_writes(&self.poll, connection, index)?;
+                if handicap > 0 {
+                    let until = harness::ticks_start() + handicap;
+                    while harness::ticks_start() < until {
+                        std::hint::spin_loop();
+                    }
+                }
+            }
+        }
+        let in_flight: usize = self.connections.iter().map(Connection::in_flight).sum();
+        if in_flight != 0 || received != sent {
+            return Err(format!(
+                "sent {sent} and received {received} with {in_flight} still in flight"
+            ));
+        }
+        let (Some(first), Some(last)) = (window_start, window_end) else {
+            unreachable!("the loop ends only after the window closed");
+        };
+        let seconds = last.wall.duration_since(first.wall).as_secs_f64();
+        let per_second = |a: Option<f64>, b: Option<f64>| Some((b? - a?) / seconds);
+        Ok(Measured {
+            rate: (last.received - first.received) as f64 / seconds,
+            round_trip: histogram,
+            generator_cpu: per_second(first.generator_cpu, last.generator_cpu),
+            server_cpu: per_second(first.server_cpu, last.server_cpu),
+            generator_core_idle: idle_share(first.core, last.core),
+            server_core_idle: idle_share(first.server_core, last.server_core),
+        })
+    }
+
+    /// Makes the socket for connection `index` (bound to its source address, nodelay, SO_LINGER
+    /// 0), starts its connect and registers it.
+    fn open_socket(&self, server: SocketAddr, index: usize) -> Result<TcpStream, String> {
+        let socket = || -> io::Result<Socket> {
+            let socket = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
+            socket.set_nonblocking(true)?;
+            socket.set_tcp_nodelay(true)?;
+            socket.set_linger(Some(Duration::ZERO))?;
+            socket.set_reuse_address(true)?;
+            let source = Ipv4Addr::new(127, 0, 0, 1 + (index % SOURCE_ADDRESSES) as u8);
+            socket.bind(&SocketAddr::from((source, 0)).into())?;
+            match socket.connect(&server.into()) {
+                Err(e) if e.raw_os_error() != Some(EINPROGRESS) => Err(e),
+                _ => Ok(socket),
+            }
+        };
+        let socket = socket().map_err(|e| format!("connection {index}: {e}"))?;
+        let mut stream = TcpStream::from_std(socket.into());
+        self.poll
+            .registry()
+            .register(
+                &mut stream,
+                Token(index),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .map_err(|e| format!("epoll_ctl: {e}"))?;
+        Ok(stream)
+    }
+
+    /// Moves connection `index`'s handshake on after an event: Ok(true) once upgraded.
+    fn advance(
+        &mut self,
+        index: usize,
+        handshake: &mut Handshake,
+        request: &[u8],
+    ) -> Result<bool, Step> {
+        let stream = &mut self.connections[index].stream;
+        if !handshake.requested {
+            if let Ok(Some(e)) = stream.take_error() {
+                return Err(Step::Retry(e.to_string()));
+            }
+            if stream.peer_addr().is_err() {
+                // Not connected yet (or refused; the error event says which).
+                return Ok(false);
+            }
+            stream
+                .write_all(request)
+                .map_err(|e| Step::Retry(format!("writing the upgrade request: {e}")))?;
+            handshake.requested = true;
+        }
+        loop {
+            match stream.read(&mut self.read_buffer) {
+                Ok(0) => return Err(Step::Retry("closed during the upgrade".to_owned())),
+                Ok(n) => handshake.head.extend_from_slice(&self.read_buffer[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Step::Retry(e.to_string())),
+            }
+        }
+        connection::upgrade_response(&handshake.head).map_err(Step::Fail)
+    }
+
+    /// Replaces connection `index`'s socket with a new one, or Err after [`ATTEMPTS`].
+    fn retry(
+        &mut self,
+        server: SocketAddr,
+        index: usize,
+        handshake: &mut Handshake,
+        why: &str,
+    ) -> Result<(), String> {
+        if handshake.attempts >= ATTEMPTS {
+            return Err(format!(
+                "connection {index} failed {ATTEMPTS} times (last: {why})"
+            ));
+        }
+        let _ = self
+            .poll
+            .registry()
+            .deregister(&mut self.connections[index].stream);
+        self.connections[index] = Connection::new(self.open_socket(server, index)?);
+        *handshake = Handshake {
+            attempts: handshake.attempts + 1,
+            ..Handshake::new()
+        };
+        Ok(())
+    }
+}
+
+/// Reads everything the server has sent on `connection`, calling `echoed(sent_at, read_at)`
+/// for every echo completed; returns how many were. Err when the server closed the
+/// connection or sent a wrong frame.
+fn read_echoes(
+    connection: &mut Connection,
+    buffer: &mut [u8],
+    payload_len: u64,
+    mut echoed: impl FnMut(u64, u64),
+) -> Result<usize, String> {
+    let mut completed = 0;
+    loop {
+        match connection.stream.read(buffer) {
+            Ok(0) => return Err("the server closed the connection".to_owned()),
+            Ok(n) => {
+                let at = harness::ticks_start();
+                completed += connection.receive(&buffer[..n], payload_len, |sent_at| {
+                    echoed(sent_at, at);
+                })?;
+                // A read shorter than the buffer emptied the socket: with edge-triggered
+                // epoll, bytes arriving later raise a new event, so the read that would only
+                // say WouldBlock is skipped (tokio clears readiness on a short read the same
+                // way). It saves one syscall in three per wake-up.
+                if n < buffer.len() {
+                    return Ok(completed);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(completed),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("read: {e}")),
+        }
+    }
+}
+
+/// Registers `connection` for writable events while it has bytes waiting for room, and for
+/// readable events alone otherwise (each ACK of a quiet socket would otherwise be an event).
+fn watch_writes(poll: &Poll, connection: &mut Connection, index: usize) -> Result<(), String> {
+    let waiting = connection.unwritten() > 0;
+    if waiting != connection.watching_writes {
+        let interest = if waiting {
+            Interest::READABLE | Interest::WRITABLE
+        } else {
+            Interest::READABLE
+        };
+        poll.registry()
+            .reregister(&mut connection.stream, Token(index), interest)
+            .map_err(|e| format!("epoll_ctl: {e}"))?;
+        connection.watching_writes = waiting;
+    }
+    Ok(())
+}
+
+/// A connection's upgrade in progress.
+struct Handshake {
+    attempts: u8,
+    since: Instant,
+    requested: bool,
+    open: bool,
+    head: Vec<u8>,
+}
+
+impl Handshake {
+    fn new() -> Self {
+        Self {
+            attempts: 1,
+            since: Instant::now(),
+            requested: false,
+            open: false,
+            head: Vec::new(),
+        }
+    }
+}
+
+/// Why a handshake step stopped: worth another socket, or a refusal that another will not fix.
+enum Step {
+    Retry(String),
+    Fail(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    WarmUp,
+    Measuring,
+    Draining,
+}
+
+/// The counters at one edge of the measured window.
+#[derive(Clone, Copy)]
+struct Snapshot {
+    wall: Instant,
+    received: u64,
+    generator_cpu: Option<f64>,
+    server_cpu: Option<f64>,
+    /// (idle, total) jiffies of the generator's core.
+    core: Option<(u64, u64)>,
+    /// The same for the server's core.
+    server_core: Option<(u64, u64)>,
+}
+
+impl Snapshot {
+    fn take(received: u64, probe: Probe) -> Self {
+        Self {
+            wall: Instant::now(),
+            received,
+            generator_cpu: servers::thread_cpu_seconds(),
+            server_cpu: servers::process_cpu_seconds(probe.server_pid),
+            core: servers::core_jiffies(probe.generator_core),
+            server_core: servers::core_jiffies(probe.server_core),
+        }
+    }
+}
+
+/// The idle share of a core between two (idle, total) jiffy readings.
+fn idle_share(first: Option<(u64, u64)>, last: Option<(u64, u64)>) -> Option<f64> {
+    let ((idle_a, total_a), (idle_b, total_b)) = (first?, last?);
+    let total = total_b.checked_sub(total_a).filter(|t| *t > 0)?;
+    Some(idle_b.saturating_sub(idle_a) as f64 / total as f64)
+}

@@ -1,0 +1,390 @@
+//! The server suite (`tickwire-bench server`): WebSocket echo servers under load, side by side
+//! in one run. Each server is a process of its own pinned to `--core` (0): tickwire's CLI
+//! (`tickwire --runtime R serve`), uWebSockets' echo, and fastwebsockets and tokio-tungstenite
+//! on a tokio current-thread runtime (hidden subcommands, `echo.rs`). One load-generator
+//! thread in this process, pinned to `--peer-core` (1), drives them (`loadgen.rs`).
+//!
+//! Tables:
+//! - `server_{16,1024}_n{N}_d{depth}`: N connections (1, 100, 1,000, 10,000, 19,000) each
+//!   keeping `depth` (1 or 8) binary messages in flight; echoes per second in the measured
+//!   window, round-trip p50 and p99 (each the median over rounds), the generator's and the
+//!   server's CPU use, and tickwire's rate divided by each row's;
+//! - `server_memory`: resident memory per idle connection (VmRSS with N idle connections
+//!   minus VmRSS after one connection came and went, divided by N) at 1,000 and 10,000.
+//!
+//! Every (server, N) session starts a fresh server, opens N connections once and runs the
+//! four (payload, depth) points on them in turn; sessions interleave the servers, their order
+//! rotating each round. Owns the schedule and the sessions; not the tables (`tables.rs`), the
+//! processes (`servers.rs`) nor the sockets (`loadgen.rs`, `connection.rs`).
+
+mod connection;
+mod echo;
+mod loadgen;
+mod servers;
+mod tables;
+
+use std::path::PathBuf;
+use std::thread;
+use std::time::Duration;
+
+pub use echo::{fastwebsockets_server, tokio_tungstenite_server};
+use loadgen::{Generator, Load, Measured, Probe};
+use servers::{Launch, Library, ServerProcess};
+
+use crate::Ctx;
+use crate::harness::{self, Clock};
+use crate::report::{self, Table};
+
+/// Progress steps are set from the schedule once it is known ([`run`]).
+pub const STEPS: u64 = 0;
+
+/// Payload sizes, bytes.
+const PAYLOADS: [usize; 2] = [16, 1024];
+/// Messages in flight per connection.
+const DEPTHS: [usize; 2] = [1, 8];
+/// Connections per point in a full run, and with `--quick`.
+const CONNECTIONS: [usize; 5] = [1, 100, 1_000, 10_000, 19_000];
+const QUICK_CONNECTIONS: [usize; 3] = [1, 100, 1_000];
+/// Idle connections in the memory table (a quick run: the first only).
+const MEMORY_CONNECTIONS: [usize; 2] = [1_000, 10_000];
+/// tickwire's `blocking` runtime runs a thread per connection: load points above this many
+/// connections are skipped rather than left to crawl.
+const BLOCKING_MAX_CONNECTIONS: usize = 1_000;
+/// Time to open every connection of a session.
+const CONNECT_BUDGET: Duration = Duration::from_secs(60);
+/// How long N connections sit idle before the memory reading.
+const IDLE: Duration = Duration::from_secs(1);
+
+/// The server suite's own options.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Settings {
+    /// Only these servers (comma-separated: tickwire, uws, fastwebsockets, tokio-tungstenite).
+    #[arg(long)]
+    servers: Option<String>,
+    /// The runtime tickwire's server runs on (`tickwire --runtime R serve`): reactor,
+    /// blocking or tokio.
+    #[arg(long, default_value = "reactor")]
+    tickwire_runtime: String,
+    /// The tickwire CLI binary (default: `tickwire` next to this binary, i.e.
+    /// target/release/tickwire from `cargo build --release -p tickwire-cli`).
+    #[arg(long)]
+    tickwire_bin: Option<PathBuf>,
+    /// The uWebSockets echo binary (`bash /work/shared/peers/uws/build.sh` builds it).
+    #[arg(long)]
+    uws_bin: Option<PathBuf>,
+    /// Only these connection counts (comma-separated), instead of the suite's list.
+    #[arg(long)]
+    connections: Option<String>,
+    /// Seconds of warm-up and of measurement per point (default 0.5 and 2; --quick: 0.2 and
+    /// 0.5).
+    #[arg(long, num_args = 2, value_names = ["WARMUP", "MEASURE"])]
+    seconds: Option<Vec<f64>>,
+    /// The headroom test: the generator busy-waits this many ns after every event it handles.
+    /// If a server's rate holds with the generator slowed down, the generator was not the limit.
+    #[arg(long, default_value_t = 0)]
+    generator_handicap_ns: u64,
+}
+
+/// The preamble line describing the schedule.
+pub fn describe(ctx: &Ctx, settings: &Settings, quick: bool) -> String {
+    let (warmup, measure, handicap) = timing(settings, quick);
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load: Vec<&str> = load.split_whitespace().take(3).collect();
+    format!(
+        "load average at the end of the run {} (a shared machine: other work skews a point); \
+         every server a process pinned to core {} (taskset, or core_affinity inside); the load \
+         generator one thread pinned to core {}; {:.1} s warm-up + {:.1} s measured per point; \
+         {} round(s), medians over rounds; tickwire runtime `{}`{}",
+        load.join(" "),
+        ctx.core,
+        ctx.peer_core,
+        warmup.as_secs_f64(),
+        measure.as_secs_f64(),
+        ctx.rounds,
+        settings.tickwire_runtime,
+        if handicap.is_zero() {
+            String::new()
+        } else {
+            format!(
+                "; HEADROOM TEST: the generator busy-waits {} ns after every event",
+                handicap.as_nanos()
+            )
+        }
+    )
+}
+
+/// Runs the selected points and the memory table.
+pub fn run(ctx: &Ctx, settings: &Settings, clock: &Clock, quick: bool) -> Vec<Table> {
+    let launch = launch(ctx, settings);
+    let libraries: Vec<Library> = Library::ALL
+        .into_iter()
+        .filter(|l| {
+            settings
+                .servers
+                .as_ref()
+                .is_none_or(|list| list.split(',').any(|n| n.trim() == l.name()))
+        })
+        .collect();
+    let counts: Vec<usize> = match &settings.connections {
+        Some(list) => list
+            .split(',')
+            .filter_map(|n| n.trim().replace('_', "").parse().ok())
+            .collect(),
+        None if quick => QUICK_CONNECTIONS.to_vec(),
+        None => CONNECTIONS.to_vec(),
+    };
+    let timing = timing(settings, quick);
+    let memory_counts: &[usize] = if quick {
+        &MEMORY_CONNECTIONS[..1]
+    } else {
+        &MEMORY_CONNECTIONS
+    };
+    let memory = ctx.selected("server_memory");
+    let sessions: usize = counts
+        .iter()
+        .filter(|&&n| !points(ctx, n, timing).is_empty())
+        .count()
+        * ctx.rounds
+        * libraries.len()
+        + if memory {
+            memory_counts.len() * libraries.len()
+        } else {
+            0
+        };
+    ctx.progress.set_length(sessions as u64);
+    let mut tables = Vec::new();
+    for &count in &counts {
+        let points = points(ctx, count, timing);
+        if points.is_empty() {
+            continue;
+        }
+        // results[point][library][round]
+        let mut results = vec![vec![Vec::new(); libraries.len()]; points.len()];
+        for round in 1..=ctx.rounds {
+            for i in report::round_order(libraries.len(), round) {
+                ctx.step(&format!(
+                    "server n={count}: {} (round {round}/{})",
+                    libraries[i].name(),
+                    ctx.rounds
+                ));
+                let measured = session(ctx, &launch, libraries[i], count, &points, clock);
+                for (p, outcome) in measured.into_iter().enumerate() {
+                    results[p][i].push(outcome);
+                }
+            }
+        }
+        for (point, results) in points.iter().zip(results) {
+            tables.push(tables::point_table(
+                ctx, &launch, point, count, &libraries, &results, clock,
+            ));
+        }
+    }
+    if memory {
+        tables.push(tables::memory_table(
+            ctx,
+            &launch,
+            &libraries,
+            memory_counts,
+            clock,
+        ));
+    }
+    tables
+}
+
+/// One point of a session.
+#[derive(Debug, Clone)]
+struct Point {
+    id: String,
+    load: Load,
+}
+
+/// The selected points at `count` connections.
+fn points(ctx: &Ctx, count: usize, (warmup, measure, handicap): Timing) -> Vec<Point> {
+    let mut points = Vec::new();
+    for payload_len in PAYLOADS {
+        for depth in DEPTHS {
+            let id = format!("server_{payload_len}_n{count}_d{depth}");
+            if ctx.selected(&id) {
+                points.push(Point {
+                    id,
+                    load: Load {
+                        payload_len,
+                        depth,
+                        warmup,
+                        measure,
+                        handicap,
+                    },
+                });
+            }
+        }
+    }
+    points
+}
+
+/// Warm-up, measured window, and the generator's handicap per event.
+type Timing = (Duration, Duration, Duration);
+
+fn timing(settings: &Settings, quick: bool) -> Timing {
+    let handicap = Duration::from_nanos(settings.generator_handicap_ns);
+    let (warmup, measure) = match settings.seconds.as_deref() {
+        Some(&[warmup, measure]) => (
+            Duration::from_secs_f64(warmup.max(0.0)),
+            Duration::from_secs_f64(measure.max(0.01)),
+        ),
+        _ if quick => (Duration::from_millis(200), Duration::from_millis(500)),
+        _ => (Duration::from_millis(500), Duration::from_secs(2)),
+    };
+    (warmup, measure, handicap)
+}
+
+fn launch(ctx: &Ctx, settings: &Settings) -> Launch {
+    let sibling = |name: &str| {
+        std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(|dir| dir.join(name)))
+            .unwrap_or_else(|| PathBuf::from(name))
+    };
+    let home = std::env::var_os("HOME").map_or_else(PathBuf::new, PathBuf::from);
+    Launch {
+        tickwire_bin: settings
+            .tickwire_bin
+            .clone()
+            .unwrap_or_else(|| sibling("tickwire")),
+        tickwire_runtime: settings.tickwire_runtime.clone(),
+        uws_bin: settings
+            .uws_bin
+            .clone()
+            .unwrap_or_else(|| home.join(".cache/uws-peer/uws-echo")),
+        core: ctx.core,
+    }
+}
+
+/// Why `library` does not run at `count` connections, if it does not.
+fn capped(launch: &Launch, library: Library, count: usize) -> Option<String> {
+    (library == Library::Tickwire
+        && launch.tickwire_runtime == "blocking"
+        && count > BLOCKING_MAX_CONNECTIONS)
+        .then(|| {
+            format!(
+                "skipped: the blocking runtime runs a thread per connection; load points stop \
+                 at {BLOCKING_MAX_CONNECTIONS} connections"
+            )
+        })
+}
+
+/// A fresh server, `count` connections, then every point in turn on them. One outcome per
+/// point; after a failed point the rest are not run (their connections' state is unknown).
+fn session(
+    ctx: &Ctx,
+    launch: &Launch,
+    library: Library,
+    count: usize,
+    points: &[Point],
+    clock: &Clock,
+) -> Vec<Result<Measured, String>> {
+    let all = |why: String| points.iter().map(|_| Err(why.clone())).collect();
+    if let Some(why) = capped(launch, library, count) {
+        return all(why);
+    }
+    let mut server = match ServerProcess::start(library, launch) {
+        Ok(server) => server,
+        Err(why) => return all(format!("skipped: {why}")),
+    };
+    let addr = server.addr;
+    let probe = Probe {
+        server_pid: server.pid(),
+        generator_core: ctx.peer_core,
+        server_core: ctx.core,
+    };
+    let loads: Vec<Load> = points.iter().map(|p| p.load).collect();
+    let (core, ticks_per_ns) = (ctx.peer_core, clock.ticks_per_ns);
+    let generator = thread::Builder::new()
+        .name("server-load".to_owned())
+        .spawn(move || {
+            harness::pin_to(core);
+            let mut generator = Generator::connect(addr, count, CONNECT_BUDGET, ticks_per_ns)
+                .map_err(|why| format!("skipped: connecting: {why}"))?;
+            let mut outcomes = Vec::new();
+            for load in loads {
+                let outcome = generator.run(load, probe);
+                let failed = outcome.is_err();
+                outcomes.push(outcome.map_err(|why| format!("FAILED: {why}")));
+                if failed {
+                    break;
+                }
+            }
+            Ok::<_, String>(outcomes)
+        })
+        .expect("spawn the load generator");
+    let outcome = generator
+        .join()
+        .unwrap_or_else(|_| Err("FAILED: the load generator panicked".to_owned()));
+    let exited = server.check_alive().err();
+    let mut outcomes = match outcome {
+        Ok(outcomes) => outcomes,
+        Err(why) => return all(with_exit(why, exited.as_deref())),
+    };
+    for outcome in &mut outcomes {
+        if let Err(why) = outcome {
+            *why = with_exit(std::mem::take(why), exited.as_deref());
+            eprintln!("server suite: {} n={count}: {why}", library.name());
+        }
+    }
+    while outcomes.len() < points.len() {
+        outcomes.push(Err(
+            "not run: an earlier point of the session failed".to_owned()
+        ));
+    }
+    outcomes
+}
+
+fn with_exit(why: String, exited: Option<&str>) -> String {
+    match exited {
+        Some(exit) => format!("{why} ({exit})"),
+        None => why,
+    }
+}
+
+/// (VmRSS after one connection came and went, VmRSS with `count` idle connections).
+fn idle_memory(
+    ctx: &Ctx,
+    launch: &Launch,
+    library: Library,
+    count: usize,
+    clock: &Clock,
+) -> Result<(u64, u64), String> {
+    let server = ServerProcess::start(library, launch)?;
+    let (addr, pid) = (server.addr, server.pid());
+    let (core, ticks_per_ns) = (ctx.peer_core, clock.ticks_per_ns);
+    let probe = Probe {
+        server_pid: pid,
+        generator_core: core,
+        server_core: launch.core,
+    };
+    let once = Load {
+        payload_len: 16,
+        depth: 1,
+        warmup: Duration::ZERO,
+        measure: Duration::ZERO,
+        handicap: Duration::ZERO,
+    };
+    thread::Builder::new()
+        .name("server-memory".to_owned())
+        .spawn(move || {
+            harness::pin_to(core);
+            let mut one = Generator::connect(addr, 1, CONNECT_BUDGET, ticks_per_ns)?;
+            one.run(once, probe)?;
+            drop(one);
+            thread::sleep(Duration::from_millis(300));
+            let empty = servers::resident_bytes(pid)?;
+            let mut all = Generator::connect(addr, count, CONNECT_BUDGET, ticks_per_ns)?;
+            all.run(once, probe)?;
+            thread::sleep(IDLE);
+            let full = servers::resident_bytes(pid)?;
+            drop(all);
+            Ok((empty, full))
+        })
+        .expect("spawn the memory generator")
+        .join()
+        .unwrap_or_else(|_| Err("the generator panicked".to_owned()))
+}

@@ -1,0 +1,275 @@
+//! The echo servers under test, each a process of its own pinned to one core: starting one,
+//! learning its port from its first stdout line, reading its memory (VmRSS) and CPU time
+//! from /proc, and stopping it.
+//!
+//! Owns the process side only; the two Rust peers' server loops are in `echo.rs`, the load
+//! in `loadgen.rs`.
+
+use std::io::{BufRead, BufReader};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// How long a server may take to print its first line.
+const START_LIMIT: Duration = Duration::from_secs(10);
+
+/// Clock ticks per second of the utime and stime fields of /proc/PID/stat (USER_HZ, 100 on
+/// every Linux build that matters here).
+const USER_HZ: f64 = 100.0;
+
+/// A server library under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Library {
+    /// The workspace's CLI, `tickwire --runtime R serve`.
+    Tickwire,
+    /// uWebSockets' echo server (`/work/shared/peers/uws`).
+    Uws,
+    /// fastwebsockets behind hyper's upgrade, the hidden `fastwebsockets-echo-server`.
+    Fastwebsockets,
+    /// tokio-tungstenite's `accept_async`, the hidden `tokio-tungstenite-echo-server`.
+    TokioTungstenite,
+}
+
+impl Library {
+    /// Table order: tickwire, the baseline, first.
+    pub(super) const ALL: [Self; 4] = [
+        Self::Tickwire,
+        Self::Uws,
+        Self::Fastwebsockets,
+        Self::TokioTungstenite,
+    ];
+
+    /// The `--servers` name and row label.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Self::Tickwire => "tickwire",
+            Self::Uws => "uws",
+            Self::Fastwebsockets => "fastwebsockets",
+            Self::TokioTungstenite => "tokio-tungstenite",
+        }
+    }
+}
+
+/// Where the server binaries are and how tickwire runs.
+#[derive(Debug, Clone)]
+pub(super) struct Launch {
+    /// The `tickwire` CLI binary.
+    pub(super) tickwire_bin: PathBuf,
+    /// `--runtime` passed to it: `reactor`, `blocking` or `tokio`.
+    pub(super) tickwire_runtime: String,
+    /// The uWebSockets echo binary.
+    pub(super) uws_bin: PathBuf,
+    /// The core every server is pinned to.
+    pub(super) core: usize,
+}
+
+/// A running server; killed when dropped.
+pub(super) struct ServerProcess {
+    child: Child,
+    /// Where its stderr goes (removed with the process).
+    log: PathBuf,
+    /// Where it listens.
+    pub(super) addr: SocketAddr,
+}
+
+impl ServerProcess {
+    /// Starts `library` pinned to `launch.core` and waits (up to 10 s) for the first stdout
+    /// line, whose last number is the port. Err says why the server could not run, for a
+    /// "skipped" note.
+    pub(super) fn start(library: Library, launch: &Launch) -> Result<Self, String> {
+        let core = launch.core.to_string();
+        let mut command = match library {
+            Library::Tickwire => {
+                let mut command = pinned(&launch.tickwire_bin, &core)?;
+                command.args([
+                    "--runtime",
+                    &launch.tickwire_runtime,
+                    "serve",
+                    "--port",
+                    "0",
+                ]);
+                command
+            }
+            Library::Uws => {
+                let mut command = pinned(&launch.uws_bin, &core)?;
+                command.arg(free_port()?.to_string());
+                command
+            }
+            Library::Fastwebsockets | Library::TokioTungstenite => {
+                let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+                let mut command = Command::new(exe);
+                let subcommand = if library == Library::Fastwebsockets {
+                    "fastwebsockets-echo-server"
+                } else {
+                    "tokio-tungstenite-echo-server"
+                };
+                command.args([subcommand, "--port", "0", "--core", &core]);
+                command
+            }
+        };
+        // stderr goes to a file: a server that fails to start says why there, and one that
+        // logs every reset connection cannot fill a pipe nobody reads.
+        let log = std::env::temp_dir().join(format!(
+            "tickwire-bench-{}-{}.log",
+            library.name(),
+            std::process::id()
+        ));
+        let stderr = std::fs::File::create(&log)
+            .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", library.name()))?;
+        let stdout = child.stdout.take().expect("stdout was piped");
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let mut stdout = BufReader::new(stdout);
+            let _ = stdout.read_line(&mut line);
+            let _ = sender.send(line);
+            // Keep reading, so a server that prints more never meets a closed pipe.
+            let _ = std::io::copy(&mut stdout, &mut std::io::sink());
+        });
+        let mut server = Self {
+            child,
+            log: log.clone(),
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        };
+        let line = receiver.recv_timeout(START_LIMIT).unwrap_or_default();
+        match last_number(&line) {
+            Some(port) => {
+                server.addr.set_port(port);
+                Ok(server)
+            }
+            None => {
+                let _ = server.child.kill();
+                let status = server.child.wait().ok();
+                let said = std::fs::read_to_string(&log).unwrap_or_default();
+                let said = said.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                Err(format!(
+                    "{} printed no port (stdout: {:?}; stderr: {said:?}; {})",
+                    library.name(),
+                    line.trim(),
+                    status.map_or("no exit status".to_owned(), |s| s.to_string())
+                ))
+            }
+        }
+    }
+
+    /// The process id, for /proc.
+    pub(super) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Err when the process has exited.
+    pub(super) fn check_alive(&mut self) -> Result<(), String> {
+        match self.child.try_wait() {
+            Ok(None) => Ok(()),
+            Ok(Some(status)) => Err(format!("the server exited ({status})")),
+            Err(e) => Err(format!("cannot check the server: {e}")),
+        }
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// The process's resident set (VmRSS), in bytes.
+pub(super) fn resident_bytes(pid: u32) -> Result<u64, String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .map_err(|e| format!("/proc/{pid}/status: {e}"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kib| kib * 1024)
+        .ok_or_else(|| format!("no VmRSS in /proc/{pid}/status"))
+}
+
+/// CPU seconds (user + system, every thread) the process has used so far; None when /proc
+/// cannot say (the process is gone).
+pub(super) fn process_cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesised command: state is the first, utime the 12th, stime the
+    // 13th (proc(5) fields 14 and 15).
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some((user + system) as f64 / USER_HZ)
+}
+
+/// CPU seconds the calling thread has run (the first field of /proc/thread-self/schedstat,
+/// in ns); None when the kernel does not expose it.
+pub(super) fn thread_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = stat.split_whitespace().next()?.parse().ok()?;
+    Some(ns as f64 / 1e9)
+}
+
+/// Jiffies core `core` spent idle (idle + iowait) and in total (every field of its /proc/stat
+/// line: user, nice, system, idle, iowait, irq, softirq, steal), so far.
+pub(super) fn core_jiffies(core: usize) -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let prefix = format!("cpu{core} ");
+    let line = stat.lines().find(|l| l.starts_with(&prefix))?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    (fields.len() == 8).then(|| (fields[3] + fields[4], fields.iter().sum()))
+}
+
+/// `taskset -c CORE BINARY`, or Err when the binary is missing.
+fn pinned(binary: &Path, core: &str) -> Result<Command, String> {
+    if !binary.exists() {
+        return Err(format!("{} not found", binary.display()));
+    }
+    let mut command = Command::new("taskset");
+    command.args(["-c", core]).arg(binary);
+    Ok(command)
+}
+
+/// A port free on 127.0.0.1 right now (bound with port 0, then released), for servers that
+/// cannot pick their own.
+fn free_port() -> Result<u16, String> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| format!("bind: {e}"))?;
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|e| format!("local_addr: {e}"))
+}
+
+/// The last run of digits in `line` as a port ("... ws://127.0.0.1:PORT", "LISTENING PORT").
+fn last_number(line: &str) -> Option<u16> {
+    let end = line.rfind(|c: char| c.is_ascii_digit())? + 1;
+    let start = line[..end]
+        .rfind(|c: char| !c.is_ascii_digit())
+        .map_or(0, |i| i + 1);
+    line[start..end].parse().ok().filter(|port| *port != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::last_number;
+
+    #[test]
+    fn the_port_is_the_last_number_of_each_servers_first_line() {
+        assert_eq!(
+            last_number("tickwire: echo server listening on ws://127.0.0.1:40123\n"),
+            Some(40123)
+        );
+        assert_eq!(last_number("LISTENING 9001\n"), Some(9001));
+        assert_eq!(last_number("error: invalid value 'reactor'"), None);
+    }
+}
