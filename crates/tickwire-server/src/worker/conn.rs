@@ -522,7 +522,15 @@ fn flush(
         let result = {
             let mut slices = [IoSlice::new(&[]); 16];
             let count = conn.output_vectored(bufs, &mut slices);
-            stream.write_vectored(&slices[..count])
+            // One run (the usual case: this wake-up's replies, contiguous) goes out with
+            // send(2), as uWebSockets does: writev(2) costs the kernel an iovec import and
+            // the longer vfs_writev path for the same bytes (vfs_writev alone was 2.6% of the
+            // worker's samples at 1,000 connections x 8 in flight).
+            if count == 1 {
+                stream.write(&slices[0])
+            } else {
+                stream.write_vectored(&slices[..count])
+            }
         };
         match result {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
