@@ -11,7 +11,7 @@ use tickwire_codec::ws::{
     Buffers, CloseCode, Connection, ConnectionState, Error, Message, Progress,
 };
 
-use super::{End, Open, PANICKED, Phase, READ_PAUSED, Responding, WRITE_WAITING, Worker};
+use super::{End, Marks, Open, PANICKED, Phase, READ_PAUSED, Responding, WRITE_WAITING, Worker};
 use crate::handle::ConnId;
 use crate::handler::{Conn, Decision, DisconnectKind, Handler, HandshakeFailure};
 use crate::transport::Transport;
@@ -158,7 +158,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         };
         let handler = &mut self.handler;
         if !guarded(|| handler.on_open(&mut conn)) {
-            panicked(&mut slot.flags, &mut slot.end, &mut conn);
+            panicked(&mut slot.marks, &mut conn);
         }
         // Read too: the request's read may have stopped at a full buffer, or bytes came
         // while the 101 waited for the socket, and their edge has passed.
@@ -229,20 +229,19 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             None => &mut self.scratch,
         };
         let handler = &mut self.handler;
-        let flags = &mut slot.flags;
-        let recorded = &mut slot.end;
+        let marks = &mut slot.marks;
         let mut reading = reading;
         let mut socket = Socket::Open;
         loop {
-            if *flags & READ_PAUSED == 0 {
-                if deliver(handler, id, open, bufs, flags, recorded, limit) {
-                    *flags |= READ_PAUSED;
+            if marks.flags & READ_PAUSED == 0 {
+                if deliver(handler, id, open, bufs, marks, limit) {
+                    marks.flags |= READ_PAUSED;
                 } else if reading != Reading::No {
                     socket = read_and_deliver(
-                        stream, handler, id, open, bufs, flags, recorded, now, limit, reading,
+                        stream, handler, id, open, bufs, marks, now, limit, reading,
                     );
                     if socket == Socket::Paused {
-                        *flags |= READ_PAUSED;
+                        marks.flags |= READ_PAUSED;
                         socket = Socket::Open;
                     }
                 }
@@ -251,11 +250,11 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             if socket == Socket::Failed {
                 break;
             }
-            run_due_timers(&mut open.conn, bufs, now, recorded);
+            run_due_timers(&mut open.conn, bufs, now, marks);
             match flush(stream, &mut open.conn, bufs) {
                 Ok(true) => {}
                 Ok(false) => {
-                    *flags |= WRITE_WAITING;
+                    marks.flags |= WRITE_WAITING;
                     break;
                 }
                 Err(_) => {
@@ -264,27 +263,27 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 }
             }
             // Everything is written.
-            if *flags & WRITE_WAITING != 0 {
-                *flags &= !WRITE_WAITING;
-                if *flags & PANICKED == 0 && open.conn.state() == ConnectionState::Open {
+            if marks.flags & WRITE_WAITING != 0 {
+                marks.flags &= !WRITE_WAITING;
+                if marks.flags & PANICKED == 0 && open.conn.state() == ConnectionState::Open {
                     let mut conn = Conn {
                         id,
                         state: &mut open.state,
                         sender: open.conn.sender(bufs),
                     };
                     if !guarded(|| handler.on_writable(&mut conn)) {
-                        panicked(flags, recorded, &mut conn);
+                        panicked(marks, &mut conn);
                     }
                     if open.conn.wants_write(bufs) {
                         continue;
                     }
                 }
             }
-            if *flags & READ_PAUSED != 0 && socket == Socket::Open {
+            if marks.flags & READ_PAUSED != 0 && socket == Socket::Open {
                 // The backlog is written: parse what waited, then read what the socket holds
                 // (edge-triggered: no new event would say so). Read to `WouldBlock`: the
                 // event that paused may have carried the peer's FIN.
-                *flags &= !READ_PAUSED;
+                marks.flags &= !READ_PAUSED;
                 reading = Reading::ToWouldBlock;
                 continue;
             }
@@ -369,9 +368,9 @@ enum Socket {
 }
 
 /// Records a handler panic and queues a close with 1011; no more callbacks.
-fn panicked<S>(flags: &mut u8, end: &mut Option<End>, conn: &mut Conn<'_, S>) {
-    *flags |= PANICKED;
-    end.get_or_insert(End {
+fn panicked<S>(marks: &mut Marks, conn: &mut Conn<'_, S>) {
+    marks.flags |= PANICKED;
+    marks.record(End {
         kind: DisconnectKind::Panicked,
         code: Some(CloseCode::INTERNAL_ERROR),
     });
@@ -379,8 +378,8 @@ fn panicked<S>(flags: &mut u8, end: &mut Option<End>, conn: &mut Conn<'_, S>) {
 }
 
 /// Records a protocol error or a broken limit (the codec queued the close).
-fn failed(end: &mut Option<End>, error: &Error) {
-    end.get_or_insert(End {
+fn failed(marks: &mut Marks, error: &Error) {
+    marks.record(End {
         kind: DisconnectKind::Failed,
         code: Some(error.close_code().unwrap_or(CloseCode::PROTOCOL_ERROR)),
     });
@@ -394,8 +393,7 @@ fn deliver<H: Handler>(
     id: ConnId,
     open: &mut Open<H::State>,
     bufs: &mut Buffers,
-    flags: &mut u8,
-    end: &mut Option<End>,
+    marks: &mut Marks,
     limit: usize,
 ) -> bool {
     loop {
@@ -403,32 +401,32 @@ fn deliver<H: Handler>(
             Ok(Progress::Ready) => {}
             Ok(_) => return false,
             Err(error) => {
-                failed(end, &error);
+                failed(marks, &error);
                 return false;
             }
         }
         match open.conn.message_with_sender(bufs) {
             Ok((message @ (Message::Text(_) | Message::Binary(_)), sender)) => {
-                if *flags & PANICKED == 0 {
+                if marks.flags & PANICKED == 0 {
                     let mut conn = Conn {
                         id,
                         state: &mut open.state,
                         sender,
                     };
                     if !guarded(|| handler.on_message(&mut conn, message)) {
-                        panicked(flags, end, &mut conn);
+                        panicked(marks, &mut conn);
                     }
                 }
             }
             Ok((Message::Close(frame), _)) => {
-                end.get_or_insert(End {
+                marks.record(End {
                     kind: DisconnectKind::Closed,
                     code: frame.map(|f| f.code),
                 });
             }
             Ok(_) => {}
             Err(error) => {
-                failed(end, &error);
+                failed(marks, &error);
                 return false;
             }
         }
@@ -449,8 +447,7 @@ fn read_and_deliver<H: Handler, T: Transport>(
     id: ConnId,
     open: &mut Open<H::State>,
     bufs: &mut Buffers,
-    flags: &mut u8,
-    end: &mut Option<End>,
+    marks: &mut Marks,
     now: std::time::Instant,
     limit: usize,
     reading: Reading,
@@ -463,7 +460,7 @@ fn read_and_deliver<H: Handler, T: Transport>(
             Ok(0) => return Socket::Eof,
             Ok(n) => {
                 open.conn.filled(bufs, n, now);
-                if deliver(handler, id, open, bufs, flags, end, limit) {
+                if deliver(handler, id, open, bufs, marks, limit) {
                     return Socket::Paused;
                 }
                 if n < asked && short_read_drains {
@@ -491,19 +488,19 @@ fn run_due_timers(
     conn: &mut Connection,
     bufs: &mut Buffers,
     now: std::time::Instant,
-    end: &mut Option<End>,
+    marks: &mut Marks,
 ) {
     if conn.poll_timeout().is_some_and(|at| at <= now) {
         match conn.handle_timeout(bufs, now) {
             Ok(()) => {}
             Err(Error::CloseTimeout) => {
-                end.get_or_insert(End {
+                marks.record(End {
                     kind: DisconnectKind::Failed,
                     code: None,
                 });
             }
             Err(_) => {
-                end.get_or_insert(End {
+                marks.record(End {
                     kind: DisconnectKind::Failed,
                     code: Some(CloseCode::GOING_AWAY),
                 });
