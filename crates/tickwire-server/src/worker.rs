@@ -16,7 +16,7 @@ use mio::net::{TcpListener, TcpStream};
 
 use mio::{Events, Interest, Poll, Token};
 use tickwire_codec::buf::WriteBuf;
-use tickwire_codec::handshake::ServerOptions;
+use tickwire_codec::handshake::{ServerHandshake, ServerOptions};
 use tickwire_codec::ws::{Buffers, CloseCode, Config, Connection};
 
 use crate::handle::{Command, ConnId, GENERATION_MASK};
@@ -124,8 +124,10 @@ enum Phase<S> {
     Free {
         next: u32,
     },
-    /// Reading the upgrade request (a partial head is in `bufs`).
-    Handshake,
+    /// Reading the upgrade request. A partial head is in `bufs`, and the handshake that has
+    /// scanned it is kept (boxed: only while a request is partial), so that each read scans
+    /// only the new bytes: a client trickling its request costs the server linear time.
+    Handshake(Option<Box<ServerHandshake<'static>>>),
     /// The 101 did not fit in the socket at once: the rest of it, then open.
     Responding(Box<Responding<S>>),
     Open(Open<S>),
@@ -338,7 +340,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             .wheel
             .tick_of(self.now + self.settings.handshake_timeout);
         let slot = &mut self.slots[index as usize];
-        slot.phase = Phase::Handshake;
+        slot.phase = Phase::Handshake(None);
         slot.stream = Some(stream);
         slot.armed = tick;
         self.wheel.insert(index, tick);
@@ -355,7 +357,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         }
         let index = u32::try_from(self.slots.len()).expect("fewer than 2^32 connections");
         self.slots.push(Slot {
-            phase: Phase::Handshake,
+            phase: Phase::Handshake(None),
             bufs: None,
             stream: None,
             generation: 0,
@@ -386,7 +388,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         };
         match slot.phase {
             Phase::Free { .. } => {}
-            Phase::Handshake => {
+            Phase::Handshake(_) => {
                 if writable {
                     self.flush_handshake(index);
                 }
@@ -459,7 +461,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             match slot.phase {
                 Phase::Free { .. } => {}
                 // The opening handshake took too long (a trickled request included).
-                Phase::Handshake => self.drop_handshake(entry.slot, HandshakeFailure::Timeout),
+                Phase::Handshake(_) => self.drop_handshake(entry.slot, HandshakeFailure::Timeout),
                 Phase::Responding(_) => self.finish(
                     entry.slot,
                     End {
@@ -482,7 +484,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         for index in 0..self.slots.len() as u32 {
             match self.slots[index as usize].phase {
                 Phase::Free { .. } => {}
-                Phase::Handshake | Phase::Responding(_) => self.finish(
+                Phase::Handshake(_) | Phase::Responding(_) => self.finish(
                     index,
                     End {
                         kind: DisconnectKind::Shutdown,
@@ -519,7 +521,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
     fn finish(&mut self, index: u32, end: End) {
         let id = self.id(index);
         let slot = &mut self.slots[index as usize];
-        let phase = std::mem::replace(&mut slot.phase, Phase::Handshake);
+        let phase = std::mem::replace(&mut slot.phase, Phase::Handshake(None));
         let end = slot.marks.end().unwrap_or(end);
         match slot.bufs.take() {
             Some(mut bufs) => {
@@ -534,7 +536,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         let state = match phase {
             Phase::Open(open) => open.state,
             Phase::Responding(responding) => responding.open.state,
-            Phase::Handshake | Phase::Free { .. } => return,
+            Phase::Handshake(_) | Phase::Free { .. } => return,
         };
         let disconnect = Disconnect {
             kind: end.kind,

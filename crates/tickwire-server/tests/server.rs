@@ -274,6 +274,31 @@ fn connections_past_the_cap_get_503() {
 }
 
 #[test]
+fn a_request_in_pieces_is_upgraded() {
+    let fixture = Fixture::start(one_worker());
+    let mut stream = TcpStream::connect(fixture.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    stream.set_nodelay(true).unwrap();
+    let mut request = b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+        Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        .to_vec();
+    request.extend(client_frame(1, b"after pieces"));
+    // Cuts inside the request line, inside a field, between CR and LF of the blank line.
+    let cuts = [5, 30, request.len() - 25, request.len() - 23];
+    let mut from = 0;
+    for cut in cuts.into_iter().chain([request.len()]) {
+        stream.write_all(&request[from..cut]).unwrap();
+        from = cut;
+        thread::sleep(Duration::from_millis(20));
+    }
+    let head = read_head(&mut stream);
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    assert_eq!(read_frame(&mut stream), (0x81, b"after pieces".to_vec()));
+}
+
+#[test]
 fn a_trickled_request_is_dropped_at_the_handshake_timeout() {
     let fixture = Fixture::start(one_worker().handshake_timeout(Duration::from_millis(300)));
     let mut stream = TcpStream::connect(fixture.addr).unwrap();

@@ -265,12 +265,31 @@ pub struct Upgraded {
 /// A server handshake in progress on one connection.
 #[derive(Debug)]
 pub struct ServerHandshake<'o> {
-    options: &'o ServerOptions,
+    options: Options<'o>,
     /// The connections' configuration when the transport shares one `Arc` among them
     /// ([`with_shared_config`](Self::with_shared_config)); otherwise each gets a copy.
     shared_config: Option<Arc<Config>>,
     reader: RequestReader,
     state: State,
+}
+
+/// The options a handshake answers with: borrowed, or shared with the transport (a reactor
+/// that keeps a handshake across reads cannot lend a borrow).
+#[derive(Debug)]
+enum Options<'o> {
+    Borrowed(&'o ServerOptions),
+    Shared(Arc<ServerOptions>),
+}
+
+impl core::ops::Deref for Options<'_> {
+    type Target = ServerOptions;
+
+    fn deref(&self) -> &ServerOptions {
+        match self {
+            Self::Borrowed(options) => options,
+            Self::Shared(options) => options,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -293,6 +312,10 @@ struct Pending {
 impl<'o> ServerHandshake<'o> {
     /// A handshake answering with `options`.
     pub fn new(options: &'o ServerOptions) -> Self {
+        Self::with_options(Options::Borrowed(options))
+    }
+
+    fn with_options(options: Options<'o>) -> Self {
         let limits = Limits {
             max_head_bytes: options.limits.max_head_size,
             max_headers: options.limits.max_headers,
@@ -307,6 +330,13 @@ impl<'o> ServerHandshake<'o> {
             reader: RequestReader::new(limits),
             state: State::Reading,
         }
+    }
+
+    /// A handshake answering with shared `options`: it borrows nothing, so a transport can
+    /// keep it between reads (a partial request is then scanned once, not again from its
+    /// start on every read).
+    pub fn shared(options: Arc<ServerOptions>) -> ServerHandshake<'static> {
+        ServerHandshake::with_options(Options::Shared(options))
     }
 
     /// Opens the connection with `config` shared (a reference count) instead of a copy of

@@ -41,9 +41,20 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 return self.drop_handshake(index, failure);
             }
         };
-        let options = Arc::clone(&self.options);
-        let mut handshake =
-            ServerHandshake::new(&options).with_shared_config(Arc::clone(&self.config));
+        // The handshake kept from an earlier read, or a new one (on the stack: boxed only
+        // if the request turns out partial).
+        let mut kept = match &mut slot.phase {
+            Phase::Handshake(kept) => kept.take(),
+            _ => None,
+        };
+        let mut fresh = None;
+        let handshake = match kept.as_deref_mut() {
+            Some(handshake) => handshake,
+            None => fresh.insert(
+                ServerHandshake::shared(Arc::clone(&self.options))
+                    .with_shared_config(Arc::clone(&self.config)),
+            ),
+        };
         self.head_out.clear();
         let request = match handshake.read_request(&mut bufs.read, &mut self.head_out) {
             Ok(Parsed::NeedMore) if eof => {
@@ -51,7 +62,9 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 return self.drop_handshake(index, failure);
             }
             Ok(Parsed::NeedMore) => {
-                // A partial head: the connection keeps it until the rest arrives.
+                // A partial head: the connection keeps it, and the handshake that scanned it,
+                // until the rest arrives.
+                slot.phase = Phase::Handshake(kept.or_else(|| fresh.map(Box::new)));
                 if slot.bufs.is_none() && !self.scratch.read.is_empty() {
                     self.keep_scratch(index);
                 }
@@ -132,7 +145,8 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 );
             }
         }
-        let Phase::Responding(responding) = std::mem::replace(&mut slot.phase, Phase::Handshake)
+        let Phase::Responding(responding) =
+            std::mem::replace(&mut slot.phase, Phase::Handshake(None))
         else {
             return;
         };
