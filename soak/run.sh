@@ -48,6 +48,11 @@ if ! kill -0 "$server_pid" 2>/dev/null; then
     echo "soak: the server exited during the run" >&2
     status=1
 fi
+if [ "$status" -ne 0 ] && kill -0 "$server_pid" 2>/dev/null; then
+    echo "soak: the server's sockets now (ss, by state):"
+    ss -tanH "( sport = :$port )" | awk '{print $1}' | sort | uniq -c
+    echo "soak: the server's descriptors now: $(ls /proc/$server_pid/fd | wc -l)"
+fi
 if [ -s "$logdir/server.err" ]; then
     echo "soak: the server wrote to stderr ($(wc -l <"$logdir/server.err") lines, first 20):"
     head -20 "$logdir/server.err"

@@ -269,9 +269,15 @@ async def non_reader():
                     reset_on_close(writer)
                 STATS.count("non-reader dropped while paused")
                 return
-            await asyncio.wait_for(writer.drain(), 4 * WAIT)
-            for _ in range(written // len(data)):
-                got = await asyncio.wait_for(read_message(reader), WAIT)
+            expected = written // len(data)
+            for index in range(expected):
+                try:
+                    got = await asyncio.wait_for(read_message(reader), WAIT)
+                except asyncio.TimeoutError:
+                    STATS.fail("non-reader", f"stalled after the pause: echo {index} of "
+                               f"{expected} not there after {WAIT:.0f} s ({taken / MIB:.1f} MiB "
+                               f"taken, {writer.transport.get_write_buffer_size()} B unsent)")
+                    return
                 if got != (OP_BINARY, payload):
                     STATS.fail("non-reader", "echo differs after the pause")
                     return
