@@ -155,6 +155,8 @@ def read_reports(clients, key):
 
 
 def orchestrate(args):
+    """Start, connect, hold, sample, ping, close, report. One function over ~80 lines: the
+    phases share the servers and clients and only make sense in this order."""
     total = args.connections
     count = math.ceil(total / PER_PROCESS)
     shares = [total // count + (1 if i < total % count else 0) for i in range(count)]
