@@ -27,6 +27,8 @@ KIB, MIB = 1024, 1024 * 1024
 LIMIT = 1 * MIB
 # Every single wait on the server is bounded by this (seconds); a busy 2-core box needs slack.
 WAIT = 20.0
+# Set in main(): bytes a non-reader may push before the server has to have paused it.
+KERNEL_BUFFER_BOUND = 48 * MIB
 # Text made of 1- to 4-byte UTF-8 characters; slices of it are valid text of any size.
 TEXT_POOL = "".join(random.choice("abcdefghij é€ж中𝄞✓\n") for _ in range(300 * KIB))
 
@@ -242,9 +244,20 @@ async def slow_reader():
             writer.transport.abort()
 
 
+def kernel_buffer_bound():
+    """What the kernel alone may hold of a one-way flow over loopback: both ends' send and
+    receive buffers at their autotuning maximum (tcp_wmem, tcp_rmem), plus 8 MiB for the
+    server (its 1 MiB output limit and the message it is assembling, with room to spare)."""
+    def maximum(name):
+        with open(f"/proc/sys/net/ipv4/{name}") as f:
+            return int(f.read().split()[2])
+    return 2 * maximum("tcp_rmem") + 2 * maximum("tcp_wmem") + 8 * MIB
+
+
 async def non_reader():
-    """Send 512 KiB messages and never read: the server must stop reading us (the kernel
-    stops taking bytes) well before 48 MiB. Hold a few seconds, then drop or read it all."""
+    """Send 512 KiB messages and never read: the server must stop reading us, so the kernel
+    stops taking bytes before kernel_buffer_bound(). Hold a few seconds, then drop or read
+    every echo. (The server's own share of what was taken shows in its RSS samples.)"""
     with Tracked("non-reader"):
         reader, writer = await asyncio.wait_for(
             open_websocket(HOST, PORT, source_ip(), limit=1 * KIB), WAIT)
@@ -253,7 +266,7 @@ async def non_reader():
             data = frame(OP_BINARY, payload)
             written = 0
             stalled = False
-            while written < 48 * MIB:
+            while written < KERNEL_BUFFER_BOUND:
                 writer.write(data)
                 written += len(data)
                 try:
@@ -536,8 +549,9 @@ class Monitor:
 
 
 async def main(args):
-    global PORT
+    global PORT, KERNEL_BUFFER_BOUND
     PORT = args.port
+    KERNEL_BUFFER_BOUND = kernel_buffer_bound()
     monitor = Monitor(args.pid)
     await asyncio.sleep(0.5)
     baseline = monitor.take("baseline, no connections")
