@@ -61,6 +61,11 @@ const READ_PAUSED: u8 = 1;
 const WRITE_WAITING: u8 = 2;
 /// A callback panicked: no more callbacks but `on_close`.
 const PANICKED: u8 = 4;
+/// The connection failed and its close frame is written: the write side is shut and what the
+/// peer still sends is read and dropped until it closes or the close timeout passes, so that
+/// closing the socket with unread bytes (which sends a reset, and can destroy the close frame
+/// in the peer's receive queue) does not happen.
+const LINGERING: u8 = 8;
 
 /// How a connection is ending, recorded when it is known (the socket may close later, once
 /// what is owed is written).
@@ -458,6 +463,16 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 continue;
             }
             slot.armed = UNARMED;
+            if slot.marks.flags & LINGERING != 0 {
+                self.finish(
+                    entry.slot,
+                    End {
+                        kind: DisconnectKind::Failed,
+                        code: None,
+                    },
+                );
+                continue;
+            }
             match slot.phase {
                 Phase::Free { .. } => {}
                 // The opening handshake took too long (a trickled request included).

@@ -89,16 +89,16 @@ fn send_then_fin(stream: &TcpStream, bytes: &[u8]) {
 fn a_fin_that_comes_with_data_is_not_missed() {
     let fixture = Fixture::start(one_worker());
     // Half a frame, then the end: the server closes its side (no CLOSE-WAIT left behind).
-    let mut stream = raw_upgrade(fixture.addr, "/");
+    let stream = raw_upgrade(fixture.addr, "/");
     send_then_fin(&stream, &client_frame(2, &[5; 100])[..50]);
-    assert!(closed_by_server(&mut stream));
+    assert!(closed_by_server(stream));
     let (_, disconnect, _) = fixture.next_close();
     assert_eq!(disconnect.kind, DisconnectKind::Reset);
     // A whole message, then the end: it is answered, then the socket closes.
     let mut stream = raw_upgrade(fixture.addr, "/");
     send_then_fin(&stream, &client_frame(1, b"last words"));
     assert_eq!(read_frame(&mut stream), (0x81, b"last words".to_vec()));
-    assert!(closed_by_server(&mut stream));
+    assert!(closed_by_server(stream));
     let (_, disconnect, count) = fixture.next_close();
     assert_eq!((disconnect.kind, count), (DisconnectKind::Reset, 1));
 }
@@ -139,7 +139,7 @@ fn refusals_get_their_status() {
             head.starts_with(&format!("HTTP/1.1 {status} ")),
             "{request:?}: {head}"
         );
-        assert!(closed_by_server(&mut stream));
+        assert!(closed_by_server(stream));
     }
     // A head over the limit: 431.
     let mut stream = TcpStream::connect(fixture.addr).unwrap();
@@ -189,14 +189,14 @@ fn protocol_errors_close_with_their_code() {
     let (first, payload) = read_frame(&mut stream);
     assert_eq!(first, 0x88);
     assert_eq!(&payload[..2], &1002u16.to_be_bytes());
-    assert!(closed_by_server(&mut stream));
+    assert!(closed_by_server(stream));
     // Invalid UTF-8 in a text message: 1007.
     let mut stream = raw_upgrade(fixture.addr, "/");
     stream.write_all(&client_frame(1, &[0xff, 0xfe])).unwrap();
     let (first, payload) = read_frame(&mut stream);
     assert_eq!(first, 0x88);
     assert_eq!(&payload[..2], &1007u16.to_be_bytes());
-    assert!(closed_by_server(&mut stream));
+    assert!(closed_by_server(stream));
     let mut kinds = Vec::new();
     for _ in 0..2 {
         let (_, disconnect, _) = fixture.next_close();
@@ -210,6 +210,29 @@ fn protocol_errors_close_with_their_code() {
             (DisconnectKind::Failed, Some(CloseCode::INVALID_PAYLOAD)),
         ]
     );
+}
+
+#[test]
+fn a_failed_connection_lingers_so_its_close_frame_is_not_reset_away() {
+    let fixture = Fixture::start(
+        one_worker().limits(tickwire_server::Limits::server().with_max_message_size(1000)),
+    );
+    let mut stream = raw_upgrade(fixture.addr, "/");
+    // Too big, and more bytes behind it that the server will never parse: closing with them
+    // unread would reset the connection.
+    let mut bytes = client_frame(2, &[1; 2000]);
+    bytes.extend(std::iter::repeat_n(0u8, 100_000));
+    stream.write_all(&bytes).unwrap();
+    let (first, payload) = read_frame(&mut stream);
+    assert_eq!(first, 0x88);
+    assert_eq!(&payload[..2], &1009u16.to_be_bytes());
+    // Then the server's FIN, not a reset.
+    let mut rest = [0u8; 64];
+    assert_eq!(stream.read(&mut rest).unwrap(), 0, "a clean end of stream");
+    drop(stream);
+    let (_, disconnect, _) = fixture.next_close();
+    assert_eq!(disconnect.kind, DisconnectKind::Failed);
+    assert_eq!(disconnect.code, Some(CloseCode::MESSAGE_TOO_BIG));
 }
 
 #[test]
@@ -316,7 +339,7 @@ fn a_trickled_request_is_dropped_at_the_handshake_timeout() {
         sent += 1;
         thread::sleep(Duration::from_millis(50));
     }
-    assert!(closed_by_server(&mut stream));
+    assert!(closed_by_server(stream));
     let waited = started.elapsed();
     assert!(waited >= Duration::from_millis(300), "{waited:?}");
     assert!(waited < Duration::from_secs(2), "{waited:?}");
@@ -335,6 +358,7 @@ fn a_silent_peer_fails_the_pong_deadline_with_1001() {
     let (first, payload) = read_frame(&mut stream);
     assert_eq!(first, 0x88);
     assert_eq!(&payload[..2], &1001u16.to_be_bytes());
+    assert!(closed_by_server(stream));
     let (_, disconnect, _) = fixture.next_close();
     assert_eq!(disconnect.kind, DisconnectKind::Failed);
     assert_eq!(disconnect.code, Some(CloseCode::GOING_AWAY));

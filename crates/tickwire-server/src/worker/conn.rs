@@ -11,7 +11,9 @@ use tickwire_codec::ws::{
     Buffers, CloseCode, Connection, ConnectionState, Error, Message, Progress,
 };
 
-use super::{End, Marks, Open, PANICKED, Phase, READ_PAUSED, Responding, WRITE_WAITING, Worker};
+use super::{
+    End, LINGERING, Marks, Open, PANICKED, Phase, READ_PAUSED, Responding, WRITE_WAITING, Worker,
+};
 use crate::handle::ConnId;
 use crate::handler::{Conn, Decision, DisconnectKind, Handler, HandshakeFailure};
 use crate::transport::Transport;
@@ -242,6 +244,19 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             Some(bufs) => bufs,
             None => &mut self.scratch,
         };
+        if slot.marks.flags & LINGERING != 0 {
+            // Only draining what the peer still sends, until it closes.
+            if !matches!(discard(stream, &mut bufs.read), Ok(false)) {
+                self.finish(
+                    index,
+                    End {
+                        kind: DisconnectKind::Failed,
+                        code: None,
+                    },
+                );
+            }
+            return;
+        }
         let handler = &mut self.handler;
         let marks = &mut slot.marks;
         let mut reading = reading;
@@ -304,6 +319,29 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             break;
         }
         let state = open.conn.state();
+        if socket == Socket::Open
+            && state == ConnectionState::Failed
+            && open.conn.should_close_transport(bufs)
+        {
+            // The close frame is out. Closing now with the peer's bytes unread would send a
+            // reset, which can destroy that frame in the peer's receive queue: shut the write
+            // side, drop what arrives, close at its end (or at the close timeout).
+            stream.close_write();
+            bufs.clear();
+            if matches!(discard(stream, &mut bufs.read), Ok(false)) {
+                marks.flags |= LINGERING;
+                let tick = self.wheel.tick_of(now + self.config.close_timeout);
+                if slot.armed == UNARMED || tick < slot.armed {
+                    self.wheel.insert(index, tick);
+                    slot.armed = tick;
+                }
+                if let Some(mut owned) = slot.bufs.take() {
+                    owned.clear();
+                    self.give_back(owned);
+                }
+                return;
+            }
+        }
         if socket != Socket::Open || open.conn.should_close_transport(bufs) {
             let end = match (socket, state) {
                 (Socket::Failed, _) => End {
@@ -553,6 +591,23 @@ fn flush(
     }
     // TLS: records made from what was taken and not yet written.
     stream.flush_pending()
+}
+
+/// Reads and drops what the peer sends (a failed connection lingering before its close):
+/// `Ok(true)` at its end of stream, `Ok(false)` once the socket is empty.
+fn discard(stream: &mut impl Read, read: &mut ReadBuf) -> io::Result<bool> {
+    loop {
+        // Read into the spare space without recording it: the bytes are dropped.
+        match stream.read(read.spare()) {
+            Ok(0) => return Ok(true),
+            Ok(_) => {}
+            Err(error) => match error.kind() {
+                io::ErrorKind::WouldBlock => return Ok(false),
+                io::ErrorKind::Interrupted => {}
+                _ => return Err(error),
+            },
+        }
+    }
 }
 
 /// Reads a request head into `read` until the socket would block or the buffer is full;

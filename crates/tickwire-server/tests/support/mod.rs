@@ -232,8 +232,9 @@ pub fn read_frame(stream: &mut TcpStream) -> (u8, Vec<u8>) {
     (head[0], payload)
 }
 
-/// True when the server closed the socket (end of stream or reset) within the read timeout.
-pub fn closed_by_server(stream: &mut TcpStream) -> bool {
+/// True when the server closed the socket (end of stream or reset) within the read timeout;
+/// then closes ours, as a client does once the server has closed.
+pub fn closed_by_server(mut stream: TcpStream) -> bool {
     let mut buf = [0u8; 256];
     loop {
         match stream.read(&mut buf) {
