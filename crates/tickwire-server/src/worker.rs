@@ -61,10 +61,11 @@ const READ_PAUSED: u8 = 1;
 const WRITE_WAITING: u8 = 2;
 /// A callback panicked: no more callbacks but `on_close`.
 const PANICKED: u8 = 4;
-/// The connection failed and its close frame is written: the write side is shut and what the
-/// peer still sends is read and dropped until it closes or the close timeout passes, so that
-/// closing the socket with unread bytes (which sends a reset, and can destroy the close frame
-/// in the peer's receive queue) does not happen.
+/// The connection failed and its close frame (or the refusal of its upgrade request) is
+/// written: the write side is shut and what the peer still sends is read and dropped until it
+/// closes or the close timeout passes, so that closing the socket with unread bytes (which
+/// sends a reset, and can destroy that last answer in the peer's receive queue) does not
+/// happen.
 const LINGERING: u8 = 8;
 
 /// How a connection is ending, recorded when it is known (the socket may close later, once
@@ -393,6 +394,11 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         };
         match slot.phase {
             Phase::Free { .. } => {}
+            Phase::Handshake(_) if slot.marks.flags & LINGERING != 0 => {
+                if reading != Reading::No {
+                    self.linger_refused(index);
+                }
+            }
             Phase::Handshake(_) => {
                 if writable {
                     self.flush_handshake(index);

@@ -141,17 +141,27 @@ fn refusals_get_their_status() {
         );
         assert!(closed_by_server(stream));
     }
-    // A head over the limit: 431.
+    // A head over the limit, and far more behind it: 431, read before any reset (the server
+    // drops the rest of what the client sends until it closes).
     let mut stream = TcpStream::connect(fixture.addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
     let huge = format!(
         "GET / HTTP/1.1\r\nHost: x\r\nX-Fill: {}\r\n\r\n",
-        "a".repeat(10_000)
+        "a".repeat(300_000)
     );
+    // All of it sent before anything is read: most of it is still unread when the server
+    // answers.
     let _ = stream.write_all(huge.as_bytes());
     assert!(read_head(&mut stream).starts_with("HTTP/1.1 431 "));
+    // The refusal's short body, then a clean end of stream.
+    let mut body = Vec::new();
+    stream
+        .read_to_end(&mut body)
+        .expect("the body and a FIN, not a reset");
+    assert!(!body.is_empty());
+    drop(stream);
     let mut ws = ClientBuilder::new().connect(&fixture.url("/")).unwrap();
     ws.send_text_now("still serving").unwrap();
     assert_eq!(

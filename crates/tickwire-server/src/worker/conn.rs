@@ -182,13 +182,56 @@ impl<H: Handler, T: Transport> Worker<H, T> {
     }
 
     /// Writes the refusal in `head_out` (best effort: the socket is new and it is small),
-    /// ends the write side and drops the connection.
+    /// ends the write side, tells the handler, and closes the connection once the client has
+    /// stopped sending: closing with its bytes unread would send a reset, which can destroy
+    /// the refusal in the client's receive queue (a client still sending a head past the
+    /// limit gets its 431).
     fn refuse(&mut self, index: u32, failure: HandshakeFailure) {
-        if let Some(stream) = self.slots[index as usize].stream.as_mut() {
-            let _ = write_some(stream, self.head_out.as_slice());
-            stream.close_write();
+        let lingering = match self.slots[index as usize].stream.as_mut() {
+            Some(stream) => {
+                let _ = write_some(stream, self.head_out.as_slice());
+                stream.close_write();
+                matches!(discard(stream, &mut self.scratch.read), Ok(false))
+            }
+            None => false,
+        };
+        if !lingering {
+            return self.drop_handshake(index, failure);
         }
-        self.drop_handshake(index, failure);
+        let peer = self.slots[index as usize]
+            .stream
+            .as_mut()
+            .and_then(|stream| stream.socket().peer_addr().ok());
+        let handler = &mut self.handler;
+        let _ = guarded(|| handler.on_handshake_error(peer, failure));
+        let tick = self.wheel.tick_of(self.now + self.config.close_timeout);
+        let slot = &mut self.slots[index as usize];
+        slot.phase = Phase::Handshake(None);
+        slot.marks.flags |= LINGERING;
+        if slot.armed == UNARMED || tick < slot.armed {
+            self.wheel.insert(index, tick);
+            slot.armed = tick;
+        }
+        if let Some(mut owned) = slot.bufs.take() {
+            owned.clear();
+            self.give_back(owned);
+        }
+    }
+
+    /// A refused connection lingering: drop what the client still sends, close at its end.
+    pub(super) fn linger_refused(&mut self, index: u32) {
+        let Some(stream) = self.slots[index as usize].stream.as_mut() else {
+            return;
+        };
+        if !matches!(discard(stream, &mut self.scratch.read), Ok(false)) {
+            self.finish(
+                index,
+                End {
+                    kind: DisconnectKind::Reset,
+                    code: None,
+                },
+            );
+        }
     }
 
     /// A TLS handshake whose messages the socket did not take at once: write the rest.
