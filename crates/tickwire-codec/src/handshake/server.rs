@@ -536,14 +536,14 @@ impl<'o> ServerHandshake<'o> {
     /// The connection for an accepted upgrade, opened at `now`, with the negotiated
     /// extension installed.
     fn open(&self, pending: &Pending, subprotocol: Option<String>, now: Instant) -> Upgraded {
-        #[cfg_attr(
-            not(feature = "deflate"),
-            expect(unused_mut, reason = "only permessage-deflate installs an extension")
-        )]
         let config = match &self.shared_config {
             Some(config) => Arc::clone(config),
             None => Arc::new(self.options.config.clone()),
         };
+        #[cfg_attr(
+            not(feature = "deflate"),
+            expect(unused_mut, reason = "only permessage-deflate installs an extension")
+        )]
         let mut connection = Connection::new(
             Role::Server,
             config,
