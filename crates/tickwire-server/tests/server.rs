@@ -171,6 +171,25 @@ fn refusals_get_their_status() {
 }
 
 #[test]
+fn a_refused_client_that_stays_does_not_disturb_the_next() {
+    let fixture = Fixture::start(one_worker());
+    // Refused, and still connected: the server lingers on it.
+    let mut refused = TcpStream::connect(fixture.addr).unwrap();
+    refused
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    refused
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    assert!(read_head(&mut refused).starts_with("HTTP/1.1 426 "));
+    // The next connection on the same worker sees none of the refused request's bytes.
+    let mut ws = ClientBuilder::new().connect(&fixture.url("/")).unwrap();
+    ws.send_text_now("clean").unwrap();
+    assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Text("clean")));
+    drop(refused);
+}
+
+#[test]
 fn a_panicking_callback_closes_its_connection_with_1011_only() {
     let fixture = Fixture::start(one_worker());
     let mut calm = ClientBuilder::new().connect(&fixture.url("/")).unwrap();

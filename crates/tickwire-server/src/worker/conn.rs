@@ -212,9 +212,14 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             self.wheel.insert(index, tick);
             slot.armed = tick;
         }
-        if let Some(mut owned) = slot.bufs.take() {
-            owned.clear();
-            self.give_back(owned);
+        match slot.bufs.take() {
+            Some(mut owned) => {
+                owned.clear();
+                self.give_back(owned);
+            }
+            // The refused request was read into the scratch set: empty it for the next
+            // connection, as `finish` does.
+            None => self.scratch.clear(),
         }
     }
 
