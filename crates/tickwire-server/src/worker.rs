@@ -396,7 +396,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             Phase::Free { .. } => {}
             Phase::Handshake(_) if slot.marks.flags & LINGERING != 0 => {
                 if reading != Reading::No {
-                    self.linger_refused(index);
+                    self.linger(index);
                 }
             }
             Phase::Handshake(_) => {

@@ -198,15 +198,17 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         if !lingering {
             return self.drop_handshake(index, failure);
         }
-        let peer = self.slots[index as usize]
-            .stream
-            .as_mut()
-            .and_then(|stream| stream.socket().peer_addr().ok());
-        let handler = &mut self.handler;
-        let _ = guarded(|| handler.on_handshake_error(peer, failure));
+        self.report_handshake_failure(index, failure);
+        self.slots[index as usize].phase = Phase::Handshake(None);
+        self.start_lingering(index);
+    }
+
+    /// Starts lingering on a connection whose last answer is written and whose write side is
+    /// shut: the close timeout is armed, and its buffers go back (the scratch set is emptied
+    /// for the next connection, as `finish` does).
+    fn start_lingering(&mut self, index: u32) {
         let tick = self.wheel.tick_of(self.now + self.config.close_timeout);
         let slot = &mut self.slots[index as usize];
-        slot.phase = Phase::Handshake(None);
         slot.marks.flags |= LINGERING;
         if slot.armed == UNARMED || tick < slot.armed {
             self.wheel.insert(index, tick);
@@ -217,14 +219,12 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 owned.clear();
                 self.give_back(owned);
             }
-            // The refused request was read into the scratch set: empty it for the next
-            // connection, as `finish` does.
             None => self.scratch.clear(),
         }
     }
 
-    /// A refused connection lingering: drop what the client still sends, close at its end.
-    pub(super) fn linger_refused(&mut self, index: u32) {
+    /// A lingering connection: drop what the peer still sends, close at its end.
+    pub(super) fn linger(&mut self, index: u32) {
         let Some(stream) = self.slots[index as usize].stream.as_mut() else {
             return;
         };
@@ -232,7 +232,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             self.finish(
                 index,
                 End {
-                    kind: DisconnectKind::Reset,
+                    kind: DisconnectKind::Failed,
                     code: None,
                 },
             );
@@ -249,14 +249,19 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         }
     }
 
-    /// Drops a connection whose opening handshake failed, after telling the handler why.
-    pub(super) fn drop_handshake(&mut self, index: u32, failure: HandshakeFailure) {
+    /// Tells the handler why a connection's opening handshake failed.
+    fn report_handshake_failure(&mut self, index: u32, failure: HandshakeFailure) {
         let peer = self.slots[index as usize]
             .stream
             .as_mut()
             .and_then(|stream| stream.socket().peer_addr().ok());
         let handler = &mut self.handler;
         let _ = guarded(|| handler.on_handshake_error(peer, failure));
+    }
+
+    /// Drops a connection whose opening handshake failed, after telling the handler why.
+    pub(super) fn drop_handshake(&mut self, index: u32, failure: HandshakeFailure) {
+        self.report_handshake_failure(index, failure);
         self.finish(
             index,
             End {
@@ -288,23 +293,13 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         let (Some(stream), Phase::Open(open)) = (slot.stream.as_mut(), &mut slot.phase) else {
             return;
         };
+        if slot.marks.flags & LINGERING != 0 {
+            return self.linger(index);
+        }
         let bufs = match slot.bufs.as_deref_mut() {
             Some(bufs) => bufs,
             None => &mut self.scratch,
         };
-        if slot.marks.flags & LINGERING != 0 {
-            // Only draining what the peer still sends, until it closes.
-            if !matches!(discard(stream, &mut bufs.read), Ok(false)) {
-                self.finish(
-                    index,
-                    End {
-                        kind: DisconnectKind::Failed,
-                        code: None,
-                    },
-                );
-            }
-            return;
-        }
         let handler = &mut self.handler;
         let marks = &mut slot.marks;
         let mut reading = reading;
@@ -375,19 +370,10 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             // reset, which can destroy that frame in the peer's receive queue: shut the write
             // side, drop what arrives, close at its end (or at the close timeout).
             stream.close_write();
+            // Nothing more is parsed: the unread bytes go, and the whole buffer takes reads.
             bufs.clear();
             if matches!(discard(stream, &mut bufs.read), Ok(false)) {
-                marks.flags |= LINGERING;
-                let tick = self.wheel.tick_of(now + self.config.close_timeout);
-                if slot.armed == UNARMED || tick < slot.armed {
-                    self.wheel.insert(index, tick);
-                    slot.armed = tick;
-                }
-                if let Some(mut owned) = slot.bufs.take() {
-                    owned.clear();
-                    self.give_back(owned);
-                }
-                return;
+                return self.start_lingering(index);
             }
         }
         if socket != Socket::Open || open.conn.should_close_transport(bufs) {
