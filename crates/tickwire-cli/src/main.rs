@@ -150,6 +150,10 @@ struct ServeArgs {
     /// `--runtime reactor`: worker threads (default: the CPUs this process may run on).
     #[arg(long)]
     workers: Option<usize>,
+    /// `--runtime reactor`: after each event, poll again without sleeping for this many
+    /// microseconds (busy polling: lower latency, a core kept busy; default 0, off).
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = 0)]
+    busy_poll_us: u64,
 }
 
 #[derive(Args)]
@@ -188,6 +192,11 @@ struct ConnectArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match (cli.runtime, cli.command) {
+        (Runtime::Blocking | Runtime::Tokio, Command::Serve(args))
+            if args.workers.is_some() || args.busy_poll_us != 0 =>
+        {
+            Err("--workers and --busy-poll-us are options of --runtime reactor".to_owned())
+        }
         (Runtime::Blocking, Command::Serve(args)) => serve(&args),
         (Runtime::Blocking, Command::Connect(args)) => connect(&args),
         (Runtime::Blocking, Command::Http(args)) => http_cmd::run(&args),

@@ -47,6 +47,7 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), String> {
     if let Some(workers) = args.workers {
         builder = builder.workers(workers);
     }
+    builder = builder.busy_poll(std::time::Duration::from_micros(args.busy_poll_us));
     let server = builder
         .bind((args.bind.as_str(), args.port))
         .map_err(|e| format!("bind: {e}"))?;

@@ -41,6 +41,8 @@ pub(crate) struct Settings {
     pub(crate) max_connections: usize,
     pub(crate) pool_size: usize,
     pub(crate) nodelay: bool,
+    /// Polls without sleeping for this long after the last event (zero: always sleep).
+    pub(crate) busy_poll: Duration,
 }
 
 impl Default for Settings {
@@ -51,6 +53,7 @@ impl Default for Settings {
             max_connections: 65_536,
             pool_size: 64,
             nodelay: true,
+            busy_poll: Duration::ZERO,
         }
     }
 }
@@ -237,6 +240,8 @@ impl<H: Handler, T: Transport> Worker<H, T> {
     }
 
     pub(crate) fn run(mut self) -> io::Result<()> {
+        // Until then, an empty poll is retried at once instead of sleeping (busy polling).
+        let mut spin_until = self.now;
         loop {
             let mut timeout = self.wheel.timeout(self.now);
             if self.accept_blocked {
@@ -249,6 +254,9 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 let left = at.saturating_duration_since(self.now);
                 timeout = Some(timeout.map_or(left, |t| t.min(left)));
             }
+            if self.now < spin_until {
+                timeout = Some(Duration::ZERO);
+            }
             let mut events = std::mem::replace(&mut self.events, Events::with_capacity(0));
             match self.poll.poll(&mut events, timeout) {
                 Ok(()) => {}
@@ -256,6 +264,9 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 Err(error) => return Err(error),
             }
             self.now = Instant::now();
+            if !events.is_empty() {
+                spin_until = self.now + self.settings.busy_poll;
+            }
             for event in events.iter() {
                 match event.token().0 {
                     LISTENER => self.accept(),

@@ -497,3 +497,37 @@ fn shutdown_closes_every_connection_with_1001() {
         }
     );
 }
+
+#[test]
+fn a_busy_polling_worker_still_echoes_and_runs_its_timers() {
+    // A window longer than the test: after the first event the worker never sleeps again.
+    let fixture = Fixture::start(
+        one_worker()
+            .busy_poll(Duration::from_secs(3600))
+            .keepalive(Some(Duration::from_millis(100)), Duration::from_millis(200)),
+    );
+    let mut ws = ClientBuilder::new().connect(&fixture.url("/")).unwrap();
+    for i in 0..100 {
+        ws.send_text_now(&format!("m{i}")).unwrap();
+        loop {
+            match ws.recv().unwrap() {
+                Recv::Message(Message::Ping(_)) => {}
+                other => {
+                    assert_eq!(
+                        other,
+                        Recv::Message(Message::Text(format!("m{i}").as_str()))
+                    );
+                    break;
+                }
+            }
+        }
+    }
+    // The timers fire while the worker spins: a ping, then the pong deadline's 1001.
+    let mut stream = raw_upgrade(fixture.addr, "/");
+    let (first, _) = read_frame(&mut stream);
+    assert_eq!(first, 0x89, "a keepalive ping");
+    let (first, payload) = read_frame(&mut stream);
+    assert_eq!(first, 0x88);
+    assert_eq!(&payload[..2], &1001u16.to_be_bytes());
+    assert!(closed_by_server(stream));
+}
