@@ -58,7 +58,8 @@ const IDLE: Duration = Duration::from_secs(1);
 /// The server suite's own options.
 #[derive(clap::Args, Clone, Debug)]
 pub struct Settings {
-    /// Only these servers (comma-separated: tickwire, uws, fastwebsockets, tokio-tungstenite).
+    /// Only these servers (comma-separated: tickwire, tickwire-busy-poll, uws, fastwebsockets,
+    /// tokio-tungstenite).
     #[arg(long)]
     servers: Option<String>,
     /// The runtime tickwire's server runs on (`tickwire --runtime R serve`): reactor,
@@ -261,6 +262,9 @@ fn launch(ctx: &Ctx, settings: &Settings) -> Launch {
 
 /// Why `library` does not run at `count` connections, if it does not.
 fn capped(launch: &Launch, library: Library, count: usize) -> Option<String> {
+    if library == Library::TickwireBusyPoll && launch.tickwire_runtime != "reactor" {
+        return Some("skipped: busy polling is an option of the reactor runtime".to_owned());
+    }
     (library == Library::Tickwire
         && launch.tickwire_runtime == "blocking"
         && count > BLOCKING_MAX_CONNECTIONS)

@@ -19,11 +19,18 @@ const START_LIMIT: Duration = Duration::from_secs(10);
 /// every Linux build that matters here).
 const USER_HZ: f64 = 100.0;
 
+/// The busy-polling window of the `tickwire-busy-poll` row, microseconds: about three round
+/// trips of one connection on loopback here (17.5 µs at N = 1 with it on).
+const BUSY_POLL_US: u64 = 50;
+
 /// A server library under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Library {
     /// The workspace's CLI, `tickwire --runtime R serve`.
     Tickwire,
+    /// The same with busy polling (`--busy-poll-us`, reactor only): the worker polls again
+    /// without sleeping for a while after each event.
+    TickwireBusyPoll,
     /// uWebSockets' echo server (`/work/shared/peers/uws`).
     Uws,
     /// fastwebsockets behind hyper's upgrade, the hidden `fastwebsockets-echo-server`.
@@ -34,8 +41,9 @@ pub(super) enum Library {
 
 impl Library {
     /// Table order: tickwire, the baseline, first.
-    pub(super) const ALL: [Self; 4] = [
+    pub(super) const ALL: [Self; 5] = [
         Self::Tickwire,
+        Self::TickwireBusyPoll,
         Self::Uws,
         Self::Fastwebsockets,
         Self::TokioTungstenite,
@@ -45,6 +53,7 @@ impl Library {
     pub(super) fn name(self) -> &'static str {
         match self {
             Self::Tickwire => "tickwire",
+            Self::TickwireBusyPoll => "tickwire-busy-poll",
             Self::Uws => "uws",
             Self::Fastwebsockets => "fastwebsockets",
             Self::TokioTungstenite => "tokio-tungstenite",
@@ -81,7 +90,7 @@ impl ServerProcess {
     pub(super) fn start(library: Library, launch: &Launch) -> Result<Self, String> {
         let core = launch.core.to_string();
         let mut command = match library {
-            Library::Tickwire => {
+            Library::Tickwire | Library::TickwireBusyPoll => {
                 let mut command = pinned(&launch.tickwire_bin, &core)?;
                 command.args([
                     "--runtime",
@@ -90,6 +99,9 @@ impl ServerProcess {
                     "--port",
                     "0",
                 ]);
+                if library == Library::TickwireBusyPoll {
+                    command.args(["--busy-poll-us", &BUSY_POLL_US.to_string()]);
+                }
                 command
             }
             Library::Uws => {
