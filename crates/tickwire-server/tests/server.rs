@@ -375,19 +375,23 @@ fn a_trickled_request_is_dropped_at_the_handshake_timeout() {
     assert_eq!(fixture.next_failure(), "handshake timed out");
 }
 
+/// A client that never answers: the keepalive ping, then (no pong) the close with 1001 and
+/// the end of the stream.
+fn ping_then_close_1001(mut stream: TcpStream) {
+    let (first, _) = read_frame(&mut stream);
+    assert_eq!(first, 0x89, "a keepalive ping");
+    let (first, payload) = read_frame(&mut stream);
+    assert_eq!(first, 0x88);
+    assert_eq!(&payload[..2], &1001u16.to_be_bytes());
+    assert!(closed_by_server(stream));
+}
+
 #[test]
 fn a_silent_peer_fails_the_pong_deadline_with_1001() {
     let fixture = Fixture::start(
         one_worker().keepalive(Some(Duration::from_millis(100)), Duration::from_millis(200)),
     );
-    let mut stream = raw_upgrade(fixture.addr, "/");
-    let (first, _) = read_frame(&mut stream);
-    assert_eq!(first, 0x89, "a keepalive ping");
-    // No pong: the close with 1001 follows.
-    let (first, payload) = read_frame(&mut stream);
-    assert_eq!(first, 0x88);
-    assert_eq!(&payload[..2], &1001u16.to_be_bytes());
-    assert!(closed_by_server(stream));
+    ping_then_close_1001(raw_upgrade(fixture.addr, "/"));
     let (_, disconnect, _) = fixture.next_close();
     assert_eq!(disconnect.kind, DisconnectKind::Failed);
     assert_eq!(disconnect.code, Some(CloseCode::GOING_AWAY));
@@ -523,11 +527,5 @@ fn a_busy_polling_worker_still_echoes_and_runs_its_timers() {
         }
     }
     // The timers fire while the worker spins: a ping, then the pong deadline's 1001.
-    let mut stream = raw_upgrade(fixture.addr, "/");
-    let (first, _) = read_frame(&mut stream);
-    assert_eq!(first, 0x89, "a keepalive ping");
-    let (first, payload) = read_frame(&mut stream);
-    assert_eq!(first, 0x88);
-    assert_eq!(&payload[..2], &1001u16.to_be_bytes());
-    assert!(closed_by_server(stream));
+    ping_then_close_1001(raw_upgrade(fixture.addr, "/"));
 }
