@@ -25,12 +25,12 @@ use std::time::{Duration, Instant};
 
 #[cfg(feature = "deflate")]
 use super::PreparedMessage;
-use super::SharedFrame;
 use super::output::Output;
 use super::{
     CloseCode, Compression, Error, Extension, FrameReader, FrameWriter, Limits, LimitsSource,
     MaskSource, Message, OpCode, Role,
 };
+use super::{DroppedShared, SharedFrame, SharedLabel};
 use crate::buf::{ReadBuf, WriteBuf};
 
 /// Queued control bytes beyond which further automatic pongs are dropped (RFC 6455 §5.5.3
@@ -196,6 +196,21 @@ impl Buffers {
     /// backpressure limit).
     pub fn queued(&self) -> usize {
         self.out.len()
+    }
+
+    /// Bytes of data output queued (own data frames, the close and shared frames): what a
+    /// send budget counts. Pings and pongs are left out; they are few and never dropped.
+    pub fn queued_data(&self) -> usize {
+        self.out.len() - self.out.control.len()
+    }
+
+    /// Removes labelled shared frames ([`Sender::shared_labeled`]) that have not started
+    /// going out and for which `drop` returns `Some(true)`, scanning oldest first (`None`
+    /// stops the scan): how a fan-out server sheds a slow subscriber's backlog. A frame
+    /// partly written always finishes (frames are never cut), and everything unlabelled
+    /// stays, so the stream stays well formed.
+    pub fn drop_shared(&mut self, drop: impl FnMut(&SharedLabel) -> Option<bool>) -> DroppedShared {
+        self.out.drop_shared(drop)
     }
 
     /// Drops every received and queued byte, for a set going back to a pool after its
@@ -727,13 +742,29 @@ impl Sender<'_> {
         if self.state.close_queued {
             return Err(Error::SendAfterClose);
         }
+        self.queue_shared(frame, None);
+        Ok(())
+    }
+
+    /// Queues `frame` like [`shared`](Self::shared), with a label that
+    /// [`Buffers::drop_shared`] can later select it by while it has not started going out.
+    /// A frame the connection has to encode itself (see [`shared`](Self::shared)) is not
+    /// labelled: it is part of the connection's own data and is never dropped.
+    pub fn shared_labeled(&mut self, frame: &SharedFrame, label: SharedLabel) -> Result<(), Error> {
+        if self.state.close_queued {
+            return Err(Error::SendAfterClose);
+        }
+        self.queue_shared(frame, Some(label));
+        Ok(())
+    }
+
+    fn queue_shared(&mut self, frame: &SharedFrame, label: Option<SharedLabel>) {
         let writer = &mut self.state.writer;
         if writer.role() == Role::Client || writer.would_fragment(frame.payload().len()) {
             writer.message(&mut self.out.data, frame.opcode(), frame.payload());
         } else {
-            self.out.push_shared(frame);
+            self.out.push_shared(frame, label);
         }
-        Ok(())
     }
 
     /// Bytes queued and not yet written, shared frames included.

@@ -36,10 +36,11 @@ pub use error::{Error, Fault};
 pub use extension::{Compression, Extension};
 pub use limits::{Limits, LimitsSource};
 pub use mask::{MaskSource, apply_mask};
+pub use output::DroppedShared;
 #[cfg(feature = "deflate")]
 pub use prepared::PreparedMessage;
 pub use reader::{FrameReader, ReadEvent};
-pub use shared::SharedFrame;
+pub use shared::{SharedFrame, SharedLabel};
 pub use writer::FrameWriter;
 
 /// Which end of the connection this endpoint is. It decides masking (§5.1): clients mask

@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::io::IoSlice;
 
-use super::SharedFrame;
+use super::{SharedFrame, SharedLabel};
 use crate::buf::WriteBuf;
 
 /// A shared frame waiting in the queue.
@@ -22,6 +22,17 @@ struct Queued {
     frame: SharedFrame,
     /// Bytes of it already written.
     sent: usize,
+    /// What the fan-out layer attached, for [`Output::drop_shared`]; `None`: never dropped.
+    label: Option<SharedLabel>,
+}
+
+/// What [`Output::drop_shared`] removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DroppedShared {
+    /// Frames removed.
+    pub frames: usize,
+    /// Their wire bytes.
+    pub bytes: usize,
 }
 
 /// Everything a connection has queued for the socket.
@@ -32,6 +43,8 @@ pub(crate) struct Output {
     /// Pings and pongs.
     pub(crate) control: WriteBuf,
     shared: VecDeque<Queued>,
+    /// Wire bytes of `shared` not yet written (kept so that [`len`](Self::len) is O(1)).
+    shared_bytes: usize,
     /// Bytes of `data` written since the buffer was made (positions of shared frames).
     data_written: u64,
     /// Bytes of the frame at the front of `data` still to be written after a partial write
@@ -57,6 +70,7 @@ impl Output {
             data,
             control,
             shared: VecDeque::new(),
+            shared_bytes: 0,
             data_written: 0,
             data_frame_left: 0,
             latest_pong: 0,
@@ -68,6 +82,7 @@ impl Output {
         self.data.clear();
         self.control.clear();
         self.shared.clear();
+        self.shared_bytes = 0;
         self.data_written = 0;
         self.data_frame_left = 0;
         self.latest_pong = 0;
@@ -80,12 +95,7 @@ impl Output {
 
     /// Bytes queued, shared frames included.
     pub(crate) fn len(&self) -> usize {
-        let shared: usize = self
-            .shared
-            .iter()
-            .map(|q| q.frame.wire().len() - q.sent)
-            .sum();
-        self.data.len() + self.control.len() + shared
+        self.data.len() + self.control.len() + self.shared_bytes
     }
 
     /// True when data frames or shared frames are queued (the close would go after them).
@@ -94,12 +104,47 @@ impl Output {
     }
 
     /// Queues `frame` after the data frames queued so far.
-    pub(crate) fn push_shared(&mut self, frame: &SharedFrame) {
+    pub(crate) fn push_shared(&mut self, frame: &SharedFrame, label: Option<SharedLabel>) {
+        self.shared_bytes += frame.wire().len();
         self.shared.push_back(Queued {
             after: self.data_written + self.data.len() as u64,
             frame: frame.clone(),
             sent: 0,
+            label,
         });
+    }
+
+    /// Removes the labelled shared frames not yet started for which `drop` says true, oldest
+    /// first; a frame partly written always finishes, and unlabelled frames stay. `drop` is
+    /// called in queue order and may stop the scan by returning `None`.
+    pub(crate) fn drop_shared(
+        &mut self,
+        mut drop: impl FnMut(&SharedLabel) -> Option<bool>,
+    ) -> DroppedShared {
+        let mut dropped = DroppedShared::default();
+        let mut stopped = false;
+        self.shared.retain(|q| {
+            if stopped || q.sent > 0 {
+                return true;
+            }
+            let Some(label) = &q.label else {
+                return true;
+            };
+            match drop(label) {
+                Some(true) => {
+                    dropped.frames += 1;
+                    dropped.bytes += q.frame.wire().len();
+                    false
+                }
+                Some(false) => true,
+                None => {
+                    stopped = true;
+                    true
+                }
+            }
+        });
+        self.shared_bytes -= dropped.bytes;
+        dropped
     }
 
     /// The shared frame due now (every data byte queued before it is written).
@@ -242,6 +287,7 @@ impl Output {
     fn advance_shared(&mut self, n: usize) {
         if let Some(q) = self.shared.front_mut() {
             q.sent += n;
+            self.shared_bytes -= n;
             if q.sent == q.frame.wire().len() {
                 self.shared.pop_front();
             }

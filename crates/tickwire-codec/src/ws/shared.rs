@@ -12,6 +12,20 @@ use std::sync::Arc;
 use super::{FrameWriter, MAX_HEADER_LEN, OpCode};
 use crate::buf::WriteBuf;
 
+/// What a fan-out layer attaches to a shared frame it queues with
+/// [`Sender::shared_labeled`](super::Sender::shared_labeled): the codec only carries it, so that
+/// [`Buffers::drop_shared`](super::Buffers::drop_shared) can pick frames to drop (a slow
+/// subscriber's oldest messages, or an older message with the same key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SharedLabel {
+    /// The group the frame belongs to (a topic).
+    pub group: u32,
+    /// A key within the group (a symbol), for conflation.
+    pub key: u64,
+    /// The frame's sequence number within its group.
+    pub seq: u64,
+}
+
 /// A data frame as a server sends it, encoded once: queue it on any number of server
 /// connections with [`Sender::shared`](super::Sender::shared); each holds a reference to
 /// the same bytes. Cloning is a reference-count increment.

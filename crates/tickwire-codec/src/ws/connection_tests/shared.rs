@@ -134,3 +134,41 @@ fn shared_frames_on_a_client_are_masked_copies_and_none_follow_a_close() {
     pair.server_writes(pair.at(1));
     assert_eq!(events(&mut pair.client), [text("to the server")]);
 }
+
+#[test]
+fn dropping_labelled_frames_keeps_the_stream_whole_and_the_count_right() {
+    let label = |seq: u64, key: u64| SharedLabel { group: 1, key, seq };
+    let ticks: Vec<SharedFrame> = (0..4u8).map(|i| SharedFrame::binary(&[i; 50])).collect();
+    let mut server = Pair::new().server;
+    {
+        let mut sender = server.sender();
+        sender.shared_labeled(&ticks[0], label(0, 7)).unwrap();
+        sender.text("own").unwrap();
+        sender.shared(&ticks[1]).unwrap();
+        sender.shared_labeled(&ticks[2], label(2, 7)).unwrap();
+        sender.shared_labeled(&ticks[3], label(3, 8)).unwrap();
+    }
+    // The first labelled frame starts going out: it must finish, whatever is dropped.
+    let mut slices = [std::io::IoSlice::new(&[]); 8];
+    server.conn.output_vectored(&server.bufs, &mut slices);
+    server.advance_output(10);
+    let before = server.bufs.queued_data();
+    let dropped = server.bufs.drop_shared(|l| Some(l.key == 7));
+    assert_eq!(dropped.frames, 1, "only the unstarted frame with key 7");
+    assert_eq!(dropped.bytes, ticks[2].wire().len());
+    assert_eq!(server.bufs.queued_data(), before - dropped.bytes);
+    // A scan that stops at once drops nothing.
+    assert_eq!(server.bufs.drop_shared(|_| None).frames, 0);
+    let mut expected = ticks[0].wire()[10..].to_vec();
+    let mut copy = Pair::new().server;
+    {
+        let mut sender = copy.sender();
+        sender.text("own").unwrap();
+        sender.binary(&[1; 50]).unwrap();
+        sender.binary(&[3; 50]).unwrap();
+    }
+    expected.extend(drain(&mut copy, usize::MAX));
+    assert_eq!(drain_vectored(&mut server, 7), expected);
+    assert_eq!(server.bufs.queued_data(), 0);
+    assert_eq!(ticks[2].share_count(), 1, "the dropped frame is released");
+}
