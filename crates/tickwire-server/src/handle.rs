@@ -1,11 +1,14 @@
 //! Reaching connections from any thread: [`ConnId`] and [`ServerHandle`].
 
+use std::cell::Cell;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, PoisonError, mpsc};
 use std::time::Duration;
 
 use tickwire_codec::ws::{CloseCode, OpCode, SharedFrame};
+
+use crate::topic::{Publication, Registry, SlowConsumer, Topic};
 
 /// A connection's identity: its worker, its slot in the worker and the slot's generation, so
 /// an id kept after its connection closed never reaches the connection that reuses the slot.
@@ -61,6 +64,9 @@ pub(crate) enum Command {
     Send(ConnId, OpCode, Vec<u8>),
     Shared(ConnId, SharedFrame),
     Close(ConnId, CloseCode, String),
+    Subscribe(ConnId, Topic),
+    Unsubscribe(ConnId, Topic),
+    Publish(Arc<Publication>),
     Shutdown(Duration),
 }
 
@@ -75,6 +81,32 @@ pub(crate) struct WorkerLink {
 pub(crate) struct HandleShared {
     pub(crate) workers: Vec<WorkerLink>,
     pub(crate) stopping: AtomicBool,
+    pub(crate) topics: Registry,
+}
+
+thread_local! {
+    /// On a worker's thread: its server (the address of its `HandleShared`) and its index.
+    /// A command a worker sends to itself (a handler publishing, say) needs no wake-up.
+    static ON_WORKER: Cell<Option<(usize, usize)>> = const { Cell::new(None) };
+    /// Set when a command was queued for this thread's own worker without waking it: the
+    /// worker drains its queue before it next sleeps.
+    static SELF_QUEUED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the calling thread as worker `index` of `handle`'s server.
+pub(crate) fn enter_worker(handle: &ServerHandle, index: usize) {
+    ON_WORKER.with(|on| on.set(Some((Arc::as_ptr(&handle.shared) as usize, index))));
+}
+
+/// True when a command was queued for this thread's own worker without a wake-up (and not
+/// taken yet).
+pub(crate) fn self_queued() -> bool {
+    SELF_QUEUED.with(Cell::get)
+}
+
+/// True (once) when a command was queued for this thread's own worker without a wake-up.
+pub(crate) fn take_self_queued() -> bool {
+    SELF_QUEUED.with(|queued| queued.replace(false))
 }
 
 /// The server's errors seen from a [`ServerHandle`].
@@ -83,6 +115,8 @@ pub(crate) struct HandleShared {
 pub enum HandleError {
     /// The id names no worker of this server.
     NoSuchWorker,
+    /// A topic with this name exists with another slow-consumer policy (the one given).
+    PolicyMismatch(SlowConsumer),
     /// The server has shut down (its workers are gone).
     Stopped,
 }
@@ -91,6 +125,7 @@ impl fmt::Display for HandleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::NoSuchWorker => "no such worker",
+            Self::PolicyMismatch(_) => "the topic exists with another slow-consumer policy",
             Self::Stopped => "the server has stopped",
         })
     }
@@ -151,6 +186,81 @@ impl ServerHandle {
         }
     }
 
+    /// The topic called `name`, made with `policy` the first time it is asked for. Asking
+    /// again with another policy is an error ([`HandleError::PolicyMismatch`]): one topic has
+    /// one policy.
+    pub fn topic(&self, name: &str, policy: SlowConsumer) -> Result<Topic, HandleError> {
+        self.shared
+            .topics
+            .get_or_make(name, policy)
+            .map_err(HandleError::PolicyMismatch)
+    }
+
+    /// Subscribes connection `id` to `topic` (from its worker's next wake-up on; a handler
+    /// can also use [`Conn::subscribe`](crate::Conn::subscribe)). Subscribing twice is one
+    /// subscription; a connection's subscriptions end when it closes.
+    pub fn subscribe(&self, id: ConnId, topic: &Topic) -> Result<(), HandleError> {
+        self.command(id.worker(), Command::Subscribe(id, topic.clone()))
+    }
+
+    /// Ends `id`'s subscription to `topic` (nothing when it has none). Messages of the topic
+    /// already queued on the connection still go out.
+    pub fn unsubscribe(&self, id: ConnId, topic: &Topic) -> Result<(), HandleError> {
+        self.command(id.worker(), Command::Unsubscribe(id, topic.clone()))
+    }
+
+    /// Publishes a text message on `topic` (key 0); returns its sequence number.
+    pub fn publish_text(&self, topic: &Topic, text: &str) -> Result<u64, HandleError> {
+        self.publish(topic, 0, |_| SharedFrame::text(text))
+    }
+
+    /// Publishes a binary message on `topic` (key 0); returns its sequence number.
+    pub fn publish_binary(&self, topic: &Topic, payload: &[u8]) -> Result<u64, HandleError> {
+        self.publish(topic, 0, |_| SharedFrame::binary(payload))
+    }
+
+    /// Publishes on `topic` the frame `encode` makes from the message's sequence number (1,
+    /// 2, 3, ... per topic), and returns that number. The frame is encoded once and every
+    /// subscriber's queue holds a reference to the same bytes. `key` is what
+    /// [`SlowConsumer::Conflate`] keeps the newest message of (a symbol, say; ignored by the
+    /// other policies).
+    ///
+    /// Costs one hand-off per worker, whatever the number of subscribers, and never waits
+    /// for one: each worker queues the message on its subscribers on its next wake-up and
+    /// writes it with whatever else they are owed. Messages of one topic reach every
+    /// subscriber in sequence order (publishers of one topic take turns while handing
+    /// off), and a sequence number a subscriber did not get is reported to
+    /// [`Handler::on_gap`](crate::Handler::on_gap).
+    pub fn publish(
+        &self,
+        topic: &Topic,
+        key: u64,
+        encode: impl FnOnce(u64) -> SharedFrame,
+    ) -> Result<u64, HandleError> {
+        if self.shared.stopping.load(Ordering::Acquire) {
+            return Err(HandleError::Stopped);
+        }
+        let mut last = topic
+            .inner
+            .last_seq
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let seq = *last + 1;
+        let publication = Arc::new(Publication {
+            topic: topic.clone(),
+            seq,
+            key,
+            frame: encode(seq),
+        });
+        // The number is used even if a worker is gone (the server is stopping): a later
+        // publication never reuses it.
+        *last = seq;
+        for worker in 0..self.shared.workers.len() {
+            self.command(worker, Command::Publish(Arc::clone(&publication)))?;
+        }
+        Ok(seq)
+    }
+
     /// Number of worker threads.
     pub fn workers(&self) -> usize {
         self.shared.workers.len()
@@ -165,6 +275,11 @@ impl ServerHandle {
         link.commands
             .send(command)
             .map_err(|_| HandleError::Stopped)?;
+        let me = (Arc::as_ptr(&self.shared) as usize, worker);
+        if ON_WORKER.with(Cell::get) == Some(me) {
+            SELF_QUEUED.with(|queued| queued.set(true));
+            return Ok(());
+        }
         link.waker.wake().map_err(|_| HandleError::Stopped)
     }
 }

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use tickwire_codec::handshake::{HandshakeError, Request, Response};
 use tickwire_codec::ws::{CloseCode, Error, Message, OpCode, Sender, SharedFrame};
 
+use crate::topic::{self, Gap, Subscription, Topic};
 use crate::{ConnId, ServerHandle};
 
 /// The application's side of the server. Each worker thread has its own handler (made by the
@@ -39,6 +40,14 @@ pub trait Handler: 'static {
     /// or anything the socket would not take) has all been written.
     fn on_writable(&mut self, conn: &mut Conn<'_, Self::State>) {
         let _ = conn;
+    }
+
+    /// Messages of `topic` were dropped for this subscriber (its output passed the send
+    /// budget; the topic's policy is [`SlowConsumer::DropOldest`](crate::SlowConsumer) or
+    /// `Conflate`): the application can tell the client, which sees the gap in the sequence
+    /// numbers it was sent. Called after the round of deliveries that dropped them.
+    fn on_gap(&mut self, conn: &mut Conn<'_, Self::State>, topic: &Topic, gap: Gap) {
+        let _ = (conn, topic, gap);
     }
 
     /// The connection is gone (its socket is closed); `state` is handed back.
@@ -201,6 +210,26 @@ impl<'a, S> Conn<'a, S> {
     /// answers, or after the close timeout.
     pub fn close(&mut self, code: CloseCode, reason: &str) -> Result<(), Error> {
         self.sender.close(code, reason)
+    }
+
+    /// Subscribes this connection to `topic` (in effect once the callback returns; twice is
+    /// once). Its subscriptions end when it closes.
+    pub fn subscribe(&mut self, topic: &Topic) {
+        topic::ask(Subscription {
+            id: self.id,
+            topic: topic.clone(),
+            subscribe: true,
+        });
+    }
+
+    /// Ends this connection's subscription to `topic` (once the callback returns). Messages
+    /// of the topic already queued still go out.
+    pub fn unsubscribe(&mut self, topic: &Topic) {
+        topic::ask(Subscription {
+            id: self.id,
+            topic: topic.clone(),
+            subscribe: false,
+        });
     }
 
     /// Bytes queued and not yet written (the backpressure measure).

@@ -53,13 +53,15 @@
 //!
 //! # Layers
 //!
-//! Internal modules depend one way (`a <- b`: `b` uses `a`): `handle, handler, transport,
-//! wheel <- worker <- server`.
+//! Internal modules depend one way (`a <- b`: `b` uses `a`): `topic <- handle, handler,
+//! transport, wheel <- worker <- server` (`topic` names `ConnId`, a plain id type of
+//! `handle`'s).
 #![forbid(unsafe_code)]
 
 mod handle;
 mod handler;
 mod server;
+mod topic;
 mod transport;
 mod wheel;
 mod worker;
@@ -69,6 +71,7 @@ pub use handler::{
     Conn, Decision, Disconnect, DisconnectKind, Handler, HandshakeFailure, WorkerContext,
 };
 pub use server::{Running, Server, ServerBuilder};
+pub use topic::{Gap, SlowConsumer, Topic, TopicStats};
 
 pub use tickwire_codec;
 #[cfg(feature = "deflate")]

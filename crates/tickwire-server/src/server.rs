@@ -132,6 +132,17 @@ impl ServerBuilder {
         self
     }
 
+    /// The send budget of each connection, in bytes of queued data frames (default 256 KiB):
+    /// a topic message that would take a subscriber past it is handled by the topic's
+    /// [`SlowConsumer`](crate::SlowConsumer) policy instead of being queued. Pings, pongs and
+    /// closes do not count and are never dropped. The connection's own messages (sent by
+    /// handlers or through the handle) are not dropped either; they are bounded by reads
+    /// pausing at the backpressure limit.
+    pub fn send_budget(mut self, bytes: usize) -> Self {
+        self.settings.send_budget = bytes;
+        self
+    }
+
     /// Busy polling: after an event, a worker polls again at once for up to `window` before
     /// it sleeps in `epoll_wait` (default zero: it always sleeps). Traffic that comes back
     /// within the window is picked up without the wake-up of a sleeping thread, which on a
@@ -268,6 +279,7 @@ impl Server {
             shared: Arc::new(HandleShared {
                 workers: links,
                 stopping: AtomicBool::new(false),
+                topics: crate::topic::Registry::default(),
             }),
         };
         let mut threads = Vec::with_capacity(parts.len());
@@ -284,6 +296,7 @@ impl Server {
             let thread = std::thread::Builder::new()
                 .name(format!("tickwire-worker-{index}"))
                 .spawn(move || {
+                    crate::handle::enter_worker(&context.handle, index);
                     let handler = factory(&context);
                     Worker::<H, T>::new(
                         index as u8,

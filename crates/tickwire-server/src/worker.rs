@@ -5,6 +5,7 @@
 //! module owns the loop, accepting, commands from other threads, timers and shutdown.
 
 mod conn;
+mod topics;
 
 use conn::Reading;
 
@@ -20,7 +21,8 @@ use tickwire_codec::handshake::{ServerHandshake, ServerOptions};
 use tickwire_codec::ws::{Buffers, CloseCode, Config, Connection};
 
 use crate::handle::{Command, ConnId, GENERATION_MASK};
-use crate::handler::{Disconnect, DisconnectKind, Handler, HandshakeFailure};
+use crate::handler::{Conn, Disconnect, DisconnectKind, Handler, HandshakeFailure};
+use crate::topic::Subscription;
 use crate::transport::Transport;
 use crate::wheel::{Entry, TICK, UNARMED, Wheel};
 
@@ -43,6 +45,7 @@ pub(crate) struct Settings {
     pub(crate) nodelay: bool,
     /// Polls without sleeping for this long after the last event (zero: always sleep).
     pub(crate) busy_poll: Duration,
+    pub(crate) send_budget: usize,
 }
 
 impl Default for Settings {
@@ -54,6 +57,7 @@ impl Default for Settings {
             pool_size: 64,
             nodelay: true,
             busy_poll: Duration::ZERO,
+            send_budget: 256 << 10,
         }
     }
 }
@@ -154,6 +158,15 @@ struct Responding<S> {
     rest: Vec<u8>,
 }
 
+/// What [`Worker::lend`] hands out: the disjoint parts a callback on one open connection
+/// needs.
+struct Lent<'w, H: Handler> {
+    open: &'w mut Open<H::State>,
+    bufs: &'w mut Buffers,
+    marks: &'w mut Marks,
+    handler: &'w mut H,
+}
+
 /// No free slot.
 const NO_SLOT: u32 = u32::MAX;
 
@@ -191,6 +204,7 @@ pub(crate) struct Worker<H: Handler, T: Transport> {
     /// Accepting stopped on a descriptor or memory shortage; retried every tick.
     accept_blocked: bool,
     shutdown_at: Option<Instant>,
+    topics: topics::Topics,
 }
 
 impl<H: Handler, T: Transport> Worker<H, T> {
@@ -236,6 +250,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             now,
             accept_blocked: false,
             shutdown_at: None,
+            topics: topics::Topics::default(),
         })
     }
 
@@ -254,7 +269,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 let left = at.saturating_duration_since(self.now);
                 timeout = Some(timeout.map_or(left, |t| t.min(left)));
             }
-            if self.now < spin_until {
+            if self.now < spin_until || self.topics.has_pending() || crate::handle::self_queued() {
                 timeout = Some(Duration::ZERO);
             }
             let mut events = std::mem::replace(&mut self.events, Events::with_capacity(0));
@@ -285,6 +300,11 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 }
             }
             self.events = events;
+            // Commands this thread queued for itself (a handler publishing) woke nothing.
+            if crate::handle::take_self_queued() {
+                self.drain_commands();
+            }
+            self.topics_round();
             if self.accept_blocked {
                 self.accept_blocked = false;
                 self.accept();
@@ -441,6 +461,21 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                         let _ = conn.sender(bufs).shared(&frame);
                     });
                 }
+                Command::Subscribe(id, topic) => {
+                    self.change_subscription(Subscription {
+                        id,
+                        topic,
+                        subscribe: true,
+                    });
+                }
+                Command::Unsubscribe(id, topic) => {
+                    self.change_subscription(Subscription {
+                        id,
+                        topic,
+                        subscribe: false,
+                    });
+                }
+                Command::Publish(publication) => self.topics.queue(publication),
                 Command::Close(id, code, reason) => {
                     self.with_open(id, |conn, bufs, now| {
                         let _ = conn.close(bufs, code, &reason, now);
@@ -450,25 +485,57 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         }
     }
 
-    /// Runs `f` on the open connection `id` (if it still exists) with its buffers, then
-    /// serves it (writes what `f` queued).
-    fn with_open(&mut self, id: ConnId, f: impl FnOnce(&mut Connection, &mut Buffers, Instant)) {
-        let index = id.slot();
-        let Some(slot) = self.slots.get_mut(index as usize) else {
-            return;
-        };
+    /// The open connection `id` (if it still exists) with its buffers, its marks and the
+    /// handler, borrowed apart.
+    fn lend(&mut self, id: ConnId) -> Option<Lent<'_, H>> {
+        let slot = self.slots.get_mut(id.slot() as usize)?;
         if slot.generation != id.generation() {
-            return;
+            return None;
         }
         let Phase::Open(open) = &mut slot.phase else {
-            return;
+            return None;
         };
         let bufs = match slot.bufs.as_deref_mut() {
             Some(bufs) => bufs,
             None => &mut self.scratch,
         };
-        f(&mut open.conn, bufs, self.now);
-        self.serve(index, Reading::No);
+        Some(Lent {
+            open,
+            bufs,
+            marks: &mut slot.marks,
+            handler: &mut self.handler,
+        })
+    }
+
+    /// Calls the handler through `f` with the open connection `id` (if it still exists and
+    /// its handler has not panicked): a panic queues the close with 1011. Writes nothing.
+    fn call(&mut self, id: ConnId, f: impl FnOnce(&mut H, &mut Conn<'_, H::State>)) {
+        let Some(lent) = self.lend(id) else {
+            return;
+        };
+        if lent.marks.flags & PANICKED != 0 {
+            return;
+        }
+        let mut conn = Conn {
+            id,
+            state: &mut lent.open.state,
+            sender: lent.open.conn.sender(lent.bufs),
+        };
+        let handler = lent.handler;
+        if !conn::guarded(|| f(handler, &mut conn)) {
+            conn::panicked(lent.marks, &mut conn);
+        }
+    }
+
+    /// Runs `f` on the open connection `id` (if it still exists) with its buffers, then
+    /// serves it (writes what `f` queued).
+    fn with_open(&mut self, id: ConnId, f: impl FnOnce(&mut Connection, &mut Buffers, Instant)) {
+        let now = self.now;
+        let Some(lent) = self.lend(id) else {
+            return;
+        };
+        f(&mut lent.open.conn, lent.bufs, now);
+        self.serve(id.slot(), Reading::No);
     }
 
     fn run_timers(&mut self) {
@@ -564,6 +631,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             None => self.scratch.clear(),
         }
         self.put_slot(index);
+        self.topics.forget(index);
         self.live -= 1;
         let state = match phase {
             Phase::Open(open) => open.state,

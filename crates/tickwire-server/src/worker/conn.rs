@@ -20,7 +20,7 @@ use crate::transport::Transport;
 use crate::wheel::UNARMED;
 
 /// Runs a callback; a panic is caught and reported as `false`.
-fn guarded(f: impl FnOnce()) -> bool {
+pub(super) fn guarded(f: impl FnOnce()) -> bool {
     catch_unwind(AssertUnwindSafe(f)).is_ok()
 }
 
@@ -159,23 +159,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
     /// The 101 is written: `on_open`, then serve (frames that came with the request first).
     fn opened(&mut self, index: u32) {
         let id = self.id(index);
-        let slot = &mut self.slots[index as usize];
-        let Phase::Open(open) = &mut slot.phase else {
-            return;
-        };
-        let bufs = match slot.bufs.as_deref_mut() {
-            Some(bufs) => bufs,
-            None => &mut self.scratch,
-        };
-        let mut conn = Conn {
-            id,
-            state: &mut open.state,
-            sender: open.conn.sender(bufs),
-        };
-        let handler = &mut self.handler;
-        if !guarded(|| handler.on_open(&mut conn)) {
-            panicked(&mut slot.marks, &mut conn);
-        }
+        self.call(id, |handler, conn| handler.on_open(conn));
         // Read too: the request's read may have stopped at a full buffer, or bytes came
         // while the 101 waited for the socket, and their edge has passed.
         self.serve(index, Reading::ToWouldBlock);
@@ -454,7 +438,7 @@ enum Socket {
 }
 
 /// Records a handler panic and queues a close with 1011; no more callbacks.
-fn panicked<S>(marks: &mut Marks, conn: &mut Conn<'_, S>) {
+pub(super) fn panicked<S>(marks: &mut Marks, conn: &mut Conn<'_, S>) {
     marks.flags |= PANICKED;
     marks.record(End {
         kind: DisconnectKind::Panicked,

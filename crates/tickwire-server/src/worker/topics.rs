@@ -1,0 +1,303 @@
+//! A worker's side of topics: which of its connections subscribe to what, and each round of
+//! deliveries (every publication received since the last round, queued by reference on each
+//! subscriber, then one write per subscriber), with the topic's slow-consumer policy applied
+//! at the send budget.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use tickwire_codec::ws::{Buffers, ConnectionState, SharedLabel};
+
+use super::conn::Reading;
+use super::{End, Worker};
+use crate::handle::ConnId;
+use crate::handler::DisconnectKind;
+use crate::handler::Handler;
+use crate::topic::{self, Gap, Publication, SlowConsumer, Subscription, Topic};
+use crate::transport::Transport;
+
+/// The worker's subscriptions and the publications waiting for the next round.
+#[derive(Debug, Default)]
+pub(super) struct Topics {
+    /// Subscribers per topic id.
+    members: Vec<Members>,
+    /// The topic ids each subscribed slot is in (only subscribed slots have an entry).
+    of_slot: HashMap<u32, Vec<u32>>,
+    /// Publications received and not yet delivered, in arrival order.
+    pending: Vec<Arc<Publication>>,
+    /// Reused: subscription changes handlers asked for.
+    asked: Vec<Subscription>,
+    /// Reused: the subscribers of the topic being delivered (a copy, so a connection that
+    /// closes during the round changes the lists, not the walk).
+    walk: Vec<ConnId>,
+    /// Reused: the publications of the topic being delivered.
+    batch: Vec<Arc<Publication>>,
+    /// Reused: gaps to report once the round is over.
+    gaps: Vec<(ConnId, Topic, Gap)>,
+}
+
+/// One topic's subscribers on this worker.
+#[derive(Debug, Default)]
+struct Members {
+    ids: Vec<ConnId>,
+    /// Slot -> index in `ids` (removal in O(1)).
+    at: HashMap<u32, u32>,
+}
+
+impl Topics {
+    /// Publications are waiting for a round of deliveries.
+    pub(super) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    pub(super) fn queue(&mut self, publication: Arc<Publication>) {
+        self.pending.push(publication);
+    }
+
+    fn subscribe(&mut self, id: ConnId, topic: &Topic) {
+        let index = topic.id() as usize;
+        if self.members.len() <= index {
+            self.members.resize_with(index + 1, Members::default);
+        }
+        let members = &mut self.members[index];
+        if members.at.contains_key(&id.slot()) {
+            return;
+        }
+        members.at.insert(id.slot(), members.ids.len() as u32);
+        members.ids.push(id);
+        self.of_slot.entry(id.slot()).or_default().push(topic.id());
+    }
+
+    fn unsubscribe(&mut self, slot: u32, topic: u32) {
+        if let Some(topics) = self.of_slot.get_mut(&slot) {
+            topics.retain(|&t| t != topic);
+            if topics.is_empty() {
+                self.of_slot.remove(&slot);
+            }
+        }
+        self.leave(slot, topic);
+    }
+
+    /// Removes `slot` from `topic`'s list only.
+    fn leave(&mut self, slot: u32, topic: u32) {
+        let Some(members) = self.members.get_mut(topic as usize) else {
+            return;
+        };
+        let Some(at) = members.at.remove(&slot) else {
+            return;
+        };
+        members.ids.swap_remove(at as usize);
+        if let Some(moved) = members.ids.get(at as usize) {
+            members.at.insert(moved.slot(), at);
+        }
+    }
+
+    /// The connection in `slot` is gone: every subscription of it ends.
+    pub(super) fn forget(&mut self, slot: u32) {
+        if let Some(topics) = self.of_slot.remove(&slot) {
+            for topic in topics {
+                self.leave(slot, topic);
+            }
+        }
+    }
+}
+
+/// Counts of one topic's round, added to its counters once.
+#[derive(Debug, Default)]
+struct Counts {
+    queued: u64,
+    dropped: u64,
+    closed: u64,
+}
+
+impl<H: Handler, T: Transport> Worker<H, T> {
+    /// Subscribes or unsubscribes `id` if it is still open.
+    pub(super) fn change_subscription(&mut self, change: Subscription) {
+        if self.lend(change.id).is_none() {
+            return;
+        }
+        if change.subscribe {
+            self.topics.subscribe(change.id, &change.topic);
+        } else {
+            self.topics.unsubscribe(change.id.slot(), change.topic.id());
+        }
+    }
+
+    /// Applies the subscription changes handlers asked for on this thread.
+    fn apply_asked(&mut self) {
+        let mut asked = std::mem::take(&mut self.topics.asked);
+        topic::take_asked(&mut asked);
+        for change in asked.drain(..) {
+            self.change_subscription(change);
+        }
+        self.topics.asked = asked;
+    }
+
+    /// The end of a wake-up: subscription changes, then one round of deliveries if
+    /// publications are waiting, then the gaps it made to the handler.
+    pub(super) fn topics_round(&mut self) {
+        self.apply_asked();
+        if self.topics.pending.is_empty() {
+            return;
+        }
+        let mut pending = std::mem::take(&mut self.topics.pending);
+        let mut batch = std::mem::take(&mut self.topics.batch);
+        let mut walk = std::mem::take(&mut self.topics.walk);
+        let mut gaps = std::mem::take(&mut self.topics.gaps);
+        // Topic by topic, in the order they first appear; each topic's messages in order.
+        while let Some(first) = pending.first() {
+            let topic = first.topic.clone();
+            batch.clear();
+            pending.retain(|p| {
+                if p.topic == topic {
+                    batch.push(Arc::clone(p));
+                    false
+                } else {
+                    true
+                }
+            });
+            walk.clear();
+            if let Some(members) = self.topics.members.get(topic.id() as usize) {
+                walk.extend_from_slice(&members.ids);
+            }
+            let mut counts = Counts::default();
+            let budget = self.settings.send_budget;
+            for &id in &walk {
+                let mut gap = None;
+                let closed_before = counts.closed;
+                self.with_open(id, |conn, bufs, now| {
+                    for publication in &batch {
+                        if conn.state() != ConnectionState::Open {
+                            break;
+                        }
+                        queue_on(conn, bufs, now, publication, budget, &mut counts, &mut gap);
+                    }
+                });
+                if counts.closed > closed_before {
+                    self.record_slow_close(id, &topic);
+                }
+                if let Some(gap) = gap {
+                    gaps.push((id, topic.clone(), gap));
+                }
+            }
+            let inner = &topic.inner;
+            inner.queued.fetch_add(counts.queued, Ordering::Relaxed);
+            inner.dropped.fetch_add(counts.dropped, Ordering::Relaxed);
+            inner.closed.fetch_add(counts.closed, Ordering::Relaxed);
+        }
+        batch.clear();
+        walk.clear();
+        self.topics.pending = pending;
+        self.topics.batch = batch;
+        self.topics.walk = walk;
+        for (id, topic, gap) in gaps.drain(..) {
+            self.report_gap(id, &topic, gap);
+        }
+        self.topics.gaps = gaps;
+    }
+
+    /// Records why `id` (if it is still there) is closing: the topic's policy closed it with
+    /// its code, whatever the peer answers.
+    fn record_slow_close(&mut self, id: ConnId, topic: &Topic) {
+        let SlowConsumer::Close(code) = topic.policy() else {
+            return;
+        };
+        if let Some(slot) = self.slots.get_mut(id.slot() as usize) {
+            if slot.generation == id.generation() {
+                slot.marks.record(End {
+                    kind: DisconnectKind::Failed,
+                    code: Some(code),
+                });
+            }
+        }
+    }
+
+    /// [`Handler::on_gap`] for `id`, if it is still open and its handler has not panicked.
+    fn report_gap(&mut self, id: ConnId, topic: &Topic, gap: Gap) {
+        self.call(id, |handler, conn| handler.on_gap(conn, topic, gap));
+        self.serve(id.slot(), Reading::No);
+    }
+}
+/// Queues `publication` on one subscriber, or applies the topic's policy when it would take
+/// the subscriber past `budget`.
+fn queue_on(
+    conn: &mut tickwire_codec::ws::Connection,
+    bufs: &mut Buffers,
+    now: Instant,
+    publication: &Publication,
+    budget: usize,
+    counts: &mut Counts,
+    gap: &mut Option<Gap>,
+) {
+    let topic = publication.topic.id();
+    let len = publication.frame.wire().len();
+    let queued = bufs.queued_data();
+    if queued + len > budget {
+        let mut note = |seq: u64| match gap {
+            Some(gap) => gap.merge(Gap::one(seq)),
+            None => *gap = Some(Gap::one(seq)),
+        };
+        match publication.topic.policy() {
+            SlowConsumer::Close(code) => {
+                let dropped = bufs.drop_shared(|label, _| Some(label.group == topic));
+                counts.dropped += dropped.frames as u64 + 1;
+                counts.closed += 1;
+                let _ = conn.close(bufs, code, "slow consumer", now);
+                // A closed subscriber is not told about gaps.
+                *gap = None;
+                return;
+            }
+            policy => {
+                let need = queued + len - budget;
+                let mut freed = 0;
+                if policy == SlowConsumer::Conflate {
+                    let dropped = bufs.drop_shared(|label, _| {
+                        let same = label.group == topic && label.key == publication.key;
+                        if same {
+                            note(label.seq);
+                        }
+                        Some(same)
+                    });
+                    freed += dropped.bytes;
+                    counts.dropped += dropped.frames as u64;
+                }
+                if freed < need {
+                    let mut more = 0;
+                    let dropped = bufs.drop_shared(|label, bytes| {
+                        if freed + more >= need {
+                            return None;
+                        }
+                        let mine = label.group == topic;
+                        if mine {
+                            more += bytes;
+                            note(label.seq);
+                        }
+                        Some(mine)
+                    });
+                    freed += dropped.bytes;
+                    counts.dropped += dropped.frames as u64;
+                }
+                if freed < need {
+                    // The connection's own output fills the budget: this message goes.
+                    note(publication.seq);
+                    counts.dropped += 1;
+                    return;
+                }
+            }
+        }
+    }
+    let label = SharedLabel {
+        group: topic,
+        key: publication.key,
+        seq: publication.seq,
+    };
+    if conn
+        .sender(bufs)
+        .shared_labeled(&publication.frame, label)
+        .is_ok()
+    {
+        counts.queued += 1;
+    }
+}
