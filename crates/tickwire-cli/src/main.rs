@@ -154,6 +154,11 @@ struct ServeArgs {
     /// microseconds (busy polling: lower latency, a core kept busy; default 0, off).
     #[arg(long, value_name = "MICROSECONDS", default_value_t = 0)]
     busy_poll_us: u64,
+    /// `--runtime reactor`: instead of echoing, every connection subscribes to one topic and
+    /// every message received is published to all the other connections (as `uws-echo PORT
+    /// --pubsub`).
+    #[arg(long)]
+    pubsub: bool,
 }
 
 #[derive(Args)]
@@ -193,9 +198,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match (cli.runtime, cli.command) {
         (Runtime::Blocking | Runtime::Tokio, Command::Serve(args))
-            if args.workers.is_some() || args.busy_poll_us != 0 =>
+            if args.workers.is_some() || args.busy_poll_us != 0 || args.pubsub =>
         {
-            Err("--workers and --busy-poll-us are options of --runtime reactor".to_owned())
+            Err(
+                "--workers, --busy-poll-us and --pubsub are options of --runtime reactor"
+                    .to_owned(),
+            )
         }
         (Runtime::Blocking, Command::Serve(args)) => serve(&args),
         (Runtime::Blocking, Command::Connect(args)) => connect(&args),

@@ -4,7 +4,10 @@
 use std::net::SocketAddr;
 use tickwire::codec::ws::OpCode;
 
-use tickwire_server::{Conn, Decision, Handler, HandshakeFailure, Message, Request, ServerBuilder};
+use tickwire_server::{
+    Conn, Decision, Handler, HandshakeFailure, Message, Request, ServerBuilder, ServerHandle,
+    SharedFrame, SlowConsumer, Topic,
+};
 
 use crate::{ServeArgs, print_listening, server_tls};
 
@@ -30,7 +33,47 @@ impl Handler for Echo {
     /// The same line the blocking and tokio servers print for a connection that failed
     /// before it opened (interop checks read it for TLS failures).
     fn on_handshake_error(&mut self, _peer: Option<SocketAddr>, failure: HandshakeFailure) {
-        eprintln!("tickwire: connection ended: {failure}");
+        handshake_error(failure);
+    }
+}
+
+fn handshake_error(failure: HandshakeFailure) {
+    eprintln!("tickwire: connection ended: {failure}");
+}
+
+/// `serve --pubsub`: every connection subscribes to one topic, and every text or binary
+/// message received is published on it to every other subscriber (framed once, shared by
+/// all), as `uws-echo PORT --pubsub` does.
+struct Relay {
+    handle: ServerHandle,
+    topic: Topic,
+}
+
+impl Handler for Relay {
+    type State = ();
+
+    fn upgrade(&mut self, request: &Request, _peer: SocketAddr) -> Decision<()> {
+        Decision::accept(request, ())
+    }
+
+    fn on_open(&mut self, conn: &mut Conn<'_, ()>) {
+        conn.subscribe(&self.topic);
+    }
+
+    fn on_message(&mut self, conn: &mut Conn<'_, ()>, message: Message<'_>) {
+        let frame = match message {
+            Message::Text(text) => SharedFrame::text(text),
+            Message::Binary(data) => SharedFrame::binary(data),
+            _ => return,
+        };
+        // Fails only once the server is stopping.
+        let _ = self
+            .handle
+            .publish_from(conn.id(), &self.topic, 0, move |_| frame);
+    }
+
+    fn on_handshake_error(&mut self, _peer: Option<SocketAddr>, failure: HandshakeFailure) {
+        handshake_error(failure);
     }
 }
 
@@ -52,6 +95,18 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), String> {
         .bind((args.bind.as_str(), args.port))
         .map_err(|e| format!("bind: {e}"))?;
     print_listening(tls.is_some(), server.local_addr());
-    let running = server.start(|_| Echo).map_err(|e| e.to_string())?;
+    let running = if args.pubsub {
+        server.start(|worker| {
+            let handle = worker.handle.clone();
+            // A slow subscriber loses its oldest messages rather than holding memory.
+            let topic = handle
+                .topic("t", SlowConsumer::DropOldest)
+                .expect("one policy for the one topic");
+            Relay { handle, topic }
+        })
+    } else {
+        server.start(|_| Echo)
+    }
+    .map_err(|e| e.to_string())?;
     running.join().map_err(|e| e.to_string())
 }

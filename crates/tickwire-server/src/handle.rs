@@ -237,6 +237,28 @@ impl ServerHandle {
         key: u64,
         encode: impl FnOnce(u64) -> SharedFrame,
     ) -> Result<u64, HandleError> {
+        self.publish_inner(topic, None, key, encode)
+    }
+
+    /// As [`publish`](Self::publish), except that `sender` does not get the message even if
+    /// it subscribes to `topic`: a connection relaying what it received to the others.
+    pub fn publish_from(
+        &self,
+        sender: ConnId,
+        topic: &Topic,
+        key: u64,
+        encode: impl FnOnce(u64) -> SharedFrame,
+    ) -> Result<u64, HandleError> {
+        self.publish_inner(topic, Some(sender), key, encode)
+    }
+
+    fn publish_inner(
+        &self,
+        topic: &Topic,
+        except: Option<ConnId>,
+        key: u64,
+        encode: impl FnOnce(u64) -> SharedFrame,
+    ) -> Result<u64, HandleError> {
         if self.shared.stopping.load(Ordering::Acquire) {
             return Err(HandleError::Stopped);
         }
@@ -251,6 +273,7 @@ impl ServerHandle {
             seq,
             key,
             frame: encode(seq),
+            except,
         });
         // The number is used even if a worker is gone (the server is stopping): a later
         // publication never reuses it.

@@ -181,6 +181,8 @@ pub(crate) struct Publication {
     pub(crate) seq: u64,
     pub(crate) key: u64,
     pub(crate) frame: SharedFrame,
+    /// A subscriber that does not get it (the connection that sent it, relaying).
+    pub(crate) except: Option<ConnId>,
 }
 
 /// A server's topics by name.

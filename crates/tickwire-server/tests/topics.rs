@@ -29,8 +29,10 @@ enum Event {
 
 /// Subscribes each connection to the topic its path names (`/0`, `/1`, ...) when it opens;
 /// answers `ready` with `ready` (sent after the subscription is in place), `unsub` and `sub`
-/// change the subscription.
+/// change the subscription; a binary message is relayed on the topic to the other
+/// subscribers.
 struct Subscriber {
+    handle: ServerHandle,
     topics: Vec<Topic>,
     events: mpsc::Sender<Event>,
 }
@@ -56,6 +58,12 @@ impl Handler for Subscriber {
             Message::Text("ready") => conn.send_text("ready").unwrap(),
             Message::Text("unsub") => conn.unsubscribe(&topic),
             Message::Text("sub") => conn.subscribe(&topic),
+            Message::Binary(data) => {
+                let frame = SharedFrame::binary(data);
+                self.handle
+                    .publish_from(conn.id(), &topic, 0, |_| frame)
+                    .unwrap();
+            }
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -94,6 +102,7 @@ impl Fixture {
                     .collect();
                 let _ = topics_tx.send(topics.clone());
                 Subscriber {
+                    handle: context.handle.clone(),
                     topics,
                     events: tx.lock().unwrap().clone(),
                 }
@@ -433,4 +442,19 @@ fn subscribing_unsubscribing_and_closing_during_publishing_are_safe() {
     let mut late = fixture.subscriber(0);
     fixture.publish(0, 0, 16);
     assert_eq!(read_messages(&mut late, 1)[0].0, COUNT + 1);
+}
+
+#[test]
+fn a_relayed_message_reaches_every_subscriber_but_its_sender() {
+    let fixture = Fixture::start(ServerBuilder::new().workers(2), &[SlowConsumer::DropOldest]);
+    let mut clients: Vec<Ws> = (0..4).map(|_| fixture.subscriber(0)).collect();
+    clients[0].send_binary_now(&payload(0, 1, 32)).unwrap();
+    for ws in &mut clients[1..] {
+        assert_eq!(read_messages(ws, 1), vec![(0, 1)]);
+    }
+    // The sender's next message is the next publication, not its own relay.
+    fixture.publish(0, 2, 16);
+    for ws in &mut clients {
+        assert_eq!(read_messages(ws, 1), vec![(2, 2)]);
+    }
 }

@@ -205,11 +205,15 @@ impl Buffers {
     }
 
     /// Removes labelled shared frames ([`Sender::shared_labeled`]) that have not started
-    /// going out and for which `drop` returns `Some(true)`, scanning oldest first (`None`
+    /// going out and for which `drop` (given the label and the frame's wire length) returns
+    /// `Some(true)`, scanning oldest first (`None`
     /// stops the scan): how a fan-out server sheds a slow subscriber's backlog. A frame
     /// partly written always finishes (frames are never cut), and everything unlabelled
     /// stays, so the stream stays well formed.
-    pub fn drop_shared(&mut self, drop: impl FnMut(&SharedLabel) -> Option<bool>) -> DroppedShared {
+    pub fn drop_shared(
+        &mut self,
+        drop: impl FnMut(&SharedLabel, usize) -> Option<bool>,
+    ) -> DroppedShared {
         self.out.drop_shared(drop)
     }
 

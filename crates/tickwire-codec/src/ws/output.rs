@@ -26,7 +26,7 @@ struct Queued {
     label: Option<SharedLabel>,
 }
 
-/// What [`Output::drop_shared`] removed.
+/// What [`Buffers::drop_shared`](super::Buffers::drop_shared) removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DroppedShared {
     /// Frames removed.
@@ -119,7 +119,7 @@ impl Output {
     /// called in queue order and may stop the scan by returning `None`.
     pub(crate) fn drop_shared(
         &mut self,
-        mut drop: impl FnMut(&SharedLabel) -> Option<bool>,
+        mut drop: impl FnMut(&SharedLabel, usize) -> Option<bool>,
     ) -> DroppedShared {
         let mut dropped = DroppedShared::default();
         let mut stopped = false;
@@ -130,7 +130,7 @@ impl Output {
             let Some(label) = &q.label else {
                 return true;
             };
-            match drop(label) {
+            match drop(label, q.frame.wire().len()) {
                 Some(true) => {
                     dropped.frames += 1;
                     dropped.bytes += q.frame.wire().len();

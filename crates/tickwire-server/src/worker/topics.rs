@@ -172,6 +172,9 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                         if conn.state() != ConnectionState::Open {
                             break;
                         }
+                        if publication.except == Some(id) {
+                            continue;
+                        }
                         queue_on(conn, bufs, now, publication, budget, &mut counts, &mut gap);
                     }
                 });

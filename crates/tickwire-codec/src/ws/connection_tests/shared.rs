@@ -153,12 +153,12 @@ fn dropping_labelled_frames_keeps_the_stream_whole_and_the_count_right() {
     server.conn.output_vectored(&server.bufs, &mut slices);
     server.advance_output(10);
     let before = server.bufs.queued_data();
-    let dropped = server.bufs.drop_shared(|l| Some(l.key == 7));
+    let dropped = server.bufs.drop_shared(|l, _| Some(l.key == 7));
     assert_eq!(dropped.frames, 1, "only the unstarted frame with key 7");
     assert_eq!(dropped.bytes, ticks[2].wire().len());
     assert_eq!(server.bufs.queued_data(), before - dropped.bytes);
     // A scan that stops at once drops nothing.
-    assert_eq!(server.bufs.drop_shared(|_| None).frames, 0);
+    assert_eq!(server.bufs.drop_shared(|_, _| None).frames, 0);
     let mut expected = ticks[0].wire()[10..].to_vec();
     let mut copy = Pair::new().server;
     {
