@@ -5,8 +5,8 @@
 //! `deflate` (permessage-deflate, RFC 7692, and bounded inflation of compressed payloads).
 //! [`http`] holds the HTTP/1.1 message readers and writers (RFC 9110, RFC 9112); [`rest`]
 //! builds whole REST requests on top of the writers, without allocating. [`mux`] multiplexes
-//! requests over one connection (ids, out-of-order responses, caps, timeouts) on request ids
-//! and lengths alone.
+//! requests over one connection (ids, out-of-order responses, caps, timeouts, a circuit
+//! breaker for pools) on request ids and lengths alone.
 //! It performs no I/O, reads no clock and spawns nothing: bytes come in, events come out, and
 //! time is passed in by the transport.
 //!

@@ -1,5 +1,6 @@
 //! Request multiplexing over one connection, sans-IO, both sides: request ids, responses
-//! matched out of order, caps, per-request timeouts and cancellation.
+//! matched out of order, caps, per-request timeouts, cancellation, and a circuit breaker for a
+//! pool of connections.
 //!
 //! This module owns the bookkeeping of requests: which ids are in flight, which answer goes
 //! to which request, when a request times out, what happens to the requests of a connection
@@ -15,6 +16,7 @@
 //!   response.
 //! - [`Server`]: `on_request` when a request header arrives, `respond` when its answer is
 //!   queued, in any order; `reset` when the connection goes away.
+//! - [`Breaker`]: a circuit breaker a pool consults before using a connection.
 //!
 //! # Request ids
 //!
@@ -69,16 +71,20 @@
 //! deadline but before [`Client::handle_timeout`] ran completes the request: the answer is
 //! there.
 
+mod breaker;
 mod client;
 mod deadlines;
 mod error;
 mod server;
 
 #[cfg(test)]
+mod breaker_tests;
+#[cfg(test)]
 mod tests;
 
 use core::fmt;
 
+pub use breaker::{Breaker, BreakerConfig, BreakerState, Permit, Rejected};
 pub use client::{
     Client, ClientConfig, ClientStats, Completed, Expired, Failed, MAX_IN_FLIGHT, Outcome, Refused,
     Response,
