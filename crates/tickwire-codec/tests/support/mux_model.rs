@@ -11,7 +11,8 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use tickwire_codec::mux::{
-    Client, ClientConfig, Disconnect, Error, Outcome, RequestId, Response, Server, ServerConfig,
+    Client, ClientConfig, ClientStats, Disconnect, Error, Outcome, RequestId, Response, Server,
+    ServerConfig, ServerStats,
 };
 
 /// Client cap: small, so that the cap, slot reuse and the 64-generation late window are all
@@ -92,8 +93,9 @@ impl Model {
     }
 
     /// Runs the operations `ops` encodes (two bytes each), then loses the connection and
-    /// checks that every begun request finished exactly once.
-    pub(crate) fn run(ops: &[u8]) {
+    /// checks that every begun request finished exactly once. Returns the final counters, to
+    /// show what a run exercised.
+    pub(crate) fn run(ops: &[u8]) -> (ClientStats, ServerStats) {
         let mut model = Self::new();
         for op in ops.chunks(2) {
             model.step(op[0], *op.get(1).unwrap_or(&0));
@@ -107,18 +109,22 @@ impl Model {
             stats.completed + stats.timed_out + stats.cancelled + stats.failed
         );
         assert_eq!(stats.late, model.late);
+        (stats, model.server.stats())
     }
 
-    /// One operation: the low nibble of `op` picks it, `arg` parameterises it.
+    /// One operation: the low nibble of `op` picks it (begins and answers are the most
+    /// frequent), the high nibble and `arg` parameterise it.
     pub(crate) fn step(&mut self, op: u8, arg: u8) {
         let len = usize::from(arg) * 5; // 0..=1275: over both request limits and the response one
-        match op % 10 {
-            0 | 1 => self.begin(len, (op & 0x10 != 0).then(|| u64::from(arg % 64) + 1)),
-            2 | 3 => self.server_responds(usize::from(arg), len),
-            4 => self.cancel(usize::from(arg)),
-            5 => self.advance(u64::from(arg)),
-            6 => self.lose_connection(Disconnect::ConnectionLost),
-            7 => {
+        match op & 0x0f {
+            0..=2 | 12 | 13 => {
+                let timeout = (op & 0x10 != 0).then(|| u64::from(arg % 64) + 1);
+                self.begin(len, timeout);
+            }
+            3..=5 | 14 | 15 => self.server_responds(usize::from(arg), len),
+            6 => self.cancel(usize::from(arg)),
+            7 => self.advance(u64::from(arg)),
+            8 => {
                 // The peer answers an id issued at any time again: late, duplicate or too old.
                 let mut issued: Vec<u64> = self.ids.keys().copied().collect();
                 issued.sort_unstable();
@@ -127,7 +133,7 @@ impl Model {
                     self.deliver_response(id, len % 600);
                 }
             }
-            8 => {
+            9 => {
                 // A forged id near the ones in use, or anywhere.
                 let id = match op >> 4 {
                     0 => u64::from(arg),
@@ -136,7 +142,8 @@ impl Model {
                 };
                 self.deliver_response(id, 10);
             }
-            _ => self.server_misuse(op >> 4, arg),
+            10 => self.server_misuse(op >> 4, arg),
+            _ => self.lose_connection(Disconnect::ConnectionLost),
         }
     }
 
