@@ -29,7 +29,9 @@ pub const MAX_IN_FLIGHT: usize = 1 << 24;
 #[non_exhaustive]
 pub struct ClientConfig {
     /// Most requests in flight at once on one connection, and the size of the slot table
-    /// allocated up front. Default 1 024; at most [`MAX_IN_FLIGHT`].
+    /// allocated up front. Default 1 024; at most [`MAX_IN_FLIGHT`]. Each slot costs at most
+    /// 76 bytes with a token of 8 bytes or less (the slot, its deadline heap entry and index),
+    /// so the default table holds 76 KiB per connection.
     pub max_in_flight: usize,
     /// Largest request payload [`Client::begin`] accepts. Default 16 MiB.
     pub max_request_size: usize,
@@ -248,10 +250,9 @@ impl<T> Client<T> {
         if self.free_head == NO_SLOT {
             self.free_tail = NO_SLOT;
         }
-        // Generation 0 is never issued, so neither is id 0. Past 2^40 reuses of one slot the
-        // generation would wrap; at one slot reuse per `max_in_flight` requests that is
-        // beyond 2^63 requests.
-        slot.generation = match (slot.generation + 1) & generation_mask {
+        // Generation 0 is never issued, so neither is id 0. The generation wraps only after
+        // 2^(64 - index_bits) reuses of this one slot (2^54 at the default cap).
+        slot.generation = match slot.generation.wrapping_add(1) & generation_mask {
             0 => 1,
             next => next,
         };
@@ -477,5 +478,18 @@ impl<T> Iterator for Failed<'_, T> {
 impl<T> Drop for Failed<'_, T> {
     fn drop(&mut self) {
         self.for_each(drop);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The per-slot cost [`ClientConfig::max_in_flight`] documents.
+    #[test]
+    fn a_slot_costs_at_most_76_bytes_with_a_small_token() {
+        let heap_entry = size_of::<(Instant, u32)>() + size_of::<u32>();
+        assert!(size_of::<Slot<u64>>() + heap_entry <= 76);
+        assert!(size_of::<Slot<()>>() + heap_entry <= 76);
     }
 }

@@ -21,12 +21,13 @@
 //! # Request ids
 //!
 //! A client's id packs the index of the request's slot (the low `b` bits, where
-//! `b = ceil(log2(max_in_flight))`, at most 24) and the slot's generation (the high bits, at
-//! least 40 of them), which advances each time the slot is reused. An id is therefore never
-//! reused while a response to it could still arrive: a late response carries an old
-//! generation and cannot reach the slot's new request. Freed slots are reused oldest first,
-//! so a slot's generation advances once per `max_in_flight` requests and wraps after more
-//! than 2^63 requests.
+//! `b = ceil(log2(max_in_flight))`, at most 24) and the slot's generation (the high `64 - b`
+//! bits: 54 at the default cap of 1 024, at least 40), which advances each time the slot is
+//! reused. An id is therefore not issued again while a response to it could still arrive: a
+//! late response carries an old generation and cannot reach the slot's new request. Freed
+//! slots are reused oldest first, which spreads reuse over the table. A generation would wrap
+//! only after 2^(64 - b) reuses of one slot (2^54 at the default cap: centuries at millions of
+//! requests a second); past that, ids would repeat.
 //!
 //! **Id 0 is reserved**: a client never issues it (generations start at 1) and a server
 //! refuses a request carrying it ([`Error::ReservedId`]). The framing may use 0 for packets

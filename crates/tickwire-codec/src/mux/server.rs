@@ -16,7 +16,8 @@ use super::{Error, RequestId};
 #[non_exhaustive]
 pub struct ServerConfig {
     /// Most requests in flight (received, not yet answered) on one connection. Default 256,
-    /// tighter than the client's because peers are untrusted.
+    /// tighter than the client's because peers are untrusted. The id table takes 16 bytes
+    /// per request of the cap (rounded up to a power of two): 4 KiB at the default.
     pub max_in_flight: usize,
     /// Largest request payload [`Server::on_request`] accepts, checked on the header before
     /// the payload is read. Default 1 MiB.
