@@ -24,6 +24,7 @@
 //! the last transition is ignored: a slow request sent while Closed cannot close a breaker
 //! that has since opened, nor can its failure count against a later Closed period.
 
+use core::fmt;
 use std::time::{Duration, Instant};
 
 /// The breaker's thresholds and delays. `#[non_exhaustive]`: start from
@@ -115,10 +116,19 @@ impl Permit {
 
 /// [`Breaker::allow`] refused: do not send before `retry_at`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Rejected {
     /// When asking again can succeed: the end of the cool-down, or of the probes' timeout.
     pub retry_at: Instant,
 }
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("circuit breaker open: the peer keeps failing")
+    }
+}
+
+impl std::error::Error for Rejected {}
 
 /// A circuit breaker, time passed in. See the module docs for the state machine.
 #[derive(Debug, Clone)]

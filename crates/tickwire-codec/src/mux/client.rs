@@ -7,6 +7,7 @@
 //! freed slot is reused only after every other free one: the generation of one slot advances
 //! once per `max_in_flight` requests, not once per request.
 
+use core::fmt;
 use std::time::{Duration, Instant};
 
 use super::deadlines::Deadlines;
@@ -66,6 +67,7 @@ impl Default for ClientConfig {
 /// A request that finished, with the caller's token. Every begun request comes back exactly
 /// once as a `Completed` (or, when cancelled, as the token [`Client::cancel`] returns).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Completed<T> {
     /// The request's id.
     pub id: RequestId,
@@ -109,11 +111,24 @@ pub enum Response<T> {
 /// [`Client::begin`] refused a request: the error, and the token back, so that the caller can
 /// try elsewhere (another connection of a pool) or report the failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Refused<T> {
     /// Why: [`Error::TooManyInFlight`] or [`Error::RequestTooLarge`].
     pub error: Error,
     /// The token given to `begin`.
     pub token: T,
+}
+
+impl<T> fmt::Display for Refused<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "request refused: {}", self.error)
+    }
+}
+
+impl<T: fmt::Debug> std::error::Error for Refused<T> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
 }
 
 /// Counters since the client was made; `in_flight` is the current number.
@@ -418,6 +433,7 @@ impl<T> Client<T> {
 
 /// The timed-out requests of [`Client::handle_timeout`], earliest deadline first.
 #[derive(Debug)]
+#[must_use = "timed-out requests stay in flight until the iterator yields them"]
 pub struct Expired<'a, T> {
     client: &'a mut Client<T>,
     now: Instant,

@@ -463,6 +463,13 @@ fn errors_display_what_went_wrong() {
         Error::UnknownId { id }.to_string(),
         "response to request 0x2a, which was never issued"
     );
+    let refused = Client::new(ClientConfig::new().with_max_request_size(1))
+        .begin(Instant::now(), 2, None, ())
+        .unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "request refused: request of 2 bytes exceeds the limit of 1"
+    );
     assert_eq!(
         Disconnect::Closed(Error::ReservedId).to_string(),
         "connection closed: request with the reserved id 0"
