@@ -28,7 +28,8 @@ use core::fmt;
 use std::time::{Duration, Instant};
 
 /// The breaker's thresholds and delays. `#[non_exhaustive]`: start from
-/// [`BreakerConfig::new`] (or `default()`) and change fields with the `with_*` methods.
+/// [`BreakerConfig::new`] (or `default()`) and change fields with the `with_*` methods. A
+/// duration over a year acts as a year.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct BreakerConfig {
@@ -184,19 +185,20 @@ impl Breaker {
                 probe: false,
             }),
             State::HalfOpen { since, probes } => {
-                let overdue = *since + self.config.probe_timeout;
+                let since = *since;
                 if *probes < self.config.max_probes.max(1) {
                     *probes += 1;
                     Ok(Permit {
                         epoch: self.epoch,
                         probe: true,
                     })
-                } else if now >= overdue {
+                } else if now >= after(since, self.config.probe_timeout) {
                     Err(Rejected {
                         retry_at: self.reopen(now),
                     })
                 } else {
-                    Err(Rejected { retry_at: overdue })
+                    let retry_at = after(since, self.config.probe_timeout);
+                    Err(Rejected { retry_at })
                 }
             }
             State::Open { .. } => unreachable!("turned half-open above"),
@@ -261,13 +263,9 @@ impl Breaker {
         self.epoch += 1;
     }
 
-    /// Opens with the current cool-down (a deadline past what `Instant` holds is capped at
-    /// `max_cool_down`, then at `now`); returns when it ends.
+    /// Opens with the current cool-down; returns when it ends.
     fn open(&mut self, now: Instant) -> Instant {
-        let until = now
-            .checked_add(self.cool_down)
-            .or_else(|| now.checked_add(self.config.max_cool_down))
-            .unwrap_or(now);
+        let until = after(now, self.cool_down);
         self.transition(State::Open { until });
         until
     }
@@ -281,4 +279,14 @@ impl Breaker {
             .min(self.config.max_cool_down.max(self.config.cool_down));
         self.open(now)
     }
+}
+
+/// Longest wait the breaker schedules: a longer configured duration acts as this one, so that
+/// every instant it computes exists.
+const LONGEST_WAIT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// `at + wait`, with `wait` capped at [`LONGEST_WAIT`] (and `at` itself should even that be
+/// past what `Instant` holds).
+fn after(at: Instant, wait: Duration) -> Instant {
+    at.checked_add(wait.min(LONGEST_WAIT)).unwrap_or(at)
 }

@@ -192,3 +192,24 @@ fn zero_thresholds_act_as_one() {
     );
     assert!(breaker.allow(t1).is_err());
 }
+
+#[test]
+fn durations_over_a_year_act_as_a_year() {
+    let t0 = Instant::now();
+    let year = Duration::from_secs(365 * 24 * 3600);
+    let config = config()
+        .with_cool_down(Duration::MAX)
+        .with_max_cool_down(Duration::MAX)
+        .with_probe_timeout(Duration::MAX);
+    let mut breaker = Breaker::new(config);
+    fail(&mut breaker, 3, t0);
+    assert_eq!(breaker.state(), BreakerState::Open { until: t0 + year });
+    let probe_at = t0 + year;
+    let _probe = breaker.allow(probe_at).unwrap();
+    let rejected = breaker.allow(probe_at).unwrap_err();
+    assert_eq!(rejected.retry_at, probe_at + year);
+    assert_eq!(
+        breaker.allow(probe_at + year).unwrap_err().retry_at,
+        probe_at + 2 * year
+    );
+}
