@@ -18,6 +18,47 @@
 //!   queued, in any order; `reset` when the connection goes away.
 //! - [`Breaker`]: a circuit breaker a pool consults before using a connection.
 //!
+//! # Example
+//!
+//! What a transport does around its packet reader and writer, both sides in one place:
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use tickwire_codec::mux::{Client, ClientConfig, Disconnect, Outcome, Response};
+//! use tickwire_codec::mux::{Server, ServerConfig};
+//!
+//! let now = Instant::now();
+//! let mut client = Client::new(ClientConfig::new());
+//! let mut server = Server::new(ServerConfig::new());
+//!
+//! // Client: an id for the header of a 5-byte request that may wait 2 s for its answer.
+//! let timeout = Some(Duration::from_secs(2));
+//! let id = client.begin(now, 5, timeout, "order 1").map_err(|refused| refused.error)?;
+//! // Server: the request header arrives; later its answer is queued.
+//! server.on_request(id, 5)?;
+//! server.respond(id)?;
+//! // Client: the response header arrives, with a 3-byte payload behind it.
+//! let Response::Completed(done) = client.on_response(id, 3, now)? else {
+//!     panic!("a late answer: read and drop the payload");
+//! };
+//! assert_eq!(done.token, "order 1");
+//!
+//! // The transport's loop sleeps until `poll_timeout`, then runs the timers.
+//! client.begin(now, 5, timeout, "order 2").map_err(|refused| refused.error)?;
+//! let deadline = client.poll_timeout().expect("one deadline armed");
+//! for expired in client.handle_timeout(deadline) {
+//!     assert_eq!((expired.token, expired.outcome), ("order 2", Outcome::TimedOut));
+//! }
+//!
+//! // The connection is lost: every request still in flight fails, once.
+//! client.begin(now, 5, None, "order 3").map_err(|refused| refused.error)?;
+//! for failed in client.fail_all(Disconnect::ConnectionLost) {
+//!     assert_eq!(failed.token, "order 3");
+//! }
+//! server.reset();
+//! # Ok::<(), tickwire_codec::mux::Error>(())
+//! ```
+//!
 //! # Request ids
 //!
 //! A client's id packs the index of the request's slot (the low `b` bits, where
