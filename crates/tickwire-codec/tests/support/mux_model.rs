@@ -184,25 +184,31 @@ impl Model {
         }
     }
 
-    /// The request header reaches the server.
+    /// A request header reaches the server, from the client or from a peer that forges ids
+    /// (which may collide with the client's). The server checks in its documented order.
     fn send_request(&mut self, id: RequestId, len: usize) {
-        match self.server.on_request(id, len) {
-            Ok(()) => {
-                assert!(len <= SERVER_MAX_REQUEST);
-                self.server_held.push(id.0);
-            }
-            Err(Error::Busy { id: busy, limit }) => {
-                assert_eq!((busy, limit), (id, SERVER_CAP));
-                assert_eq!(self.server_held.len(), SERVER_CAP);
-                // Answered "busy" at once, without `respond`.
-                self.deliver_response(id.0, 4);
-            }
-            Err(error) => {
-                let limit = SERVER_MAX_REQUEST;
-                assert_eq!(error, Error::IncomingRequestTooLarge { id, len, limit });
-                assert!(error.must_close());
-                self.lose_connection(Disconnect::Closed(error));
-            }
+        let result = self.server.on_request(id, len);
+        let expected = if id == RequestId::RESERVED {
+            Err(Error::ReservedId)
+        } else if self.server_held.contains(&id.0) {
+            Err(Error::DuplicateRequest { id })
+        } else if len > SERVER_MAX_REQUEST {
+            let limit = SERVER_MAX_REQUEST;
+            Err(Error::IncomingRequestTooLarge { id, len, limit })
+        } else if self.server_held.len() == SERVER_CAP {
+            Err(Error::Busy {
+                id,
+                limit: SERVER_CAP,
+            })
+        } else {
+            Ok(())
+        };
+        assert_eq!(result, expected, "request {id:#x?}");
+        match result {
+            Ok(()) => self.server_held.push(id.0),
+            // Answered "busy" at once, without `respond`.
+            Err(Error::Busy { .. }) => self.deliver_response(id.0, 4),
+            Err(error) => self.close(error),
         }
     }
 
@@ -254,21 +260,18 @@ impl Model {
         assert!(self.model_earliest_deadline().is_none_or(|at| at > now));
     }
 
+    /// The server's peer misbehaves (a duplicate id, id 0, an id of its own), or the server
+    /// is asked about ids it does not hold.
     fn server_misuse(&mut self, kind: u8, arg: u8) {
-        let outcome = match kind % 3 {
+        match kind % 4 {
             0 if !self.server_held.is_empty() => {
-                let id = RequestId(self.server_held[usize::from(arg) % self.server_held.len()]);
-                let error = self.server.on_request(id, 1).expect_err("duplicate");
-                assert_eq!(error, Error::DuplicateRequest { id });
-                Some(error)
+                let held = self.server_held[usize::from(arg) % self.server_held.len()];
+                self.send_request(RequestId(held), 1);
             }
-            1 => {
-                let error = self
-                    .server
-                    .on_request(RequestId::RESERVED, 1)
-                    .expect_err("id 0");
-                assert_eq!(error, Error::ReservedId);
-                Some(error)
+            1 => self.send_request(RequestId::RESERVED, 1),
+            3 => {
+                let id = (u64::from(arg) << self.index_bits) | u64::from(arg % 8);
+                self.send_request(RequestId(id), usize::from(arg) * 5);
             }
             _ => {
                 let id = RequestId(u64::from(arg) << 3 | 0x7);
@@ -277,12 +280,7 @@ impl Model {
                 if !held {
                     assert_eq!(self.server.respond(id), Err(Error::NotInFlight { id }));
                 }
-                None
             }
-        };
-        if let Some(error) = outcome {
-            assert!(error.must_close());
-            self.lose_connection(Disconnect::Closed(error));
         }
     }
 
