@@ -4,7 +4,9 @@
 //! frames, messages and connection state), [`handshake`] (the HTTP/1.1 upgrade, both sides) and
 //! `deflate` (permessage-deflate, RFC 7692, and bounded inflation of compressed payloads).
 //! [`http`] holds the HTTP/1.1 message readers and writers (RFC 9110, RFC 9112); [`rest`]
-//! builds whole REST requests on top of the writers, without allocating.
+//! builds whole REST requests on top of the writers, without allocating. [`mux`] multiplexes
+//! requests over one connection (ids, out-of-order responses, caps, timeouts, a circuit
+//! breaker for pools) on request ids and lengths alone.
 //! It performs no I/O, reads no clock and spawns nothing: bytes come in, events come out, and
 //! time is passed in by the transport.
 //!
@@ -24,6 +26,8 @@
 //!   permessage-deflate with `deflate`'s functions, and hands out a ready [`ws::Connection`].
 //!   Nothing below it names it. Transports drive it and take no protocol decision of their
 //!   own.
+//! - `mux` stands alone: it counts requests by id and length and never sees a byte, so it
+//!   names no other module; a transport glues it to the packet framing.
 //!
 //! # Features
 //!
@@ -78,5 +82,6 @@ pub mod buf;
 pub mod deflate;
 pub mod handshake;
 pub mod http;
+pub mod mux;
 pub mod rest;
 pub mod ws;
