@@ -3,24 +3,31 @@
 //! time for a fan-out server. The frame writer sends it as it is on every connection whose
 //! negotiated window fits and as plain bytes on the others.
 
-use super::DeflateConfig;
 use super::codec::{compress_message, with_shared_compressor};
-use crate::ws::{OpCode, PreparedMessage};
+use super::{DeflateConfig, RSV1};
+use crate::ws::{PreparedMessage, SharedFrame};
 
 impl PreparedMessage {
     /// A text message, compressed per `config` (level, `min_size`, `only_if_smaller`, and
     /// `server_max_window_bits` as the window, 15 when unset).
     pub fn text(text: &str, config: &DeflateConfig) -> Self {
-        compress(OpCode::Text, text.as_bytes(), config)
+        compress(SharedFrame::text(text), config)
     }
 
     /// A binary message, compressed per `config` as for [`text`](Self::text).
     pub fn binary(payload: &[u8], config: &DeflateConfig) -> Self {
-        compress(OpCode::Binary, payload, config)
+        compress(SharedFrame::binary(payload), config)
+    }
+
+    /// The message of `frame`, compressed per `config` as for [`text`](Self::text); the
+    /// plain form is `frame` itself (shared, not copied).
+    pub fn from_frame(frame: &SharedFrame, config: &DeflateConfig) -> Self {
+        compress(frame.clone(), config)
     }
 }
 
-fn compress(opcode: OpCode, payload: &[u8], config: &DeflateConfig) -> PreparedMessage {
+fn compress(plain: SharedFrame, config: &DeflateConfig) -> PreparedMessage {
+    let payload = plain.payload();
     // zlib cannot write an 8-bit raw window (module docs): 9 is the smallest used.
     let window_bits = config.server_max_window_bits.unwrap_or(15).clamp(9, 15);
     let mut compressed = None;
@@ -35,5 +42,5 @@ fn compress(opcode: OpCode, payload: &[u8], config: &DeflateConfig) -> PreparedM
             compressed = Some(out);
         }
     }
-    PreparedMessage::from_parts(opcode, payload.to_vec(), compressed, window_bits)
+    PreparedMessage::from_parts(plain, compressed.as_deref(), RSV1, window_bits)
 }

@@ -630,3 +630,62 @@ fn message_into_a_slice_compresses_as_message_does_and_a_short_slice_moves_nothi
         );
     }
 }
+
+#[test]
+fn a_server_connection_queues_prepared_messages_by_reference_and_the_peer_decodes_them() {
+    use crate::ws::{Buffers, Config, Connection};
+    let config = DeflateConfig::default();
+    let update = json(600);
+    let prepared = PreparedMessage::text(&update, &config);
+    let compressed = prepared.compressed_frame().expect("compressible").clone();
+    let plain = prepared.plain_frame().clone();
+    // (negotiated, the frame every prepared message must share)
+    let cases = [
+        (params(true, true, 15, 15), &compressed),
+        (params(false, false, 15, 15), &compressed),
+        (params(false, false, 10, 15), &plain),
+    ];
+    for (p, shared) in cases {
+        let mut conn = Connection::new(
+            Role::Server,
+            Config::server(),
+            MaskSource::seeded(1),
+            std::time::Instant::now(),
+        );
+        let (decoder, encoder) = PerMessageDeflate::new(Role::Server, &p, &config).into_parts();
+        conn.set_extension(Box::new(decoder), Box::new(encoder));
+        let mut bufs = Buffers::new(&Config::server());
+        let before = shared.share_count();
+        let mut expected = Vec::new();
+        for i in 0..5 {
+            let own = json(300 + i);
+            conn.sender(&mut bufs).text(&own).unwrap();
+            conn.sender(&mut bufs).prepared(&prepared).unwrap();
+            expected.push(Ok(own.into_bytes()));
+            expected.push(Ok(update.clone().into_bytes()));
+        }
+        assert_eq!(
+            shared.share_count(),
+            before + 5,
+            "queued by reference: {p:?}"
+        );
+        let mut wire = Vec::new();
+        loop {
+            let mut slices = [std::io::IoSlice::new(&[]); 16];
+            let filled = conn.output_vectored(&bufs, &mut slices);
+            if filled == 0 {
+                break;
+            }
+            let n: usize = slices[..filled].iter().map(|s| s.len()).sum();
+            for slice in &slices[..filled] {
+                wire.extend_from_slice(slice);
+            }
+            conn.advance_output(&mut bufs, n);
+        }
+        assert_eq!(shared.share_count(), before, "released once written");
+        let mut reader = FrameReader::new(Role::Client, Limits::client());
+        let (client_decoder, _) = PerMessageDeflate::new(Role::Client, &p, &config).into_parts();
+        reader.set_extension(Box::new(client_decoder));
+        assert_eq!(read_all(&mut reader, &wire, 77), expected, "{p:?}");
+    }
+}

@@ -695,13 +695,56 @@ impl Sender<'_> {
 
     /// Queues a message prepared once for many connections (fan-out): compressed when this
     /// connection negotiated permessage-deflate with a window that fits, plain otherwise.
+    ///
+    /// A server connection queues the chosen form by reference (no copy), as
+    /// [`shared`](Self::shared) does, unless it must be fragmented.
     #[cfg(feature = "deflate")]
     pub fn prepared(&mut self, message: &PreparedMessage) -> Result<(), Error> {
         if self.state.close_queued {
             return Err(Error::SendAfterClose);
         }
-        self.state.writer.prepared(&mut self.out.data, message);
+        self.queue_prepared(message, None);
         Ok(())
+    }
+
+    /// Queues `message` like [`prepared`](Self::prepared), with a label for
+    /// [`Buffers::drop_shared`] (see [`shared_labeled`](Self::shared_labeled)).
+    #[cfg(feature = "deflate")]
+    pub fn prepared_labeled(
+        &mut self,
+        message: &PreparedMessage,
+        label: SharedLabel,
+    ) -> Result<(), Error> {
+        if self.state.close_queued {
+            return Err(Error::SendAfterClose);
+        }
+        self.queue_prepared(message, Some(label));
+        Ok(())
+    }
+
+    #[cfg(feature = "deflate")]
+    fn queue_prepared(&mut self, message: &PreparedMessage, label: Option<SharedLabel>) {
+        let writer = &mut self.state.writer;
+        if writer.role() == Role::Server {
+            let compressed = message
+                .compressed_frame()
+                .filter(|frame| !writer.would_fragment(frame.payload().len()));
+            if let Some(frame) = compressed {
+                if writer.accept_prepared(message.window_bits()).is_some() {
+                    self.out.push_shared(frame, label);
+                    return;
+                }
+            }
+            // Plain: no extension, a window too small, or left uncompressed by the policy.
+            let plain = message.plain_frame();
+            if message.compressed().is_none_or(|_| compressed.is_some())
+                && !writer.would_fragment(plain.payload().len())
+            {
+                self.out.push_shared(plain, label);
+                return;
+            }
+        }
+        self.state.writer.prepared(&mut self.out.data, message);
     }
 
     /// Queues a ping (at most 125 bytes), ahead of data not yet started.

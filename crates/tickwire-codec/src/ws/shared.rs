@@ -53,8 +53,14 @@ impl SharedFrame {
     }
 
     fn encode(opcode: OpCode, payload: &[u8]) -> Self {
+        Self::with_rsv(opcode, 0, payload)
+    }
+
+    /// One final frame with `rsv` set (an extension's encoded payload, RSV1 for
+    /// permessage-deflate).
+    pub(crate) fn with_rsv(opcode: OpCode, rsv: u8, payload: &[u8]) -> Self {
         let mut out = WriteBuf::new(payload.len() + MAX_HEADER_LEN, 0);
-        FrameWriter::server().message(&mut out, opcode, payload);
+        FrameWriter::server().frame(&mut out, opcode, true, rsv, payload);
         let wire = out.as_slice();
         Self {
             header_len: (wire.len() - payload.len()) as u8,

@@ -107,6 +107,13 @@ impl FrameWriter {
         self.fragment_size as usize
     }
 
+    /// Asks the installed extension whether a prepared form encoded with a `window_bits`
+    /// window may go out as it is (see [`Extension::accept_prepared`]); `None` without one.
+    #[cfg(feature = "deflate")]
+    pub(crate) fn accept_prepared(&mut self, window_bits: u8) -> Option<u8> {
+        self.extension.as_mut()?.accept_prepared(window_bits)
+    }
+
     /// True when a `len`-byte data message goes out in more than one frame.
     pub(crate) fn would_fragment(&self, len: usize) -> bool {
         len > self.fragment_size()
