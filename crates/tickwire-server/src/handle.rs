@@ -268,13 +268,13 @@ impl ServerHandle {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let seq = *last + 1;
-        let publication = Arc::new(Publication {
-            topic: topic.clone(),
+        let publication = Arc::new(Publication::new(
+            topic.clone(),
             seq,
             key,
-            frame: encode(seq),
+            encode(seq),
             except,
-        });
+        ));
         // The number is used even if a worker is gone (the server is stopping): a later
         // publication never reuses it.
         *last = seq;

@@ -183,6 +183,30 @@ pub(crate) struct Publication {
     pub(crate) frame: SharedFrame,
     /// A subscriber that does not get it (the connection that sent it, relaying).
     pub(crate) except: Option<ConnId>,
+    /// The message compressed once, by the first worker with a subscriber that negotiated
+    /// permessage-deflate, for all of them.
+    #[cfg(feature = "deflate")]
+    pub(crate) deflated: std::sync::OnceLock<tickwire_codec::ws::PreparedMessage>,
+}
+
+impl Publication {
+    pub(crate) fn new(
+        topic: Topic,
+        seq: u64,
+        key: u64,
+        frame: SharedFrame,
+        except: Option<ConnId>,
+    ) -> Self {
+        Self {
+            topic,
+            seq,
+            key,
+            frame,
+            except,
+            #[cfg(feature = "deflate")]
+            deflated: std::sync::OnceLock::new(),
+        }
+    }
 }
 
 /// A server's topics by name.

@@ -458,3 +458,64 @@ fn a_relayed_message_reaches_every_subscriber_but_its_sender() {
         assert_eq!(read_messages(ws, 1), vec![(2, 2)]);
     }
 }
+
+#[cfg(feature = "deflate")]
+#[test]
+fn deflate_subscribers_get_the_message_compressed_and_plain_ones_get_it_plain() {
+    use tickwire_server::DeflateConfig;
+    let fixture = Fixture::start(
+        ServerBuilder::new()
+            .workers(2)
+            .deflate(DeflateConfig::default()),
+        &[SlowConsumer::DropOldest],
+    );
+    let mut plain = fixture.subscriber(0);
+    let mut deflating: Vec<Ws> = [true, false]
+        .into_iter()
+        .map(|no_takeover| {
+            let mut config = DeflateConfig::default();
+            config.server_no_context_takeover = no_takeover;
+            let mut ws = ClientBuilder::new()
+                .deflate(config)
+                .read_timeout(Some(Duration::from_secs(10)))
+                .connect(&format!("ws://{}/0", fixture.addr))
+                .unwrap();
+            assert!(ws.deflate().is_some(), "permessage-deflate negotiated");
+            ws.send_text_now("ready").unwrap();
+            assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Text("ready")));
+            ws
+        })
+        .collect();
+    // A raw subscriber that offers permessage-deflate sees the frames as sent.
+    let mut raw = TcpStream::connect(fixture.addr).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    std::io::Write::write_all(
+        &mut raw,
+        b"GET /0 HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+          Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
+          Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n",
+    )
+    .unwrap();
+    let head = support::read_head(&mut raw);
+    assert!(head.contains("permessage-deflate"), "{head}");
+    std::io::Write::write_all(&mut raw, &support::client_frame(1, b"ready")).unwrap();
+    assert_eq!(read_frame(&mut raw), (0x81, b"ready".to_vec()));
+    // Compressible: every byte after the sequence number and key is the same.
+    for _ in 0..50 {
+        fixture.publish(0, 3, 2_000);
+    }
+    let expected: Vec<(u64, u64)> = (1..=50).map(|seq| (seq, 3)).collect();
+    assert_eq!(read_messages(&mut plain, 50), expected);
+    for ws in &mut deflating {
+        assert_eq!(read_messages(ws, 50), expected);
+    }
+    for _ in 0..50 {
+        let (first, compressed) = read_frame(&mut raw);
+        assert_eq!(first, 0xc2, "final binary frame with RSV1: compressed");
+        assert!(
+            compressed.len() < 100,
+            "2,000 bytes compressed to {}",
+            compressed.len()
+        );
+    }
+}

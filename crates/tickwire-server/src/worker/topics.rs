@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use tickwire_codec::ws::{Buffers, ConnectionState, SharedLabel};
+use tickwire_codec::handshake::ServerOptions;
+use tickwire_codec::ws::{Buffers, Connection, ConnectionState, SharedLabel};
+#[cfg(feature = "deflate")]
+use tickwire_codec::{deflate::DeflateConfig, ws::PreparedMessage};
 
 use super::conn::Reading;
 use super::{End, Worker};
@@ -164,6 +167,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             }
             let mut counts = Counts::default();
             let budget = self.settings.send_budget;
+            let options = Arc::clone(&self.options);
             for &id in &walk {
                 let mut gap = None;
                 let closed_before = counts.closed;
@@ -175,7 +179,13 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                         if publication.except == Some(id) {
                             continue;
                         }
-                        queue_on(conn, bufs, now, publication, budget, &mut counts, &mut gap);
+                        let deflate = deflate_config(&options);
+                        let round = Round {
+                            budget,
+                            deflate,
+                            now,
+                        };
+                        queue_on(conn, bufs, &round, publication, &mut counts, &mut gap);
                     }
                 });
                 if counts.closed > closed_before {
@@ -223,17 +233,38 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         self.serve(id.slot(), Reading::No);
     }
 }
+/// What every delivery of a round shares.
+struct Round<'a> {
+    budget: usize,
+    /// The server's permessage-deflate configuration, if it offers the extension.
+    #[cfg(feature = "deflate")]
+    deflate: Option<&'a DeflateConfig>,
+    #[cfg(not(feature = "deflate"))]
+    deflate: std::marker::PhantomData<&'a ()>,
+    now: Instant,
+}
+
+#[cfg(feature = "deflate")]
+fn deflate_config(options: &ServerOptions) -> Option<&DeflateConfig> {
+    options.deflate.as_ref()
+}
+
+#[cfg(not(feature = "deflate"))]
+fn deflate_config(_: &ServerOptions) -> std::marker::PhantomData<&()> {
+    std::marker::PhantomData
+}
+
 /// Queues `publication` on one subscriber, or applies the topic's policy when it would take
 /// the subscriber past `budget`.
 fn queue_on(
-    conn: &mut tickwire_codec::ws::Connection,
+    conn: &mut Connection,
     bufs: &mut Buffers,
-    now: Instant,
+    round: &Round<'_>,
     publication: &Publication,
-    budget: usize,
     counts: &mut Counts,
     gap: &mut Option<Gap>,
 ) {
+    let (budget, now) = (round.budget, round.now);
     let topic = publication.topic.id();
     let len = publication.frame.wire().len();
     let queued = bufs.queued_data();
@@ -296,6 +327,17 @@ fn queue_on(
         key: publication.key,
         seq: publication.seq,
     };
+    #[cfg(feature = "deflate")]
+    if let Some(config) = round.deflate.filter(|_| conn.has_extension()) {
+        // Compressed once for every deflate subscriber of every worker.
+        let prepared = publication
+            .deflated
+            .get_or_init(|| PreparedMessage::from_frame(&publication.frame, config));
+        if conn.sender(bufs).prepared_labeled(prepared, label).is_ok() {
+            counts.queued += 1;
+        }
+        return;
+    }
     if conn
         .sender(bufs)
         .shared_labeled(&publication.frame, label)
