@@ -132,7 +132,9 @@ impl ServerBuilder {
         self
     }
 
-    /// The send budget of each connection, in bytes of queued data frames (default 256 KiB):
+    /// The send budget of each connection (default 256 KiB): the memory its queued data
+    /// frames take, each queued topic message counted as its frame's bytes plus its queue
+    /// entry ([`Buffers::SHARED_ENTRY_BYTES`](tickwire_codec::ws::Buffers::SHARED_ENTRY_BYTES)):
     /// a topic message that would take a subscriber past it is handled by the topic's
     /// [`SlowConsumer`](crate::SlowConsumer) policy instead of being queued. Pings, pongs and
     /// closes do not count and are never dropped. The connection's own messages (sent by
@@ -140,6 +142,16 @@ impl ServerBuilder {
     /// pausing at the backpressure limit.
     pub fn send_budget(mut self, bytes: usize) -> Self {
         self.settings.send_budget = bytes;
+        self
+    }
+
+    /// SO_SNDBUF of every accepted socket (default: the kernel's, which Linux grows on its
+    /// own up to `net.ipv4.tcp_wmem`'s maximum, 4 MiB by default). A fan-out server with
+    /// many subscribers may cap it: what a client that stops reading can hold in the kernel
+    /// is then this (doubled by Linux) plus its receive window, and the send budget governs
+    /// the rest.
+    pub fn socket_send_buffer(mut self, bytes: Option<usize>) -> Self {
+        self.settings.socket_send_buffer = bytes;
         self
     }
 

@@ -46,6 +46,8 @@ pub(crate) struct Settings {
     /// Polls without sleeping for this long after the last event (zero: always sleep).
     pub(crate) busy_poll: Duration,
     pub(crate) send_budget: usize,
+    /// SO_SNDBUF of accepted sockets (`None`: the kernel's default and autotuning).
+    pub(crate) socket_send_buffer: Option<usize>,
 }
 
 impl Default for Settings {
@@ -58,6 +60,7 @@ impl Default for Settings {
             nodelay: true,
             busy_poll: Duration::ZERO,
             send_budget: 256 << 10,
+            socket_send_buffer: None,
         }
     }
 }
@@ -355,6 +358,9 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         }
         if self.settings.nodelay {
             let _ = socket.set_nodelay(true);
+        }
+        if let Some(size) = self.settings.socket_send_buffer {
+            let _ = socket2::SockRef::from(&socket).set_send_buffer_size(size);
         }
         let Ok(mut stream) = T::accept(socket, &self.setup) else {
             return;

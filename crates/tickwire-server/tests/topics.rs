@@ -203,7 +203,12 @@ const POLICIES: [SlowConsumer; 3] = [
 
 #[test]
 fn subscribers_that_keep_up_get_every_message_in_order_under_every_policy() {
-    let fixture = Fixture::start(ServerBuilder::new().workers(2), &POLICIES);
+    // Keeping up: never more queued than the budget (here far more than the whole stream,
+    // which is published without waiting for the readers).
+    let fixture = Fixture::start(
+        ServerBuilder::new().workers(2).send_budget(16 << 20),
+        &POLICIES,
+    );
     let mut readers: Vec<(usize, Ws)> = (0..POLICIES.len())
         .flat_map(|topic| (0..3).map(move |_| topic))
         .map(|topic| (topic, fixture.subscriber(topic)))

@@ -198,11 +198,22 @@ impl Buffers {
         self.out.len()
     }
 
-    /// Bytes of data output queued (own data frames, the close and shared frames): what a
-    /// send budget counts. Pings and pongs are left out; they are few and never dropped.
+    /// Bytes of data output queued (own data frames, the close and shared frames). Pings and
+    /// pongs are left out; they are few and never dropped.
     pub fn queued_data(&self) -> usize {
         self.out.len() - self.out.control.len()
     }
+
+    /// What the queued data output costs in memory: [`queued_data`](Self::queued_data) plus
+    /// [`SHARED_ENTRY_BYTES`](Self::SHARED_ENTRY_BYTES) for each shared frame waiting (its
+    /// bytes are shared, its queue entry is not). What a send budget should count: for small
+    /// shared messages the entries, not the bytes, are most of it.
+    pub fn queued_cost(&self) -> usize {
+        self.queued_data() + self.out.shared_frames() * Self::SHARED_ENTRY_BYTES
+    }
+
+    /// The memory one queued shared frame takes in a connection's queue.
+    pub const SHARED_ENTRY_BYTES: usize = super::output::SHARED_ENTRY_BYTES;
 
     /// Removes labelled shared frames ([`Sender::shared_labeled`]) that have not started
     /// going out and for which `drop` (given the label and the frame's wire length) returns

@@ -26,6 +26,9 @@ struct Queued {
     label: Option<SharedLabel>,
 }
 
+/// The size of one entry of the shared-frame queue.
+pub(crate) const SHARED_ENTRY_BYTES: usize = std::mem::size_of::<Queued>();
+
 /// What [`Buffers::drop_shared`](super::Buffers::drop_shared) removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DroppedShared {
@@ -98,6 +101,11 @@ impl Output {
         self.data.len() + self.control.len() + self.shared_bytes
     }
 
+    /// Shared frames queued (the one being written included).
+    pub(crate) fn shared_frames(&self) -> usize {
+        self.shared.len()
+    }
+
     /// True when data frames or shared frames are queued (the close would go after them).
     pub(crate) fn has_data(&self) -> bool {
         !self.data.is_empty() || !self.shared.is_empty()
@@ -122,27 +130,27 @@ impl Output {
         mut drop: impl FnMut(&SharedLabel, usize) -> Option<bool>,
     ) -> DroppedShared {
         let mut dropped = DroppedShared::default();
-        let mut stopped = false;
-        self.shared.retain(|q| {
-            if stopped || q.sent > 0 {
-                return true;
-            }
-            let Some(label) = &q.label else {
-                return true;
+        // Not `retain`: a scan that stops early (dropping the oldest, the common case) must
+        // not visit the rest of a long queue.
+        let mut i = 0;
+        while let Some(q) = self.shared.get(i) {
+            let label = match &q.label {
+                Some(label) if q.sent == 0 => label,
+                _ => {
+                    i += 1;
+                    continue;
+                }
             };
             match drop(label, q.frame.wire().len()) {
                 Some(true) => {
                     dropped.frames += 1;
                     dropped.bytes += q.frame.wire().len();
-                    false
+                    self.shared.remove(i);
                 }
-                Some(false) => true,
-                None => {
-                    stopped = true;
-                    true
-                }
+                Some(false) => i += 1,
+                None => break,
             }
-        });
+        }
         self.shared_bytes -= dropped.bytes;
         dropped
     }

@@ -266,8 +266,9 @@ fn queue_on(
 ) {
     let (budget, now) = (round.budget, round.now);
     let topic = publication.topic.id();
-    let len = publication.frame.wire().len();
-    let queued = bufs.queued_data();
+    let entry = Buffers::SHARED_ENTRY_BYTES;
+    let len = publication.frame.wire().len() + entry;
+    let queued = bufs.queued_cost();
     if queued + len > budget {
         let mut note = |seq: u64| match gap {
             Some(gap) => gap.merge(Gap::one(seq)),
@@ -294,7 +295,7 @@ fn queue_on(
                         }
                         Some(same)
                     });
-                    freed += dropped.bytes;
+                    freed += dropped.bytes + dropped.frames * entry;
                     counts.dropped += dropped.frames as u64;
                 }
                 if freed < need {
@@ -305,12 +306,12 @@ fn queue_on(
                         }
                         let mine = label.group == topic;
                         if mine {
-                            more += bytes;
+                            more += bytes + entry;
                             note(label.seq);
                         }
                         Some(mine)
                     });
-                    freed += dropped.bytes;
+                    freed += dropped.bytes + dropped.frames * entry;
                     counts.dropped += dropped.frames as u64;
                 }
                 if freed < need {
