@@ -127,10 +127,7 @@ impl PacketWriter {
         let policy = self.config.compression;
         let skip = policy.skip_incompressible
             && payload.len() >= PROBE_FROM
-            && self
-                .compress(chosen, &payload[..PROBE_LEN], space)
-                // Under an eighth saved on the prefix: skip (docs/PACKET.md).
-                .is_none_or(|len| len > PROBE_LEN - PROBE_LEN / 8);
+            && !self.probe(chosen, &payload[..PROBE_LEN], space);
         let compressed = if skip {
             None
         } else {
@@ -155,6 +152,21 @@ impl PacketWriter {
             header.checksum = Some(header::seal(packet, header_len));
         }
         Some(header)
+    }
+
+    /// True when `prefix` compresses by at least an eighth, judged by LZ4: as cheap as a
+    /// byte-entropy estimate on data that will not compress, and an exact answer rather than
+    /// a proxy (docs/PACKET.md has the measurement).
+    #[cfg(feature = "lz4")]
+    fn probe(&mut self, _chosen: Chosen, prefix: &[u8], space: &mut [u8]) -> bool {
+        worth_it(prefix.len(), self.lz4.compress_into(prefix, space))
+    }
+
+    /// True when `prefix` compresses by at least an eighth with the chosen codec (Zstd: the
+    /// only one compiled in).
+    #[cfg(all(feature = "zstd", not(feature = "lz4")))]
+    fn probe(&mut self, chosen: Chosen, prefix: &[u8], space: &mut [u8]) -> bool {
+        worth_it(prefix.len(), self.compress(chosen, prefix, space))
     }
 
     /// The compressor for a payload of `len` bytes under the policy, or `None` to send it
@@ -219,4 +231,11 @@ impl PacketWriter {
             },
         }
     }
+}
+
+/// The probe's verdict: a prefix of `len` bytes compressed to `compressed` saves at least an
+/// eighth.
+#[cfg(any(feature = "lz4", feature = "zstd"))]
+fn worth_it(len: usize, compressed: Option<usize>) -> bool {
+    compressed.is_some_and(|compressed| compressed <= len - len / 8)
 }
