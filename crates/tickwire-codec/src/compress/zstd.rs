@@ -58,8 +58,9 @@ impl ZstdDictionary {
 /// and optionally a [`ZstdDictionary`].
 ///
 /// The input is one complete frame. Its declared content size, when present (the packet
-/// writer always records it), is checked against the limit before any work and bounds the
-/// output window; without one the window is the limit itself.
+/// writer always records it), is checked against the limit before any work and sizes the
+/// output window; without one the window starts small and doubles, up to the limit, as the
+/// frame needs it. No window is larger than the input could expand to.
 #[derive(Default)]
 pub struct ZstdDecompressor {
     context: Option<DCtx<'static>>,
@@ -96,44 +97,63 @@ impl BoundedDecompress for ZstdDecompressor {
         out: &mut Vec<u8>,
         limit: usize,
     ) -> Result<usize, DecompressError> {
-        let window = match zstd_safe::get_frame_content_size(input) {
+        // No window beyond what the input can possibly produce, whatever the limit.
+        let cap = limit.min(max_expansion(input.len()));
+        let mut window = match zstd_safe::get_frame_content_size(input) {
             Ok(Some(size)) if size > limit as u64 => {
                 return Err(DecompressError::TooLarge { limit });
             }
             // One more byte than declared, so a frame that lies about its size is seen.
-            Ok(Some(size)) => (size as usize).saturating_add(1).min(limit),
-            Ok(None) => limit,
-            // Not a frame header, or only part of one: decompressing fails on the header
-            // before it writes anything, and says which.
-            Err(_) => 0,
+            Ok(Some(size)) => (size as usize).saturating_add(1).min(cap),
+            // No declared size, or not a frame header (decompressing then fails on the header
+            // and says which): start small and double.
+            Ok(None) | Err(_) => input.len().saturating_mul(4).max(MIN_WINDOW).min(cap),
         };
         let context = self.context.get_or_insert_with(DCtx::create);
-        let start = zeroed_tail(out, window);
-        let result = match &self.dictionary {
-            Some(dictionary) => {
-                context.decompress_using_ddict(&mut out[start..], input, dictionary)
-            }
-            None => context.decompress(&mut out[start..], input),
-        };
-        match result {
-            Ok(len) => {
-                out.truncate(start + len);
-                Ok(len)
-            }
-            Err(code) => {
-                out.truncate(start);
-                Err(classify(code, window == limit, limit))
+        loop {
+            let start = zeroed_tail(out, window);
+            let result = match &self.dictionary {
+                Some(dictionary) => {
+                    context.decompress_using_ddict(&mut out[start..], input, dictionary)
+                }
+                None => context.decompress(&mut out[start..], input),
+            };
+            match result {
+                Ok(len) => {
+                    out.truncate(start + len);
+                    return Ok(len);
+                }
+                Err(code) => {
+                    out.truncate(start);
+                    if zstd_safe::get_error_name(code) == DST_TOO_SMALL && window < cap {
+                        window = window.saturating_mul(2).min(cap);
+                        continue;
+                    }
+                    return Err(classify(code, window == limit, limit));
+                }
             }
         }
     }
 }
 
-/// The typed error for a zstd error code. `at_limit`: the output window was the whole limit.
+/// The first output window of a frame without a declared size.
+const MIN_WINDOW: usize = 4 << 10;
+
+/// The name zstd gives a too-small output buffer (`error_private.c`).
+const DST_TOO_SMALL: &str = "Destination buffer is too small";
+
+/// The most output `len` bytes of Zstd frames can produce: a block takes at least 4 bytes
+/// (a 3-byte header and one RLE byte) and produces at most 128 KiB (RFC 8878 §3.1.1.2), so
+/// 32 KiB per input byte, plus one block of slack.
+fn max_expansion(len: usize) -> usize {
+    len.saturating_mul(32 << 10).saturating_add(128 << 10)
+}
+
 /// zstd reports errors by name only through the safe layer; the names are fixed strings of
 /// `error_private.c`.
 fn classify(code: zstd_safe::ErrorCode, at_limit: bool, limit: usize) -> DecompressError {
     match zstd_safe::get_error_name(code) {
-        "Destination buffer is too small" if at_limit => DecompressError::TooLarge { limit },
+        DST_TOO_SMALL if at_limit => DecompressError::TooLarge { limit },
         // The input ends inside a frame header or block.
         "Src size is incorrect" => DecompressError::Truncated,
         _ => DecompressError::Corrupt,
