@@ -1,7 +1,7 @@
 //! Bounded decompression: the one interface every decompressor in this crate implements.
 //!
 //! This module owns [`BoundedDecompress`] and its error, [`DecompressError`], and, behind their
-//! features, the LZ4 and Zstd implementations ([`Lz4Decompressor`], [`ZstdDecompressor`]) and
+//! features, the LZ4 and Zstd implementations (`Lz4Decompressor`, `ZstdDecompressor`) and
 //! their compressing counterparts used by the packet writer. The deflate family (gzip, raw
 //! deflate, zlib) implements the trait in the `deflate` module, which sits above this one. This
 //! module knows no protocol: it does not parse packet headers or WebSocket frames, and it does
@@ -61,7 +61,7 @@ impl std::error::Error for DecompressError {}
 /// A decompressor whose output is bounded by a limit given with each call.
 ///
 /// Implemented by the deflate family (`deflate::Inflater`, feature `deflate`),
-/// [`Lz4Decompressor`] (feature `lz4`) and [`ZstdDecompressor`] (feature `zstd`). Each holds
+/// `Lz4Decompressor` (feature `lz4`) and `ZstdDecompressor` (feature `zstd`). Each holds
 /// whatever reusable state its format needs; keep one per connection.
 pub trait BoundedDecompress {
     /// Decompresses all of `input` (one complete compressed unit of this format), appending

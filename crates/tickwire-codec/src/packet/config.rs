@@ -115,7 +115,7 @@ pub struct CompressionPolicy {
     /// Zstd compression level (without a dictionary; a dictionary carries its own). Default 1:
     /// the fastest standard level, for latency.
     pub zstd_level: i32,
-    /// [`Compression::Auto`] uses Zstd from this payload size on, LZ4 below it. Default
+    /// `Compression::Auto` (features `lz4` and `zstd`) uses Zstd from this payload size on, LZ4 below it. Default
     /// 64 KiB: from there Zstd level 1 halves LZ4's output for at most 1.5 times its time;
     /// below, Zstd's fixed cost per call (about 2.5 µs) makes it 2 to 4 times slower
     /// (docs/PACKET.md).
