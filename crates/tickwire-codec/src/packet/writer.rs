@@ -14,9 +14,10 @@ use crate::compress::ZstdCompressor;
 ///
 /// Each call appends one whole packet to the [`WriteBuf`] (behind whatever is queued): the
 /// header and the payload copied after it, or the header and the payload compressed straight
-/// into the buffer's space. Nothing is allocated per packet once the buffer has grown to fit
-/// (a Zstd context, a few hundred KiB at the low levels, is allocated on the first Zstd
-/// packet).
+/// into the buffer's space. An uncompressed or Zstd packet allocates nothing once the buffer
+/// has grown to fit (a Zstd context, a few hundred KiB at the low levels, is allocated on the
+/// first Zstd packet); an LZ4 packet allocates lz4_flex's 8 or 16 KiB hash table for the
+/// call, which lz4_flex does not let a caller keep.
 #[derive(Debug)]
 pub struct PacketWriter {
     config: PacketConfig,
