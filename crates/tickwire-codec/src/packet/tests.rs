@@ -235,6 +235,17 @@ fn encode_refuses_a_payload_over_the_limit_and_leaves_the_buffer() {
     assert_eq!(out.as_slice(), b"queued");
 }
 
+/// A configuration is shared by the connections of many threads (a dictionary inside it
+/// too), and each half can move to the thread that drives it. A compile-time check.
+#[test]
+fn configuration_is_shared_and_halves_move_between_threads() {
+    fn shared<T: Send + Sync>() {}
+    fn moved<T: Send>() {}
+    shared::<PacketConfig>();
+    moved::<PacketReader>();
+    moved::<PacketWriter>();
+}
+
 #[cfg(not(feature = "lz4"))]
 #[test]
 fn a_codec_not_compiled_in_is_refused_from_the_header() {
