@@ -45,7 +45,10 @@ fn config(mode: u8) -> PacketConfig {
 fn check(config: &PacketConfig, header: &Header, payload: &[u8], out_capacity: usize) {
     assert_eq!(payload.len(), header.payload_len as usize);
     assert!(payload.len() <= config.max_payload_len);
-    assert!(out_capacity <= config.max_payload_len + 1, "out grew to {out_capacity}");
+    assert!(
+        out_capacity <= config.max_payload_len + 1,
+        "out grew to {out_capacity}"
+    );
 }
 
 /// Decodes the whole stream from a slice.
@@ -61,7 +64,11 @@ fn whole(config: &PacketConfig, stream: &[u8]) -> Outcome {
                 packets.push((packet.header, packet.payload.to_vec()));
             }
             Ok(ReadEvent::NeedMore { needed }) => {
-                assert!(needed > stream.len() - at, "needs {needed}, has {}", stream.len() - at);
+                assert!(
+                    needed > stream.len() - at,
+                    "needs {needed}, has {}",
+                    stream.len() - at
+                );
                 return (packets, None);
             }
             Err(error) => return (packets, Some(error)),
@@ -131,11 +138,18 @@ fuzz_target!(|data: &[u8]| {
         stream
     };
     let whole = whole(&config, &stream);
-    assert_eq!(whole, in_pieces(&config, &stream, &pieces), "split invariance");
+    assert_eq!(
+        whole,
+        in_pieces(&config, &stream, &pieces),
+        "split invariance"
+    );
     if !encoded.is_empty() || (stream.is_empty() && whole.0.is_empty()) {
         assert_eq!(whole.1, None);
-        let decoded: Vec<(u64, Vec<u8>)> =
-            whole.0.into_iter().map(|(h, p)| (h.request_id, p)).collect();
+        let decoded: Vec<(u64, Vec<u8>)> = whole
+            .0
+            .into_iter()
+            .map(|(h, p)| (h.request_id, p))
+            .collect();
         assert_eq!(decoded, encoded, "round trip");
     }
 });

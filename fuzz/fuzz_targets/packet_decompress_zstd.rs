@@ -5,10 +5,10 @@
 //! exactly under their exact length and are refused one byte under it.
 #![no_main]
 
-#[path = "input.rs"]
-mod input;
 #[path = "packet/bounded.rs"]
 mod bounded;
+#[path = "input.rs"]
+mod input;
 
 use libfuzzer_sys::fuzz_target;
 use tickwire_codec::compress::{ZstdCompressor, ZstdDecompressor, ZstdDictionary};

@@ -31,21 +31,27 @@ pub(crate) fn check(decompressor: &mut dyn BoundedDecompress, mut input: Bytes<'
         }
         Err(_) => assert_eq!(out.len(), prefill, "output left as it was"),
     }
-    assert!(out[..prefill].iter().enumerate().all(|(i, &b)| b == i as u8));
+    assert!(
+        out[..prefill]
+            .iter()
+            .enumerate()
+            .all(|(i, &b)| b == i as u8)
+    );
     // Output memory stays within the limit (plus the prefill, spare capacity lent, and one
     // byte the contract allows).
-    assert!(out.capacity() <= (prefill + spare).max(prefill.saturating_add(limit).saturating_add(1)));
+    assert!(
+        out.capacity() <= (prefill + spare).max(prefill.saturating_add(limit).saturating_add(1))
+    );
 }
 
 /// Compresses `data` with `compress` and checks that it comes back under an exact limit and
 /// is refused one byte under it.
-pub(crate) fn round_trip(
-    decompressor: &mut dyn BoundedDecompress,
-    data: &[u8],
-    compressed: &[u8],
-) {
+pub(crate) fn round_trip(decompressor: &mut dyn BoundedDecompress, data: &[u8], compressed: &[u8]) {
     let mut out = Vec::new();
-    assert_eq!(decompressor.decompress(compressed, &mut out, data.len()), Ok(data.len()));
+    assert_eq!(
+        decompressor.decompress(compressed, &mut out, data.len()),
+        Ok(data.len())
+    );
     assert_eq!(out, data);
     if let Some(under) = data.len().checked_sub(1) {
         let mut out = Vec::new();
