@@ -4,9 +4,11 @@
 //! frames, messages and connection state), [`handshake`] (the HTTP/1.1 upgrade, both sides) and
 //! `deflate` (permessage-deflate, RFC 7692, and bounded inflation of compressed payloads).
 //! [`http`] holds the HTTP/1.1 message readers and writers (RFC 9110, RFC 9112); [`rest`]
-//! builds whole REST requests on top of the writers, without allocating. [`mux`] multiplexes
-//! requests over one connection (ids, out-of-order responses, caps, timeouts, a circuit
-//! breaker for pools) on request ids and lengths alone.
+//! builds whole REST requests on top of the writers, without allocating. [`packet`] is the
+//! binary packet codec for service-to-service links, and [`compress`] the bounded
+//! decompression interface that it and `deflate` share. [`mux`] multiplexes requests over
+//! one connection (ids, out-of-order responses, caps, timeouts, a circuit breaker for
+//! pools) on request ids and lengths alone.
 //! It performs no I/O, reads no clock and spawns nothing: bytes come in, events come out, and
 //! time is passed in by the transport.
 //!
@@ -21,6 +23,11 @@
 //! - `buf <- http <- rest`: the REST builder writes through the HTTP writers and shares their
 //!   byte checks, which live in `http`. `deflate <- rest` too: `rest::GzipBody` inflates gzip
 //!   response bodies with `deflate`'s bounded inflater.
+//! - `buf <- compress <- deflate, packet`: [`compress`] holds the
+//!   [`BoundedDecompress`](compress::BoundedDecompress) trait, its error and the LZ4 and Zstd
+//!   implementations; `deflate` implements it for gzip, raw deflate and zlib; [`packet`]
+//!   decompresses through it. `packet` uses nothing else above `buf`, and nothing uses
+//!   `packet`.
 //! - `http, ws, deflate <- handshake`: the opening handshake reads and writes its heads with
 //!   the HTTP readers and writers (one set of header rules for every head), negotiates
 //!   permessage-deflate with `deflate`'s functions, and hands out a ready [`ws::Connection`].
@@ -39,6 +46,14 @@
 //!   simply never negotiates permessage-deflate (RFC 7692 lets a server ignore an offer). A
 //!   message that arrives with RSV1 set anyway is a protocol error (close code 1002), as for
 //!   any unnegotiated RSV bit.
+//! - `lz4` (off by default): LZ4 packets ([`packet::Compression`]) and
+//!   `compress::Lz4Decompressor`, through `lz4_flex` (pure Rust).
+//! - `zstd` (off by default): Zstd packets, with or without a shared dictionary, and
+//!   `compress::ZstdDecompressor`, through the `zstd` crate (the reference C library, so it
+//!   needs a C compiler to build). Without these features the packet reader refuses
+//!   compressed packets with [`packet::PacketError::UnsupportedCodec`]; the two are off by
+//!   default because only packet links use them and each adds a dependency the WebSocket and
+//!   HTTP users do not need.
 #![deny(unsafe_code)] // allowed in one module: ws::mask::simd (docs/UNSAFE.md)
 
 /// Builder-style methods for the public fields of a `#[non_exhaustive]` configuration struct
@@ -78,10 +93,12 @@ macro_rules! with_methods {
 }
 
 pub mod buf;
+pub mod compress;
 #[cfg(feature = "deflate")]
 pub mod deflate;
 pub mod handshake;
 pub mod http;
 pub mod mux;
+pub mod packet;
 pub mod rest;
 pub mod ws;

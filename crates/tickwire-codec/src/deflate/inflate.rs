@@ -11,33 +11,11 @@ use core::fmt;
 
 use flate2::{Decompress, FlushDecompress, Status};
 
-/// Why a compressed payload could not be inflated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum InflateError {
-    /// The inflated data would exceed the limit; inflation stopped at the first byte past it.
-    TooLarge {
-        /// The limit in force.
-        limit: usize,
-    },
-    /// The input is not a valid stream of the expected format (bad block, bad header, bad
-    /// checksum, or bytes after the end of the stream).
-    Corrupt,
-    /// The input ended before the compressed stream did.
-    Truncated,
-}
+use crate::compress::{BoundedDecompress, DecompressError};
 
-impl fmt::Display for InflateError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::TooLarge { limit } => write!(f, "inflated data exceeds the limit of {limit}"),
-            Self::Corrupt => f.write_str("corrupt compressed data"),
-            Self::Truncated => f.write_str("compressed data ends early"),
-        }
-    }
-}
-
-impl std::error::Error for InflateError {}
+/// Why a compressed payload could not be inflated: the crate-wide [`DecompressError`], under
+/// the name this module has always used for it.
+pub use crate::compress::DecompressError as InflateError;
 
 /// Reusable inflation state for compressed payloads carried in binary messages: keep one per
 /// connection and the inflater's ~40 KiB of state is allocated once, not per message.
@@ -126,6 +104,71 @@ impl PayloadInflater {
             return Err(InflateError::Corrupt);
         }
         Ok(())
+    }
+}
+
+/// Which deflate container an [`Inflater`] expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DeflateFormat {
+    /// One gzip member (RFC 1952), as [`PayloadInflater::gzip`].
+    Gzip,
+    /// Raw deflate (RFC 1951), as [`PayloadInflater::raw`].
+    Raw,
+    /// A zlib stream (RFC 1950), as [`PayloadInflater::zlib`].
+    Zlib,
+}
+
+/// A [`PayloadInflater`] fixed to one [`DeflateFormat`]: the deflate family's
+/// [`BoundedDecompress`], interchangeable with the LZ4 and Zstd decompressors.
+#[derive(Debug)]
+pub struct Inflater {
+    format: DeflateFormat,
+    inflater: PayloadInflater,
+}
+
+impl Inflater {
+    /// An inflater for `format`; its state is allocated on first use.
+    pub fn new(format: DeflateFormat) -> Self {
+        Self {
+            format,
+            inflater: PayloadInflater::new(),
+        }
+    }
+
+    /// The format it inflates.
+    pub fn format(&self) -> DeflateFormat {
+        self.format
+    }
+}
+
+impl BoundedDecompress for Inflater {
+    /// Inflates with the [`PayloadInflater`] method of the format, the limit counted from
+    /// `out`'s length on entry.
+    fn decompress(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        limit: usize,
+    ) -> Result<usize, DecompressError> {
+        let start = out.len();
+        let max_len = start.saturating_add(limit);
+        let result = match self.format {
+            DeflateFormat::Gzip => self.inflater.gzip(input, out, max_len),
+            DeflateFormat::Raw => self.inflater.raw(input, out, max_len),
+            DeflateFormat::Zlib => self.inflater.zlib(input, out, max_len),
+        };
+        match result {
+            Ok(()) => Ok(out.len() - start),
+            Err(error) => {
+                out.truncate(start);
+                // The limit the caller gave, not the total length it was turned into.
+                Err(match error {
+                    DecompressError::TooLarge { .. } => DecompressError::TooLarge { limit },
+                    other => other,
+                })
+            }
+        }
     }
 }
 

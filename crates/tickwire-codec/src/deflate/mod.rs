@@ -15,7 +15,8 @@
 //! - standalone helpers ([`PayloadInflater`] and [`inflate_gzip`], [`inflate_raw`],
 //!   [`inflate_zlib`]) for exchanges
 //!   that send compressed payloads inside ordinary binary messages, under the same kind of
-//!   limit.
+//!   limit, and [`Inflater`], the same inflation behind the crate-wide
+//!   [`BoundedDecompress`](crate::compress::BoundedDecompress) interface.
 //!
 //! It does not own the handshake (the `handshake` module, a layer above, calls the
 //! negotiation functions and installs the transform) or any I/O.
@@ -38,7 +39,9 @@ mod tests;
 
 pub use crate::ws::PreparedMessage;
 pub use codec::{DeflateDecoder, DeflateEncoder, PerMessageDeflate};
-pub use inflate::{InflateError, PayloadInflater, inflate_gzip, inflate_raw, inflate_zlib};
+pub use inflate::{
+    DeflateFormat, InflateError, Inflater, PayloadInflater, inflate_gzip, inflate_raw, inflate_zlib,
+};
 pub use negotiate::{DeflateConfig, DeflateParams, NegotiationError};
 
 /// The extension token (RFC 7692 §6).

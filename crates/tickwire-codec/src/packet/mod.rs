@@ -1,0 +1,53 @@
+//! The binary packet codec: length-prefixed packets for service-to-service links, each with a
+//! request id and, chosen per packet, LZ4 or Zstd compression.
+//!
+//! This module owns the wire format (below, and byte by byte in docs/PACKET.md), the
+//! [`PacketReader`] that parses it from a [`ReadBuf`](crate::buf::ReadBuf) with every limit
+//! checked as soon as the header shows it, the [`PacketWriter`] that encodes straight into a
+//! [`WriteBuf`](crate::buf::WriteBuf), and the [`CompressionPolicy`] that decides per packet
+//! whether to compress. It does not own request multiplexing (matching responses to request
+//! ids, in-flight caps, timeouts), any I/O, or the decompressors themselves (the
+//! [`compress`](crate::compress) module, shared with deflate).
+//!
+//! # Wire format, version 1
+//!
+//! Every integer is little-endian: both ends are x86-64 or AArch64 in practice, where a
+//! little-endian load is a plain `mov`/`ldr`. A packet is a header of 16 to 28 bytes, whose
+//! length is known from its fourth byte, then the wire payload:
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 2 | magic `0x54 0x57` (`"TW"`) |
+//! | 2 | 1 | version, `0x01` |
+//! | 3 | 1 | flags: bits 0-1 codec (`00` none, `01` LZ4 block, `10` Zstd frame, `11` Zstd frame with a shared dictionary); bit 2 a checksum follows; bits 3-7 reserved, zero |
+//! | 4 | 4 | wire length: payload bytes after the header |
+//! | 8 | 8 | request id (0 where the link does not multiplex) |
+//! | 16 | 4 | uncompressed length (compressed packets only) |
+//! | +0 | 4 | dictionary id (codec `11` only) |
+//! | +0 | 4 | CRC-32C of every header byte before it and of the wire payload (checksum flag only) |
+//!
+//! The request id is always present: one fixed 16-byte prefix keeps every field at a fixed
+//! offset (no branch before the length is known), needs no negotiation of "multiplexed or
+//! not", and costs 8 bytes, which the smallest useful packet (a 64-byte order) can afford.
+//!
+//! # Errors
+//!
+//! Every malformed header has its own [`PacketError`] variant, raised as soon as the bytes
+//! that show it arrive; a transport closes the connection on any of them (see [`error`]'s
+//! docs). Decoding the same bytes gives the same packets and the same error however they
+//! were split across reads.
+
+mod config;
+pub mod error;
+mod header;
+mod reader;
+mod writer;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::{Compression, CompressionPolicy, PROBE_FROM, PROBE_LEN, PacketConfig};
+pub use error::{EncodeError, Fault, PacketError};
+pub use header::{BASE_HEADER_LEN, Codec, Header, MAGIC, MAX_HEADER_LEN, VERSION};
+pub use reader::{Packet, PacketReader, ReadEvent};
+pub use writer::PacketWriter;
