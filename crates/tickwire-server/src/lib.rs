@@ -51,6 +51,51 @@
 //! sends then wait in TCP) until the output drains, then calls [`Handler::on_writable`]. A
 //! client that stops reading therefore costs at most the limit plus one read's replies.
 //!
+//! # Topics
+//!
+//! A topic ([`ServerHandle::topic`]) fans one message out to every subscriber: publishing
+//! ([`ServerHandle::publish`], from any thread, handlers included) frames the message once
+//! and hands it to each worker once, whatever the number of subscribers; each worker queues
+//! the same bytes on its subscribers at the end of its wake-up, one write per subscriber for
+//! everything the round gave it. A subscriber whose queue would pass the send budget
+//! ([`ServerBuilder::send_budget`]) is handled by the topic's [`SlowConsumer`] policy (closed
+//! with a code, its oldest messages dropped, or conflated by key), so publishing never waits
+//! and one slow client cannot hold memory without bound; what is dropped is counted
+//! ([`Topic::stats`]) and reported to [`Handler::on_gap`] with the sequence numbers missed.
+//!
+//! ```no_run
+//! use std::net::SocketAddr;
+//! use tickwire_server::{Conn, Decision, Handler, Message, Request, ServerBuilder};
+//! use tickwire_server::{SharedFrame, SlowConsumer, Topic};
+//!
+//! struct Ticks(Topic);
+//!
+//! impl Handler for Ticks {
+//!     type State = ();
+//!     fn upgrade(&mut self, request: &Request, _peer: SocketAddr) -> Decision<()> {
+//!         Decision::accept(request, ())
+//!     }
+//!     fn on_open(&mut self, conn: &mut Conn<'_, ()>) {
+//!         conn.subscribe(&self.0);
+//!     }
+//!     fn on_message(&mut self, _conn: &mut Conn<'_, ()>, _message: Message<'_>) {}
+//! }
+//!
+//! # fn main() -> std::io::Result<()> {
+//! let running = ServerBuilder::new()
+//!     .bind("127.0.0.1:9001")?
+//!     .start(|worker| {
+//!         Ticks(worker.handle.topic("ticks", SlowConsumer::DropOldest).unwrap())
+//!     })?;
+//! let handle = running.handle().clone();
+//! let ticks = handle.topic("ticks", SlowConsumer::DropOldest).unwrap();
+//! // The sequence number goes into the message, so a client can see a gap.
+//! handle
+//!     .publish(&ticks, 0, |seq| SharedFrame::text(&format!("{{\"seq\":{seq},\"px\":101.5}}")))
+//!     .unwrap();
+//! # Ok(()) }
+//! ```
+//!
 //! # Layers
 //!
 //! Internal modules depend one way (`a <- b`: `b` uses `a`): `topic <- handle, handler,
