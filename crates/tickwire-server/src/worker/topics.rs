@@ -166,12 +166,16 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 walk.extend_from_slice(&members.ids);
             }
             let mut counts = Counts::default();
-            let budget = self.settings.send_budget;
             let options = Arc::clone(&self.options);
+            let round = Round {
+                budget: self.settings.send_budget,
+                deflate: deflate_config(&options),
+                now: self.now,
+            };
             for &id in &walk {
                 let mut gap = None;
                 let closed_before = counts.closed;
-                self.with_open(id, |conn, bufs, now| {
+                self.with_open(id, |conn, bufs, _| {
                     for publication in &batch {
                         if conn.state() != ConnectionState::Open {
                             break;
@@ -179,12 +183,6 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                         if publication.except == Some(id) {
                             continue;
                         }
-                        let deflate = deflate_config(&options);
-                        let round = Round {
-                            budget,
-                            deflate,
-                            now,
-                        };
                         queue_on(conn, bufs, &round, publication, &mut counts, &mut gap);
                     }
                 });
