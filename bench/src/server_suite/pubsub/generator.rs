@@ -288,7 +288,7 @@ impl Generator {
             .count();
         format!(
             "message {completed} of {} had not reached {short} of {} subscribers {} s after \
-             the point stopped publishing (lost, or a subscriber stalled)",
+             the point stopped publishing (lost, or delivered too slowly to drain in time)",
             self.published,
             self.subscribers.len() - 1,
             limit.as_secs()
