@@ -6,6 +6,8 @@
 //!
 //! Owns no socket and no clock: the generator (`generator.rs`) passes bytes and times in.
 
+use std::sync::LazyLock;
+
 use tickwire_codec::deflate::{DeflateConfig, PayloadInflater};
 
 /// Bytes of payload per published message (the 100 B).
@@ -45,7 +47,7 @@ impl Stamp {
     /// The 100 B payload: the send time and the sequence number (little-endian u64s), then
     /// the JSON-like filler every message shares (so that deflate has something to do).
     pub(super) fn payload(self) -> [u8; PAYLOAD_LEN] {
-        let mut payload = filler();
+        let mut payload = *filler();
         payload[..8].copy_from_slice(&self.sent_at.to_le_bytes());
         payload[8..16].copy_from_slice(&self.sequence.to_le_bytes());
         payload
@@ -85,11 +87,15 @@ impl Stamp {
     }
 }
 
-/// The filler of every payload (its first 16 bytes are overwritten by the stamp).
-fn filler() -> [u8; PAYLOAD_LEN] {
-    crate::wire::json_payload(PAYLOAD_LEN)
-        .try_into()
-        .expect("json_payload returns the length asked for")
+/// The filler of every payload (its first 16 bytes are overwritten by the stamp), built once:
+/// every publish copies it and every delivery compares against it.
+fn filler() -> &'static [u8; PAYLOAD_LEN] {
+    static FILLER: LazyLock<[u8; PAYLOAD_LEN]> = LazyLock::new(|| {
+        crate::wire::json_payload(PAYLOAD_LEN)
+            .try_into()
+            .expect("json_payload returns the length asked for")
+    });
+    &FILLER
 }
 
 /// The permessage-deflate offer of the `tickwire-deflate` row: no context takeover either
