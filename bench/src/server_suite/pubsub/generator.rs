@@ -15,6 +15,7 @@ use std::time::Duration;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
+use super::window::Window;
 use super::wire::{self, Decoder, FrameReader, Stamp};
 use crate::harness;
 use crate::server_suite::connection;
@@ -144,13 +145,9 @@ impl Generator {
     /// the hot loop stay in one place, where delivered = published x (N - 1) can be checked by
     /// eye.
     pub(super) fn run(&mut self, load: Load, probe: Probe) -> Result<Measured, String> {
-        assert!(load.window > 0, "a window of at least one message");
         let others = self.subscribers.len() as u64 - 1;
         let first_sequence = self.published;
-        // remaining[s % window]: deliveries message s still waits for. Every subscriber
-        // receives in publish order, so messages complete in order too.
-        let mut remaining = vec![0u64; load.window];
-        let mut completed = self.published;
+        let mut window = Window::new(load.window, others, first_sequence);
         let mut delivered = 0u64;
         let mut histogram = harness::new_histogram();
         let ticks = |d: Duration| (d.as_nanos() as f64 * self.ticks_per_ns) as u64;
@@ -159,34 +156,33 @@ impl Generator {
         let measure_end = warmup_end + ticks(load.measure);
         let drain_end = measure_end + ticks(DRAIN_LIMIT);
         let mut phase = Phase::WarmUp;
-        let (mut window_start, mut window_end) = (None, None);
+        let (mut measured_from, mut measured_to) = (None, None);
         loop {
             let now = harness::ticks_start();
             if phase == Phase::WarmUp && now >= warmup_end {
                 phase = Phase::Measuring;
-                window_start = Some(Snapshot::take(delivered, probe));
+                measured_from = Some(Snapshot::take(delivered, probe));
             }
             if phase == Phase::Measuring && now >= measure_end {
                 phase = Phase::Draining;
-                window_end = Some(Snapshot::take(delivered, probe));
+                measured_to = Some(Snapshot::take(delivered, probe));
             }
             if phase == Phase::Draining {
-                if completed == self.published {
+                if window.is_empty() {
                     break;
                 }
                 if now >= drain_end {
-                    return Err(self.lost(completed, DRAIN_LIMIT));
+                    return Err(self.lost(&window, DRAIN_LIMIT));
                 }
             } else {
-                while self.published - completed < load.window as u64 {
-                    remaining[(self.published % load.window as u64) as usize] = others;
+                while let Some(sequence) = window.publish() {
                     Stamp {
                         sent_at: harness::ticks_start(),
-                        sequence: self.published,
+                        sequence,
                     }
                     .encode_frame(&mut self.unwritten);
-                    self.published += 1;
                 }
+                self.published = window.published();
             }
             self.flush()?;
             self.poll
@@ -199,7 +195,6 @@ impl Generator {
                 if !readable {
                     continue;
                 }
-                let published = self.published;
                 read_deliveries(
                     &mut self.subscribers[index],
                     &mut self.read_buffer,
@@ -209,23 +204,15 @@ impl Generator {
                         if index == PUBLISHER {
                             return Err("the publisher received its own message".to_owned());
                         }
-                        if stamp.sequence >= published {
-                            return Err(format!("message {} was never published", stamp.sequence));
-                        }
+                        window.deliver(stamp.sequence)?;
                         if measuring {
                             histogram.saturating_record(at.saturating_sub(stamp.sent_at).max(1));
                         }
                         delivered += 1;
-                        remaining[(stamp.sequence % load.window as u64) as usize] -= 1;
                         Ok(())
                     },
                 )
                 .map_err(|why| format!("connection {index}: {why}"))?;
-            }
-            while completed < self.published
-                && remaining[(completed % load.window as u64) as usize] == 0
-            {
-                completed += 1;
             }
         }
         let expected = (self.published - first_sequence) * others;
@@ -241,7 +228,7 @@ impl Generator {
             ));
         }
         self.delivered += delivered;
-        let (Some(first), Some(last)) = (window_start, window_end) else {
+        let (Some(first), Some(last)) = (measured_from, measured_to) else {
             unreachable!("the loop ends only after the window closed");
         };
         Ok(Measured::between(first, last, histogram))
@@ -281,7 +268,8 @@ impl Generator {
     }
 
     /// Why the drain failed: which message is not everywhere yet, and how many miss it.
-    fn lost(&self, completed: u64, limit: Duration) -> String {
+    fn lost(&self, window: &Window, limit: Duration) -> String {
+        let completed = window.oldest_outstanding();
         let short = self.subscribers[1..]
             .iter()
             .filter(|s| s.next <= completed)

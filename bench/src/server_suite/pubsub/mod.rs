@@ -18,6 +18,7 @@
 //! round), servers interleaved with their order rotating each round.
 
 mod generator;
+mod window;
 mod wire;
 
 use generator::{Generator, Load};
