@@ -227,7 +227,7 @@ fn table(
     let mut note = format!(
         "{count} WebSocket connections over 127.0.0.1, all subscribed to one topic; connection \
          0 also publishes masked 100 B binary messages (rdtsc send time, sequence number, \
-         fixed filler), at most {} outstanding: a message is done once all {} other \
+         fixed filler), at most {} outstanding ({}): a message is done once all {} other \
          subscribers received it, and each completion lets the next one go. Deliveries/s = \
          messages received by subscribers per second of the measured window; latency = rdtsc \
          after the read that completed a delivery minus the send time it carries, every \
@@ -240,6 +240,13 @@ fn table(
          server_no_context_takeover and client_no_context_takeover and inflate every \
          compressed message (uWS's peer build has no deflate).",
         load.window,
+        if load.window == DEFAULT_WINDOW {
+            "the default: in smoke runs at 1 to 512 outstanding the rate grew with the window up \
+             to 32, then levelled off for tickwire while uWS slowed down to failing the drain; \
+             docs/benchmarks/pubsub.md"
+        } else {
+            "set with --window; the default is 32"
+        },
         count - 1,
         count - 1,
         ctx.core,
