@@ -8,6 +8,7 @@
 //! cargo run --release -p tickwire-bench -- http          # HTTP/1.1 REST client vs peers
 //! cargo run --release -p tickwire-bench -- tokio         # tickwire-tokio vs blocking and async peers
 //! cargo run --release -p tickwire-bench -- server        # echo servers (processes) under load
+//! cargo run --release -p tickwire-bench -- pubsub        # pub/sub fan-out servers under load
 //! ```
 //!
 //! Tables go to stdout and to `target/bench-report/` (report.md, one SVG per latency table,
@@ -68,6 +69,12 @@ enum Suite {
     /// load-generator thread on `--peer-core`: tickwire's CLI, uWebSockets, fastwebsockets and
     /// tokio-tungstenite; messages/s, round trip, CPU, and memory per idle connection.
     Server(ServerOptions),
+    /// Pub/sub fan-out servers under load, each a process pinned to `--core`: one topic, N
+    /// subscribers held by one generator thread on `--peer-core`, one of them publishing
+    /// 100 B messages with a window outstanding: tickwire `serve --pubsub` (plain and with
+    /// permessage-deflate) and uWebSockets `--pubsub`; deliveries/s, publish-to-receive
+    /// latency, CPU.
+    Pubsub(PubsubOptions),
     /// The server suite's fastwebsockets echo server (not for direct use).
     #[command(hide = true)]
     FastwebsocketsEchoServer {
@@ -171,6 +178,25 @@ struct ServerOptions {
     settings: server_suite::Settings,
 }
 
+/// The pub/sub suite's options: the common ones (`--core` is the servers' core, `--peer-core`
+/// the generator's) and its own.
+#[derive(clap::Args, Clone)]
+struct PubsubOptions {
+    #[command(flatten)]
+    common: Options,
+    #[command(flatten)]
+    settings: server_suite::pubsub::Settings,
+}
+
+/// The settings of a suite whose servers are processes of their own.
+#[derive(Clone, Copy)]
+enum ProcessSuite<'a> {
+    /// The echo server suite.
+    Server(&'a server_suite::Settings),
+    /// The pub/sub suite.
+    Pubsub(&'a server_suite::pubsub::Settings),
+}
+
 /// What every workload module gets: the sampling plan, the clock and where to report progress.
 pub struct Ctx {
     /// Samples per measurement.
@@ -215,7 +241,16 @@ fn main() {
         Suite::Spsc(options) => run_suite("spsc", &options, None),
         Suite::Http(options) => run_suite("http", &options, None),
         Suite::Tokio(options) => run_suite("tokio", &options, None),
-        Suite::Server(options) => run_suite("server", &options.common, Some(&options.settings)),
+        Suite::Server(options) => run_suite(
+            "server",
+            &options.common,
+            Some(ProcessSuite::Server(&options.settings)),
+        ),
+        Suite::Pubsub(options) => run_suite(
+            "pubsub",
+            &options.common,
+            Some(ProcessSuite::Pubsub(&options.settings)),
+        ),
         Suite::FastwebsocketsEchoServer { port, core } => {
             if let Err(message) = server_suite::fastwebsockets_server(port, core) {
                 eprintln!("fastwebsockets-echo-server: {message}");
@@ -258,7 +293,7 @@ fn main() {
     }
 }
 
-fn run_suite(suite: &str, options: &Options, server: Option<&server_suite::Settings>) {
+fn run_suite(suite: &str, options: &Options, processes: Option<ProcessSuite<'_>>) {
     // Counted before pinning: afterwards the affinity mask shows one core.
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let pinned = harness::pin_to(options.core);
@@ -285,7 +320,7 @@ fn run_suite(suite: &str, options: &Options, server: Option<&server_suite::Setti
         }
         "http" => http::STEPS,
         "tokio" => tokio_suite::STEPS,
-        "server" => server_suite::STEPS,
+        "server" | "pubsub" => server_suite::STEPS,
         _ => spsc::STEPS,
     } * rounds as u64;
     let progress = ProgressBar::new(steps);
@@ -323,18 +358,33 @@ fn run_suite(suite: &str, options: &Options, server: Option<&server_suite::Setti
         }
         "http" => tables.extend(http::run(&ctx, options.callgrind, !options.no_loopback)),
         "tokio" => tables.extend(tokio_suite::run(&ctx)),
-        "server" => {
-            let settings = server.expect("the server suite has its settings");
-            tables.extend(server_suite::run(&ctx, settings, &clock, options.quick));
-        }
+        "server" | "pubsub" => match processes {
+            Some(ProcessSuite::Server(settings)) => {
+                tables.extend(server_suite::run(&ctx, settings, &clock, options.quick));
+            }
+            Some(ProcessSuite::Pubsub(settings)) => {
+                tables.extend(server_suite::pubsub::run(
+                    &ctx,
+                    settings,
+                    &clock,
+                    options.quick,
+                ));
+            }
+            None => unreachable!("the process suites have their settings"),
+        },
         _ => tables.extend(spsc::run(&ctx)),
     }
     ctx.progress.finish_and_clear();
     let mut preamble = preamble(suite, options, (pinned, cores), &clock, plan, rounds);
-    if let Some(settings) = server {
+    if let Some(processes) = processes {
         // The sampling-plan and pinning lines describe the in-process suites; replace them.
         preamble.truncate(3);
-        preamble.push(server_suite::describe(&ctx, settings, options.quick));
+        preamble.push(match processes {
+            ProcessSuite::Server(settings) => server_suite::describe(&ctx, settings, options.quick),
+            ProcessSuite::Pubsub(settings) => {
+                server_suite::pubsub::describe(&ctx, settings, options.quick)
+            }
+        });
     }
     let report = Report {
         clock,

@@ -24,11 +24,15 @@ const MASK: [u8; 4] = [0x37, 0xfa, 0x21, 0x3d];
 /// of every echo expected.
 const FIN_BINARY: u8 = 0x82;
 
-/// The upgrade request every connection sends (RFC 6455 section 4.1).
-pub(super) fn upgrade_request(host: std::net::SocketAddr) -> Vec<u8> {
+/// The upgrade request every connection sends (RFC 6455 section 4.1), offering
+/// `extensions` (a `Sec-WebSocket-Extensions` value) when given.
+pub(super) fn upgrade_request(host: std::net::SocketAddr, extensions: Option<&str>) -> Vec<u8> {
+    let extensions = extensions.map_or(String::new(), |e| {
+        format!("Sec-WebSocket-Extensions: {e}\r\n")
+    });
     format!(
         "GET / HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: {KEY}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+         Sec-WebSocket-Key: {KEY}\r\nSec-WebSocket-Version: 13\r\n{extensions}\r\n"
     )
     .into_bytes()
 }

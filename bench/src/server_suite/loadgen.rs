@@ -1,50 +1,31 @@
-//! The load generator: one thread, every connection a non-blocking socket on one mio `Poll`
-//! (epoll, edge-triggered). It opens N connections in bounded batches (each bound to one of
-//! a few 127.0.0.x source addresses, SO_LINGER 0 so that closing leaves no TIME_WAIT), then
-//! runs points on them: each connection keeps `depth` frames in flight, and every echo
-//! completed is timed (rdtsc at the read that completed it minus rdtsc at its send, FIFO per
-//! connection) and replaced by one more frame, written once per wake-up for all the echoes
-//! that wake-up completed.
+//! The echo load generator: one thread, every connection a non-blocking socket on one mio
+//! `Poll` (epoll, edge-triggered), opened by `dial.rs`. It runs points on them: each
+//! connection keeps `depth` frames in flight, and every echo completed is timed (rdtsc at the
+//! read that completed it minus rdtsc at its send, FIFO per connection) and replaced by one
+//! more frame, written once per wake-up for all the echoes that wake-up completed.
 //!
 //! Cheap by construction: one shared read buffer, frames pre-encoded once per point, no
-//! allocation per message. Owns the sockets and the event loop; the per-connection state and
-//! the wire bytes are in `connection.rs`, what the numbers mean in `mod.rs`.
+//! allocation per message. Owns the echo event loop, and the measured window's figures both
+//! generators report ([`Measured`], [`Snapshot`]); the per-connection state and the wire bytes
+//! are in `connection.rs`, what the numbers mean in `mod.rs`.
 
-use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr};
+use std::io::{self, Read};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
-use socket2::{Domain, Protocol, Socket, Type};
 
 use super::connection::{self, Connection, MAX_DEPTH};
+use super::dial::Dial;
 use super::servers;
 use crate::harness;
-
-/// Source addresses 127.0.0.1 ..= 127.0.0.SOURCE_ADDRESSES, used in turn: each has its own
-/// ephemeral port range, so 19,000 connections stay far from exhausting one.
-const SOURCE_ADDRESSES: usize = 4;
-
-/// Handshakes in progress at once: below every server's accept backlog (std's is 128), so a
-/// burst of SYNs is never dropped.
-const HANDSHAKES_AT_ONCE: usize = 100;
-
-/// A handshake not done after this long is retried on a new socket.
-const HANDSHAKE_LIMIT: Duration = Duration::from_secs(3);
-
-/// Attempts per connection before the whole connect fails.
-const ATTEMPTS: u8 = 5;
 
 /// How long the echoes still in flight may take to come back once a point stops sending.
 const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 
 /// The shared read buffer.
 const READ_BUFFER: usize = 64 << 10;
-
-/// EINPROGRESS on Linux: a non-blocking connect has started.
-const EINPROGRESS: i32 = 115;
 
 /// One point's load.
 #[derive(Debug, Clone, Copy)]
@@ -65,10 +46,11 @@ pub(super) struct Load {
 /// What one point measured.
 #[derive(Debug, Clone)]
 pub(super) struct Measured {
-    /// Echoes received per second in the measured window.
+    /// Messages received per second in the measured window (echoes; pub/sub deliveries).
     pub(super) rate: f64,
-    /// Round trip of every echo received in the window, in TSC ticks.
-    pub(super) round_trip: Histogram<u64>,
+    /// Latency of every message received in the window, in TSC ticks (echo: the round trip;
+    /// pub/sub: publish to receive).
+    pub(super) latency: Histogram<u64>,
     /// The generator thread's CPU use over the window, in cores (1.0 = saturated).
     pub(super) generator_cpu: Option<f64>,
     /// The server process's CPU use over the window, in cores.
@@ -79,6 +61,22 @@ pub(super) struct Measured {
     pub(super) generator_core_idle: Option<f64>,
     /// The same for the server's core: above 0, the server waited for the generator.
     pub(super) server_core_idle: Option<f64>,
+}
+
+impl Measured {
+    /// The figures of the window between two snapshots, with the latencies recorded in it.
+    pub(super) fn between(first: Snapshot, last: Snapshot, latency: Histogram<u64>) -> Self {
+        let seconds = last.wall.duration_since(first.wall).as_secs_f64();
+        let per_second = |a: Option<f64>, b: Option<f64>| Some((b? - a?) / seconds);
+        Self {
+            rate: (last.received - first.received) as f64 / seconds,
+            latency,
+            generator_cpu: per_second(first.generator_cpu, last.generator_cpu),
+            server_cpu: per_second(first.server_cpu, last.server_cpu),
+            generator_core_idle: idle_share(first.core, last.core),
+            server_core_idle: idle_share(first.server_core, last.server_core),
+        }
+    }
 }
 
 /// Where the figures of a window are read: the server's process and the generator's core.
@@ -103,81 +101,30 @@ pub(super) struct Generator {
 
 impl Generator {
     /// Opens `count` WebSocket connections to `server` (HTTP upgrade checked: 101 and the
-    /// RFC's accept key). Err when they are not all open within `budget`, a connection fails
-    /// [`ATTEMPTS`] times, or the server refuses the upgrade.
+    /// RFC's accept key; `dial.rs`). Err when they are not all open within `budget`, a
+    /// connection fails repeatedly, or the server refuses the upgrade.
     pub(super) fn connect(
         server: SocketAddr,
         count: usize,
         budget: Duration,
         ticks_per_ns: f64,
     ) -> Result<Self, String> {
-        let poll = Poll::new().map_err(|e| format!("epoll: {e}"))?;
-        let mut generator = Self {
-            poll,
+        let request = connection::upgrade_request(server, None);
+        let dialed = Dial {
+            server,
+            count,
+            budget,
+            request: &request,
+            accept: &connection::upgrade_response,
+        }
+        .open()?;
+        Ok(Self {
+            poll: dialed.poll,
             events: Events::with_capacity(1024),
-            connections: Vec::with_capacity(count),
+            connections: dialed.streams.into_iter().map(Connection::new).collect(),
             read_buffer: vec![0; READ_BUFFER].into_boxed_slice(),
             ticks_per_ns,
-        };
-        let request = connection::upgrade_request(server);
-        let mut handshakes: Vec<Handshake> = Vec::with_capacity(count);
-        let started = Instant::now();
-        let mut last_scan = started;
-        let (mut open, mut upgrading) = (0, 0);
-        while open < count {
-            while upgrading < HANDSHAKES_AT_ONCE && generator.connections.len() < count {
-                let index = generator.connections.len();
-                let stream = generator.open_socket(server, index)?;
-                generator.connections.push(Connection::new(stream));
-                handshakes.push(Handshake::new());
-                upgrading += 1;
-            }
-            if started.elapsed() > budget {
-                return Err(format!(
-                    "{open} of {count} connections open after {} s",
-                    budget.as_secs()
-                ));
-            }
-            generator
-                .poll
-                .poll(&mut generator.events, Some(Duration::from_millis(10)))
-                .map_err(|e| format!("epoll_wait: {e}"))?;
-            let ready: Vec<usize> = generator.events.iter().map(|e| e.token().0).collect();
-            let scan = last_scan.elapsed() > Duration::from_millis(250);
-            let stuck: Vec<usize> = if scan {
-                last_scan = Instant::now();
-                (0..handshakes.len())
-                    .filter(|&i| {
-                        !handshakes[i].open && handshakes[i].since.elapsed() > HANDSHAKE_LIMIT
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            for index in ready {
-                let handshake = &mut handshakes[index];
-                if handshake.open {
-                    continue;
-                }
-                match generator.advance(index, handshake, &request) {
-                    Ok(true) => {
-                        handshake.open = true;
-                        handshake.head = Vec::new();
-                        open += 1;
-                        upgrading -= 1;
-                    }
-                    Ok(false) => {}
-                    Err(Step::Retry(why)) => generator.retry(server, index, handshake, &why)?,
-                    Err(Step::Fail(why)) => return Err(why),
-                }
-            }
-            for index in stuck {
-                if !handshakes[index].open {
-                    generator.retry(server, index, &mut handshakes[index], "timed out")?;
-                }
-            }
-        }
-        Ok(generator)
+        })
     }
 
     /// Runs one point on every connection: warm-up, the measured window, then a drain until
@@ -284,103 +231,7 @@ impl Generator {
         let (Some(first), Some(last)) = (window_start, window_end) else {
             unreachable!("the loop ends only after the window closed");
         };
-        let seconds = last.wall.duration_since(first.wall).as_secs_f64();
-        let per_second = |a: Option<f64>, b: Option<f64>| Some((b? - a?) / seconds);
-        Ok(Measured {
-            rate: (last.received - first.received) as f64 / seconds,
-            round_trip: histogram,
-            generator_cpu: per_second(first.generator_cpu, last.generator_cpu),
-            server_cpu: per_second(first.server_cpu, last.server_cpu),
-            generator_core_idle: idle_share(first.core, last.core),
-            server_core_idle: idle_share(first.server_core, last.server_core),
-        })
-    }
-
-    /// Makes the socket for connection `index` (bound to its source address, nodelay, SO_LINGER
-    /// 0), starts its connect and registers it.
-    fn open_socket(&self, server: SocketAddr, index: usize) -> Result<TcpStream, String> {
-        let socket = || -> io::Result<Socket> {
-            let socket = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
-            socket.set_nonblocking(true)?;
-            socket.set_tcp_nodelay(true)?;
-            socket.set_linger(Some(Duration::ZERO))?;
-            socket.set_reuse_address(true)?;
-            let source = Ipv4Addr::new(127, 0, 0, 1 + (index % SOURCE_ADDRESSES) as u8);
-            socket.bind(&SocketAddr::from((source, 0)).into())?;
-            match socket.connect(&server.into()) {
-                Err(e) if e.raw_os_error() != Some(EINPROGRESS) => Err(e),
-                _ => Ok(socket),
-            }
-        };
-        let socket = socket().map_err(|e| format!("connection {index}: {e}"))?;
-        let mut stream = TcpStream::from_std(socket.into());
-        self.poll
-            .registry()
-            .register(
-                &mut stream,
-                Token(index),
-                Interest::READABLE | Interest::WRITABLE,
-            )
-            .map_err(|e| format!("epoll_ctl: {e}"))?;
-        Ok(stream)
-    }
-
-    /// Moves connection `index`'s handshake on after an event: Ok(true) once upgraded.
-    fn advance(
-        &mut self,
-        index: usize,
-        handshake: &mut Handshake,
-        request: &[u8],
-    ) -> Result<bool, Step> {
-        let stream = &mut self.connections[index].stream;
-        if !handshake.requested {
-            if let Ok(Some(e)) = stream.take_error() {
-                return Err(Step::Retry(e.to_string()));
-            }
-            if stream.peer_addr().is_err() {
-                // Not connected yet (or refused; the error event says which).
-                return Ok(false);
-            }
-            stream
-                .write_all(request)
-                .map_err(|e| Step::Retry(format!("writing the upgrade request: {e}")))?;
-            handshake.requested = true;
-        }
-        loop {
-            match stream.read(&mut self.read_buffer) {
-                Ok(0) => return Err(Step::Retry("closed during the upgrade".to_owned())),
-                Ok(n) => handshake.head.extend_from_slice(&self.read_buffer[..n]),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(Step::Retry(e.to_string())),
-            }
-        }
-        connection::upgrade_response(&handshake.head).map_err(Step::Fail)
-    }
-
-    /// Replaces connection `index`'s socket with a new one, or Err after [`ATTEMPTS`].
-    fn retry(
-        &mut self,
-        server: SocketAddr,
-        index: usize,
-        handshake: &mut Handshake,
-        why: &str,
-    ) -> Result<(), String> {
-        if handshake.attempts >= ATTEMPTS {
-            return Err(format!(
-                "connection {index} failed {ATTEMPTS} times (last: {why})"
-            ));
-        }
-        let _ = self
-            .poll
-            .registry()
-            .deregister(&mut self.connections[index].stream);
-        self.connections[index] = Connection::new(self.open_socket(server, index)?);
-        *handshake = Handshake {
-            attempts: handshake.attempts + 1,
-            ..Handshake::new()
-        };
-        Ok(())
+        Ok(Measured::between(first, last, histogram))
     }
 }
 
@@ -435,43 +286,20 @@ fn watch_writes(poll: &Poll, connection: &mut Connection, index: usize) -> Resul
     Ok(())
 }
 
-/// A connection's upgrade in progress.
-struct Handshake {
-    attempts: u8,
-    since: Instant,
-    requested: bool,
-    open: bool,
-    head: Vec<u8>,
-}
-
-impl Handshake {
-    fn new() -> Self {
-        Self {
-            attempts: 1,
-            since: Instant::now(),
-            requested: false,
-            open: false,
-            head: Vec::new(),
-        }
-    }
-}
-
-/// Why a handshake step stopped: worth another socket, or a refusal that another will not fix.
-enum Step {
-    Retry(String),
-    Fail(String),
-}
-
+/// Where a point stands: before, in and after its measured window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
+pub(super) enum Phase {
+    /// Load runs, nothing is recorded.
     WarmUp,
+    /// Load runs and is recorded.
     Measuring,
+    /// No new load; what is in flight comes back.
     Draining,
 }
 
 /// The counters at one edge of the measured window.
 #[derive(Clone, Copy)]
-struct Snapshot {
+pub(super) struct Snapshot {
     wall: Instant,
     received: u64,
     generator_cpu: Option<f64>,
@@ -483,7 +311,8 @@ struct Snapshot {
 }
 
 impl Snapshot {
-    fn take(received: u64, probe: Probe) -> Self {
+    /// The counters now, `received` being the messages received so far.
+    pub(super) fn take(received: u64, probe: Probe) -> Self {
         Self {
             wall: Instant::now(),
             received,

@@ -18,11 +18,14 @@
 //! processes (`servers.rs`) nor the sockets (`loadgen.rs`, `connection.rs`).
 
 mod connection;
+mod dial;
 mod echo;
 mod loadgen;
+pub mod pubsub;
 mod servers;
 mod tables;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::thread;
 use std::time::Duration;
@@ -55,17 +58,14 @@ const CONNECT_BUDGET: Duration = Duration::from_secs(60);
 /// How long N connections sit idle before the memory reading.
 const IDLE: Duration = Duration::from_secs(1);
 
-/// The server suite's own options.
+/// The options both process suites take (`server` and `pubsub`).
 #[derive(clap::Args, Clone, Debug)]
-pub struct Settings {
-    /// Only these servers (comma-separated: tickwire, tickwire-busy-poll, uws, fastwebsockets,
-    /// tokio-tungstenite).
+pub struct Processes {
+    /// Only these servers (comma-separated row names as in the tables; server: tickwire,
+    /// tickwire-busy-poll, uws, fastwebsockets, tokio-tungstenite; pubsub: tickwire, uws,
+    /// tickwire-deflate).
     #[arg(long)]
     servers: Option<String>,
-    /// The runtime tickwire's server runs on (`tickwire --runtime R serve`): reactor,
-    /// blocking or tokio.
-    #[arg(long, default_value = "reactor")]
-    tickwire_runtime: String,
     /// The tickwire CLI binary (default: `tickwire` next to this binary, i.e.
     /// target/release/tickwire from `cargo build --release -p tickwire-cli`).
     #[arg(long)]
@@ -80,6 +80,73 @@ pub struct Settings {
     /// 0.5).
     #[arg(long, num_args = 2, value_names = ["WARMUP", "MEASURE"])]
     seconds: Option<Vec<f64>>,
+}
+
+impl Processes {
+    /// True when the server row `name` was selected with `--servers` (or no filter given).
+    fn selected(&self, name: &str) -> bool {
+        self.servers
+            .as_ref()
+            .is_none_or(|list| list.split(',').any(|n| n.trim() == name))
+    }
+
+    /// The connection counts: `--connections`, else `full` (or `quick` with `--quick`).
+    fn counts(&self, quick: bool, full: &[usize], quick_counts: &[usize]) -> Vec<usize> {
+        match &self.connections {
+            Some(list) => list
+                .split(',')
+                .filter_map(|n| n.trim().replace('_', "").parse().ok())
+                .collect(),
+            None if quick => quick_counts.to_vec(),
+            None => full.to_vec(),
+        }
+    }
+
+    /// Warm-up and measured window per point.
+    fn seconds(&self, quick: bool) -> (Duration, Duration) {
+        match self.seconds.as_deref() {
+            Some(&[warmup, measure]) => (
+                Duration::from_secs_f64(warmup.max(0.0)),
+                Duration::from_secs_f64(measure.max(0.01)),
+            ),
+            _ if quick => (Duration::from_millis(200), Duration::from_millis(500)),
+            _ => (Duration::from_millis(500), Duration::from_secs(2)),
+        }
+    }
+
+    /// Where the binaries are; tickwire runs with `--runtime tickwire_runtime`.
+    fn launch(&self, ctx: &Ctx, tickwire_runtime: &str) -> Launch {
+        let sibling = |name: &str| {
+            std::env::current_exe()
+                .ok()
+                .and_then(|exe| exe.parent().map(|dir| dir.join(name)))
+                .unwrap_or_else(|| PathBuf::from(name))
+        };
+        let home = std::env::var_os("HOME").map_or_else(PathBuf::new, PathBuf::from);
+        Launch {
+            tickwire_bin: self
+                .tickwire_bin
+                .clone()
+                .unwrap_or_else(|| sibling("tickwire")),
+            tickwire_runtime: tickwire_runtime.to_owned(),
+            uws_bin: self
+                .uws_bin
+                .clone()
+                .unwrap_or_else(|| home.join(".cache/uws-peer/uws-echo")),
+            core: ctx.core,
+        }
+    }
+}
+
+/// The server suite's own options.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Settings {
+    #[command(flatten)]
+    processes: Processes,
+    /// The runtime tickwire's server runs on (`tickwire --runtime R serve`): reactor,
+    /// blocking or tokio.
+    #[arg(long, default_value = "reactor")]
+    tickwire_runtime: String,
     /// The headroom test: the generator busy-waits this many ns after every event it handles.
     /// If a server's rate holds with the generator slowed down, the generator was not the limit.
     #[arg(long, default_value_t = 0)]
@@ -116,24 +183,14 @@ pub fn describe(ctx: &Ctx, settings: &Settings, quick: bool) -> String {
 
 /// Runs the selected points and the memory table.
 pub fn run(ctx: &Ctx, settings: &Settings, clock: &Clock, quick: bool) -> Vec<Table> {
-    let launch = launch(ctx, settings);
+    let launch = settings.processes.launch(ctx, &settings.tickwire_runtime);
     let libraries: Vec<Library> = Library::ALL
         .into_iter()
-        .filter(|l| {
-            settings
-                .servers
-                .as_ref()
-                .is_none_or(|list| list.split(',').any(|n| n.trim() == l.name()))
-        })
+        .filter(|l| settings.processes.selected(l.name()))
         .collect();
-    let counts: Vec<usize> = match &settings.connections {
-        Some(list) => list
-            .split(',')
-            .filter_map(|n| n.trim().replace('_', "").parse().ok())
-            .collect(),
-        None if quick => QUICK_CONNECTIONS.to_vec(),
-        None => CONNECTIONS.to_vec(),
-    };
+    let counts = settings
+        .processes
+        .counts(quick, &CONNECTIONS, &QUICK_CONNECTIONS);
     let timing = timing(settings, quick);
     let memory_counts: &[usize] = if quick {
         &MEMORY_CONNECTIONS[..1]
@@ -227,37 +284,8 @@ type Timing = (Duration, Duration, Duration);
 
 fn timing(settings: &Settings, quick: bool) -> Timing {
     let handicap = Duration::from_nanos(settings.generator_handicap_ns);
-    let (warmup, measure) = match settings.seconds.as_deref() {
-        Some(&[warmup, measure]) => (
-            Duration::from_secs_f64(warmup.max(0.0)),
-            Duration::from_secs_f64(measure.max(0.01)),
-        ),
-        _ if quick => (Duration::from_millis(200), Duration::from_millis(500)),
-        _ => (Duration::from_millis(500), Duration::from_secs(2)),
-    };
+    let (warmup, measure) = settings.processes.seconds(quick);
     (warmup, measure, handicap)
-}
-
-fn launch(ctx: &Ctx, settings: &Settings) -> Launch {
-    let sibling = |name: &str| {
-        std::env::current_exe()
-            .ok()
-            .and_then(|exe| exe.parent().map(|dir| dir.join(name)))
-            .unwrap_or_else(|| PathBuf::from(name))
-    };
-    let home = std::env::var_os("HOME").map_or_else(PathBuf::new, PathBuf::from);
-    Launch {
-        tickwire_bin: settings
-            .tickwire_bin
-            .clone()
-            .unwrap_or_else(|| sibling("tickwire")),
-        tickwire_runtime: settings.tickwire_runtime.clone(),
-        uws_bin: settings
-            .uws_bin
-            .clone()
-            .unwrap_or_else(|| home.join(".cache/uws-peer/uws-echo")),
-        core: ctx.core,
-    }
 }
 
 /// Why `library` does not run at `count` connections, if it does not.
@@ -290,40 +318,26 @@ fn session(
     if let Some(why) = capped(launch, library, count) {
         return all(why);
     }
-    let mut server = match ServerProcess::start(library, launch) {
-        Ok(server) => server,
-        Err(why) => return all(format!("skipped: {why}")),
-    };
-    let addr = server.addr;
-    let probe = Probe {
-        server_pid: server.pid(),
-        generator_core: ctx.peer_core,
-        server_core: ctx.core,
-    };
     let loads: Vec<Load> = points.iter().map(|p| p.load).collect();
-    let (core, ticks_per_ns) = (ctx.peer_core, clock.ticks_per_ns);
-    let generator = thread::Builder::new()
-        .name("server-load".to_owned())
-        .spawn(move || {
-            harness::pin_to(core);
-            let mut generator = Generator::connect(addr, count, CONNECT_BUDGET, ticks_per_ns)
-                .map_err(|why| format!("skipped: connecting: {why}"))?;
-            let mut outcomes = Vec::new();
-            for load in loads {
-                let outcome = generator.run(load, probe);
-                let failed = outcome.is_err();
-                outcomes.push(outcome.map_err(|why| format!("FAILED: {why}")));
-                if failed {
-                    break;
-                }
+    let ticks_per_ns = clock.ticks_per_ns;
+    let session = against_server(ctx, launch, library, &[], move |addr, probe| {
+        let mut generator = Generator::connect(addr, count, CONNECT_BUDGET, ticks_per_ns)
+            .map_err(|why| format!("skipped: connecting: {why}"))?;
+        let mut outcomes = Vec::new();
+        for load in loads {
+            let outcome = generator.run(load, probe);
+            let failed = outcome.is_err();
+            outcomes.push(outcome.map_err(|why| format!("FAILED: {why}")));
+            if failed {
+                break;
             }
-            Ok::<_, String>(outcomes)
-        })
-        .expect("spawn the load generator");
-    let outcome = generator
-        .join()
-        .unwrap_or_else(|_| Err("FAILED: the load generator panicked".to_owned()));
-    let exited = server.check_alive().err();
+        }
+        Ok(outcomes)
+    });
+    let (outcome, exited) = match session {
+        Ok(session) => session,
+        Err(why) => return all(why),
+    };
     let mut outcomes = match outcome {
         Ok(outcomes) => outcomes,
         Err(why) => return all(with_exit(why, exited.as_deref())),
@@ -342,6 +356,39 @@ fn session(
     outcomes
 }
 
+/// A fresh `library` server (`extra` arguments after its own) and `work` run against it on
+/// a thread pinned to the generator's core. Ok with `work`'s outcome and why the server
+/// exited, if it did by then; Err ("skipped: ...") when the server could not start.
+fn against_server<T: Send + 'static>(
+    ctx: &Ctx,
+    launch: &Launch,
+    library: Library,
+    extra: &[&str],
+    work: impl FnOnce(SocketAddr, Probe) -> Result<T, String> + Send + 'static,
+) -> Result<(Result<T, String>, Option<String>), String> {
+    let mut server =
+        ServerProcess::start(library, launch, extra).map_err(|why| format!("skipped: {why}"))?;
+    let addr = server.addr;
+    let probe = Probe {
+        server_pid: server.pid(),
+        generator_core: ctx.peer_core,
+        server_core: ctx.core,
+    };
+    let core = ctx.peer_core;
+    let outcome = thread::Builder::new()
+        .name("server-load".to_owned())
+        .spawn(move || {
+            harness::pin_to(core);
+            work(addr, probe)
+        })
+        .expect("spawn the load generator")
+        .join()
+        .unwrap_or_else(|_| Err("FAILED: the load generator panicked".to_owned()));
+    let exited = server.check_alive().err();
+    Ok((outcome, exited))
+}
+
+/// `why`, with the server's exit status when it had exited.
 fn with_exit(why: String, exited: Option<&str>) -> String {
     match exited {
         Some(exit) => format!("{why} ({exit})"),
@@ -357,7 +404,7 @@ fn idle_memory(
     count: usize,
     clock: &Clock,
 ) -> Result<(u64, u64), String> {
-    let server = ServerProcess::start(library, launch)?;
+    let server = ServerProcess::start(library, launch, &[])?;
     let (addr, pid) = (server.addr, server.pid());
     let (core, ticks_per_ns) = (ctx.peer_core, clock.ticks_per_ns);
     let probe = Probe {

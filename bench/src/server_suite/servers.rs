@@ -84,10 +84,10 @@ pub(super) struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Starts `library` pinned to `launch.core` and waits (up to 10 s) for the first stdout
-    /// line, whose last number is the port. Err says why the server could not run, for a
-    /// "skipped" note.
-    pub(super) fn start(library: Library, launch: &Launch) -> Result<Self, String> {
+    /// Starts `library` pinned to `launch.core`, with `extra` arguments after its own (the
+    /// pub/sub suite's `--pubsub`), and waits (up to 10 s) for the first stdout line, whose
+    /// last number is the port. Err says why the server could not run, for a "skipped" note.
+    pub(super) fn start(library: Library, launch: &Launch, extra: &[&str]) -> Result<Self, String> {
         let core = launch.core.to_string();
         let mut command = match library {
             Library::Tickwire | Library::TickwireBusyPoll => {
@@ -121,6 +121,7 @@ impl ServerProcess {
                 command
             }
         };
+        command.args(extra);
         // stderr goes to a file: a server that fails to start says why there, and one that
         // logs every reset connection cannot fill a pipe nobody reads.
         let log = std::env::temp_dir().join(format!(

@@ -24,82 +24,12 @@ pub(super) fn point_table(
         "Echo server, {} B binary, {count} connection(s) x {} in flight",
         load.payload_len, load.depth
     );
-    let mut table = Table::with_columns(
-        &point.id,
-        &title,
-        &[
-            "messages/s (median)",
-            "range /s",
-            "p50 µs",
-            "p99 µs",
-            "gen cpu %",
-            "gen core idle %",
-            "server cpu %",
-            "server core idle %",
-            "tickwire ÷ this",
-        ],
-        "",
-    );
-    let rates = |i: usize| -> Vec<f64> {
-        results[i]
-            .iter()
-            .filter_map(|r| r.as_ref().ok().map(|m| m.rate))
-            .collect()
-    };
-    let tickwire_rate = libraries
-        .iter()
-        .position(|&l| l == Library::Tickwire)
-        .and_then(|i| median(rates(i)));
-    let mut notes = Vec::new();
-    for (i, library) in libraries.iter().enumerate() {
-        let ok: Vec<&Measured> = results[i].iter().filter_map(|r| r.as_ref().ok()).collect();
-        for why in results[i].iter().filter_map(|r| r.as_ref().err()) {
-            let note = format!("{}: {why}", library.name());
-            if !notes.contains(&note) {
-                notes.push(note);
-            }
-        }
-        let cells = match median(rates(i)) {
-            None => vec!["skipped".to_owned(); 9],
-            Some(rate) => {
-                let mut sorted = rates(i);
-                sorted.sort_by(f64::total_cmp);
-                let micros = |q: f64| {
-                    median(
-                        ok.iter()
-                            .map(|m| m.round_trip.value_at_quantile(q) as f64)
-                            .collect(),
-                    )
-                    .map_or("-".to_owned(), |t| {
-                        format!("{:.1}", clock.ns(t as u64) / 1e3)
-                    })
-                };
-                let percent = |f: fn(&Measured) -> Option<f64>| {
-                    median(ok.iter().filter_map(|m| f(m)).collect())
-                        .map_or("-".to_owned(), |c| format!("{:.0}", c * 100.0))
-                };
-                vec![
-                    report::human(rate),
-                    format!(
-                        "{} - {}",
-                        report::human(sorted[0]),
-                        report::human(sorted[sorted.len() - 1])
-                    ),
-                    micros(0.5),
-                    micros(0.99),
-                    percent(|m| m.generator_cpu),
-                    percent(|m| m.generator_core_idle),
-                    percent(|m| m.server_cpu),
-                    percent(|m| m.server_core_idle),
-                    tickwire_rate.map_or("-".to_owned(), |t| format!("{:.2}x", t / rate)),
-                ]
-            }
-        };
-        table.rows.push(Row {
-            library: library.name().to_owned(),
-            figures: Figures::Cells(cells),
-        });
-    }
+    let mut columns = vec!["messages/s (median)", "range /s", "p50 µs", "p99 µs"];
+    columns.extend(LOAD_COLUMNS);
+    let mut table = Table::with_columns(&point.id, &title, &columns, "");
+    let names: Vec<&str> = libraries.iter().map(|l| l.name()).collect();
+    let (rows, notes, paired) = measured_rows(&names, results, clock, &[0.5, 0.99]);
+    table.rows = rows;
     let mut note = format!(
         "{count} WebSocket connection(s) over 127.0.0.1, each keeping {} masked {} B binary \
          frames in flight (one pre-encoded frame, written again for every echo received, one \
@@ -107,12 +37,7 @@ pub(super) fn point_table(
          rdtsc at its send. Server on core {}, load generator on core {}; {:.1} s warm-up, \
          {:.1} s measured, then drained (every echo checked: binary, {} B; received = sent). \
          A fresh server per (server, N) session, these connections shared by its points; \
-         {} round(s), servers interleaved, medians over rounds; gen cpu / server cpu: the \
-         generator thread's and the server process's CPU time (user + system) over the \
-         measured window, % of one core; loopback's softirq work is charged to the core, not \
-         to either task, so gen core idle % (idle jiffies of the generator's core over the \
-         window) is the test of headroom: above 0, the generator waited for the server; server core \
-         idle % the same for the server's core.",
+         {} round(s), servers interleaved, medians over rounds; {CPU_NOTE}",
         load.depth,
         load.payload_len,
         ctx.core,
@@ -122,14 +47,7 @@ pub(super) fn point_table(
         load.payload_len,
         ctx.rounds,
     );
-    if let Some(tickwire) = libraries.iter().position(|&l| l == Library::Tickwire) {
-        let tickwire_rounds = round_rates(&results[tickwire]);
-        for (i, library) in libraries.iter().enumerate().filter(|(i, _)| *i != tickwire) {
-            if let (Some(a), Some(b)) = (&tickwire_rounds, round_rates(&results[i])) {
-                note.push_str(&report::paired_rates("tickwire", a, library.name(), &b));
-            }
-        }
-    }
+    note.push_str(&paired);
     if launch.tickwire_runtime != "reactor" {
         note.push_str(&format!(
             " tickwire ran with --runtime {} (not the reactor).",
@@ -141,6 +59,105 @@ pub(super) fn point_table(
     }
     table.note = note;
     table
+}
+
+/// What the CPU columns of [`LOAD_COLUMNS`] mean, for the tables' notes.
+pub(super) const CPU_NOTE: &str = "gen cpu / server cpu: the generator thread's and the \
+    server process's CPU time (user + system) over the measured window, % of one core; \
+    loopback's softirq work is charged to the core, not to either task, so gen core idle % \
+    (idle jiffies of the generator's core over the window) is the test of headroom: above 0, \
+    the generator waited for the server; server core idle % the same for the server's core.";
+
+/// The columns after the rate and latency ones, in both suites' load tables.
+pub(super) const LOAD_COLUMNS: [&str; 5] = [
+    "gen cpu %",
+    "gen core idle %",
+    "server cpu %",
+    "server core idle %",
+    "tickwire ÷ this",
+];
+
+/// A row per server of a load table (`names[i]`'s rounds in `results[i]`, the row named
+/// `tickwire` the baseline of the ratio column): the median rate, the range over rounds, the
+/// median over rounds of each latency quantile in µs, then [`LOAD_COLUMNS`]. Also the notes
+/// of failed rounds and the paired-by-round comparison of tickwire with each other row.
+pub(super) fn measured_rows(
+    names: &[&str],
+    results: &[Vec<Result<Measured, String>>],
+    clock: &Clock,
+    quantiles: &[f64],
+) -> (Vec<Row>, Vec<String>, String) {
+    let rates = |i: usize| -> Vec<f64> {
+        results[i]
+            .iter()
+            .filter_map(|r| r.as_ref().ok().map(|m| m.rate))
+            .collect()
+    };
+    let tickwire = names.iter().position(|&n| n == "tickwire");
+    let tickwire_rate = tickwire.and_then(|i| median(rates(i)));
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let ok: Vec<&Measured> = results[i].iter().filter_map(|r| r.as_ref().ok()).collect();
+        for why in results[i].iter().filter_map(|r| r.as_ref().err()) {
+            let note = format!("{name}: {why}");
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
+        let cells = match median(rates(i)) {
+            None => vec!["skipped".to_owned(); 2 + quantiles.len() + LOAD_COLUMNS.len()],
+            Some(rate) => {
+                let mut sorted = rates(i);
+                sorted.sort_by(f64::total_cmp);
+                let micros = |q: f64| {
+                    median(
+                        ok.iter()
+                            .map(|m| m.latency.value_at_quantile(q) as f64)
+                            .collect(),
+                    )
+                    .map_or("-".to_owned(), |t| {
+                        format!("{:.1}", clock.ns(t as u64) / 1e3)
+                    })
+                };
+                let percent = |f: fn(&Measured) -> Option<f64>| {
+                    median(ok.iter().filter_map(|m| f(m)).collect())
+                        .map_or("-".to_owned(), |c| format!("{:.0}", c * 100.0))
+                };
+                let mut cells = vec![
+                    report::human(rate),
+                    format!(
+                        "{} - {}",
+                        report::human(sorted[0]),
+                        report::human(sorted[sorted.len() - 1])
+                    ),
+                ];
+                cells.extend(quantiles.iter().map(|&q| micros(q)));
+                cells.extend([
+                    percent(|m| m.generator_cpu),
+                    percent(|m| m.generator_core_idle),
+                    percent(|m| m.server_cpu),
+                    percent(|m| m.server_core_idle),
+                    tickwire_rate.map_or("-".to_owned(), |t| format!("{:.2}x", t / rate)),
+                ]);
+                cells
+            }
+        };
+        rows.push(Row {
+            library: (*name).to_owned(),
+            figures: Figures::Cells(cells),
+        });
+    }
+    let mut paired = String::new();
+    if let Some(tickwire) = tickwire {
+        let tickwire_rounds = round_rates(&results[tickwire]);
+        for (i, name) in names.iter().enumerate().filter(|(i, _)| *i != tickwire) {
+            if let (Some(a), Some(b)) = (&tickwire_rounds, round_rates(&results[i])) {
+                paired.push_str(&report::paired_rates("tickwire", a, name, &b));
+            }
+        }
+    }
+    (rows, notes, paired)
 }
 
 /// Every round's rate, when every round succeeded.
@@ -245,7 +262,7 @@ pub(super) fn memory_table(
     table
 }
 
-fn median(mut values: Vec<f64>) -> Option<f64> {
+pub(super) fn median(mut values: Vec<f64>) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
