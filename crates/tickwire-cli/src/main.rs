@@ -231,7 +231,7 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         TcpListener::bind((args.bind.as_str(), args.port)).map_err(|e| format!("bind: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let tls = server_tls(args)?;
-    print_listening(tls.is_some(), local);
+    print_listening("echo", tls.is_some(), local);
     let builder = server_builder!(ServerBuilder::new(), args);
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
@@ -255,9 +255,10 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
 }
 
 /// `serve`'s first line, which scripts wait for (the port is the chosen one with `--port 0`).
-pub(crate) fn print_listening(tls: bool, local: std::net::SocketAddr) {
+/// The first stdout line of `serve` (scripts and the bench read the port from its end).
+pub(crate) fn print_listening(kind: &str, tls: bool, local: std::net::SocketAddr) {
     let scheme = if tls { "wss" } else { "ws" };
-    println!("tickwire: echo server listening on {scheme}://{local}");
+    println!("tickwire: {kind} server listening on {scheme}://{local}");
     let _ = std::io::stdout().flush();
 }
 

@@ -94,7 +94,8 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), String> {
     let server = builder
         .bind((args.bind.as_str(), args.port))
         .map_err(|e| format!("bind: {e}"))?;
-    print_listening(tls.is_some(), server.local_addr());
+    let kind = if args.pubsub { "pub/sub" } else { "echo" };
+    print_listening(kind, tls.is_some(), server.local_addr());
     let running = if args.pubsub {
         server.start(|worker| {
             let handle = worker.handle.clone();

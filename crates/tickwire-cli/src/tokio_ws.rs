@@ -62,7 +62,7 @@ async fn serve_connections(args: &ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("bind: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let tls = server_tls(args)?;
-    print_listening(tls.is_some(), local);
+    print_listening("echo", tls.is_some(), local);
     let builder = server_builder!(ServerBuilder::new(), args);
     loop {
         let Ok((stream, _)) = listener.accept().await else {
