@@ -1,0 +1,644 @@
+//! The demo's results: the [`Summary`] of a run, printed as a table on stdout and written as
+//! a self-contained HTML page (inline CSS and SVG charts; no script, nothing fetched).
+//!
+//! Owns judging the run (which client checks passed) and presenting it; the charts' drawing
+//! is [`super::svg`]'s.
+
+use std::fmt::Write as _;
+
+use hdrhistogram::Histogram;
+use tickwire_server::{SlowConsumer, TopicStats};
+
+use super::client::{ClientReport, Pace};
+use super::stats::{Second, format_count, format_ns};
+use super::svg::{Frame, Scale, Series, escape};
+use super::{DemoArgs, Histograms, Shared, TopicId};
+
+/// Everything the report shows.
+pub(crate) struct Summary {
+    params: Vec<(&'static str, String)>,
+    topics: Vec<(TopicId, TopicStats)>,
+    feed_seconds: f64,
+    histograms: Histograms,
+    timeline: Vec<Second>,
+    clients: Vec<ClientReport>,
+}
+
+impl Summary {
+    pub(crate) fn new(
+        args: &DemoArgs,
+        shared: &Shared,
+        clients: Vec<ClientReport>,
+        timeline: Vec<Second>,
+        histograms: Histograms,
+        feed_seconds: f64,
+    ) -> Self {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let params = vec![
+            ("duration", format!("{} s", args.duration)),
+            ("clients", format!("{} ({} slow)", args.clients, args.slow)),
+            (
+                "rate",
+                format!(
+                    "{} book updates and trades / s",
+                    format_count(u64::from(args.rate))
+                ),
+            ),
+            ("symbols", args.symbols.to_string()),
+            (
+                "send budget",
+                format!(
+                    "{} bytes per connection",
+                    format_count(args.send_budget as u64)
+                ),
+            ),
+            (
+                "server workers",
+                args.workers
+                    .map_or_else(|| format!("{cpus} (one per CPU)"), |w| w.to_string()),
+            ),
+            (
+                "client threads",
+                args.client_threads.min(args.clients).to_string(),
+            ),
+            ("CPUs", cpus.to_string()),
+        ];
+        let topics = TopicId::ALL
+            .iter()
+            .map(|&t| (t, shared.topic(t).stats()))
+            .collect();
+        Self {
+            params,
+            topics,
+            feed_seconds,
+            histograms,
+            timeline,
+            clients,
+        }
+    }
+
+    fn fast(&self) -> impl Iterator<Item = &ClientReport> {
+        self.clients.iter().filter(|c| c.pace == Pace::Fast)
+    }
+
+    fn slow(&self) -> impl Iterator<Item = &ClientReport> {
+        self.clients.iter().filter(|c| c.pace != Pace::Fast)
+    }
+
+    /// Fast clients that got every message in order with no gap, and how many there are.
+    fn fast_verdict(&self) -> (usize, usize) {
+        let total = self.fast().count();
+        let good = self.fast().filter(|c| fast_ok(c)).count();
+        (good, total)
+    }
+
+    /// True when every fast client saw every message in order with no gap, and every slow
+    /// client saw its messages in order and was told about each one it missed.
+    pub(crate) fn passed(&self) -> bool {
+        let (good, total) = self.fast_verdict();
+        good == total && self.slow().all(slow_ok)
+    }
+
+    /// Lines describing each failed client check (empty when [`passed`](Self::passed)).
+    fn failures(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (i, client) in self.clients.iter().enumerate() {
+            let ok = if client.pace == Pace::Fast {
+                fast_ok(client)
+            } else {
+                slow_ok(client)
+            };
+            if !ok {
+                lines.push(format!(
+                    "client {i} ({}): {}",
+                    pace_name(client.pace),
+                    client
+                        .failure
+                        .as_deref()
+                        .unwrap_or("messages missing or out of order")
+                ));
+            }
+        }
+        lines
+    }
+
+    fn latency_line(histogram: &Histogram<u64>) -> String {
+        if histogram.is_empty() {
+            return "no messages".to_owned();
+        }
+        format!(
+            "p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
+            format_ns(histogram.value_at_quantile(0.5)),
+            format_ns(histogram.value_at_quantile(0.9)),
+            format_ns(histogram.value_at_quantile(0.99)),
+            format_ns(histogram.value_at_quantile(0.999)),
+            format_ns(histogram.max()),
+        )
+    }
+
+    /// The summary table printed on stdout.
+    pub(crate) fn text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "\ntickwire demo");
+        for (name, value) in &self.params {
+            let _ = writeln!(out, "  {name:<15} {value}");
+        }
+        out.push('\n');
+        text_table(&mut out, &TOPIC_COLUMNS, &self.topic_rows());
+        let deliveries = self.histograms.deliveries;
+        let _ = writeln!(
+            out,
+            "\n  deliveries      {} in {:.1} s of feed ({}/s)",
+            format_count(deliveries),
+            self.feed_seconds,
+            format_count((deliveries as f64 / self.feed_seconds.max(1e-3)) as u64)
+        );
+        let _ = writeln!(
+            out,
+            "  latency, fast  {}",
+            Self::latency_line(&self.histograms.fast)
+        );
+        let _ = writeln!(
+            out,
+            "  latency, slow  {}",
+            Self::latency_line(&self.histograms.slow)
+        );
+        let (good, total) = self.fast_verdict();
+        let _ = writeln!(
+            out,
+            "\n  fast clients    {good} of {total} got every message of every topic in order, with no gap"
+        );
+        let _ = writeln!(out, "  slow clients");
+        text_table(&mut out, &SLOW_COLUMNS, &self.slow_rows());
+        for line in self.failures() {
+            let _ = writeln!(out, "  FAILED {line}");
+        }
+        let _ = writeln!(
+            out,
+            "  check           {}",
+            if self.passed() { "passed" } else { "FAILED" }
+        );
+        out
+    }
+
+    /// The HTML report: one page, inline CSS and SVG.
+    pub(crate) fn html(&self) -> String {
+        let mut out = String::with_capacity(64 << 10);
+        out.push_str(HEAD);
+        let (good, total) = self.fast_verdict();
+        let verdict = if self.passed() { "passed" } else { "FAILED" };
+        let _ = write!(
+            out,
+            r#"<h1>tickwire demo</h1><p class="lead">A local market-data fan-out: tickwire-server publishing book updates and trades to {} clients, {} of them slow on purpose. Check: <b class="{}">{verdict}</b> &mdash; {good} of {total} fast clients got every message in order with no gap.</p>"#,
+            self.clients.len(),
+            self.slow().count(),
+            if self.passed() { "ok" } else { "bad" },
+        );
+        out.push_str("<div class=\"grid\"><section><h2>Run</h2><table>");
+        for (name, value) in &self.params {
+            let _ = write!(
+                out,
+                "<tr><th>{}</th><td>{}</td></tr>",
+                escape(name),
+                escape(value)
+            );
+        }
+        out.push_str("</table></section><section><h2>Results</h2><table>");
+        let deliveries = self.histograms.deliveries;
+        let rows = [
+            ("deliveries", format_count(deliveries)),
+            (
+                "deliveries / s",
+                format_count((deliveries as f64 / self.feed_seconds.max(1e-3)) as u64),
+            ),
+            (
+                "latency, fast clients",
+                Self::latency_line(&self.histograms.fast),
+            ),
+            (
+                "latency, slow clients",
+                Self::latency_line(&self.histograms.slow),
+            ),
+        ];
+        for (name, value) in rows {
+            let _ = write!(out, "<tr><th>{name}</th><td>{}</td></tr>", escape(&value));
+        }
+        out.push_str("</table></section></div>");
+        self.topic_table(&mut out);
+        out.push_str(&self.deliveries_chart());
+        out.push_str(&self.latency_over_time_chart());
+        out.push_str(&self.percentile_chart());
+        out.push_str(&self.histogram_chart());
+        out.push_str(&self.drops_chart());
+        self.client_table(&mut out);
+        out.push_str(FOOT);
+        out
+    }
+
+    fn topic_table(&self, out: &mut String) {
+        out.push_str("<h2>Topics</h2>");
+        html_table(out, &TOPIC_COLUMNS, &self.topic_rows());
+    }
+
+    /// Per topic: name, policy, published, queued, dropped, closed.
+    fn topic_rows(&self) -> Vec<[String; 6]> {
+        self.topics
+            .iter()
+            .map(|(topic, stats)| {
+                [
+                    topic.name().to_owned(),
+                    policy_name(topic.policy()),
+                    format_count(stats.published),
+                    format_count(stats.queued),
+                    format_count(stats.dropped),
+                    format_count(stats.closed),
+                ]
+            })
+            .collect()
+    }
+
+    /// Per slow client: pace, received, reported dropped, policy closes, connections, and
+    /// whether every message is accounted for.
+    fn slow_rows(&self) -> Vec<[String; 6]> {
+        self.slow()
+            .map(|client| {
+                [
+                    pace_name(client.pace).to_owned(),
+                    format_count(client.received.iter().sum()),
+                    format_count(client.reported.iter().sum()),
+                    client.policy_closes.to_string(),
+                    client.connections.to_string(),
+                    if slow_ok(client) { "yes" } else { "NO" }.to_owned(),
+                ]
+            })
+            .collect()
+    }
+
+    fn client_table(&self, out: &mut String) {
+        out.push_str("<h2>Slow clients</h2>");
+        html_table(out, &SLOW_COLUMNS, &self.slow_rows());
+        let failures = self.failures();
+        if !failures.is_empty() {
+            out.push_str("<h2>Failures</h2><ul>");
+            for line in failures {
+                let _ = write!(out, "<li>{}</li>", escape(&line));
+            }
+            out.push_str("</ul>");
+        }
+    }
+
+    fn time_axis(&self) -> Scale {
+        let end = self.timeline.last().map_or(1.0, |s| s.at).max(1.0);
+        Scale::Linear { min: 0.0, max: end }
+    }
+
+    fn deliveries_chart(&self) -> String {
+        let points: Vec<(f64, f64)> = self
+            .timeline
+            .iter()
+            .map(|s| (s.at, s.deliveries as f64))
+            .collect();
+        let top = points.iter().map(|p| p.1).fold(1.0, f64::max) * 1.1;
+        Frame {
+            id: "deliveries",
+            title: "Deliveries per second (messages received by all clients)",
+            x_label: "seconds since the feed started",
+            y_label: "deliveries / s",
+            x: self.time_axis(),
+            y: Scale::Linear { min: 0.0, max: top },
+            x_format: |v| format!("{v:.0}"),
+            y_format: |v| format_count(v as u64),
+        }
+        .lines(&[Series::new("deliveries / s", "#2563eb", points)])
+    }
+
+    fn latency_over_time_chart(&self) -> String {
+        let pick = |f: fn(&Second) -> u64| -> Vec<(f64, f64)> {
+            self.timeline
+                .iter()
+                .filter(|s| s.deliveries > 0)
+                .map(|s| (s.at, f(s) as f64))
+                .collect()
+        };
+        let (p50, p99, max) = (pick(|s| s.p50_ns), pick(|s| s.p99_ns), pick(|s| s.max_ns));
+        let (low, high) = latency_range(p50.iter().chain(&max).map(|p| p.1));
+        Frame {
+            id: "latency-over-time",
+            title: "Publish-to-receive latency per second, fast clients",
+            x_label: "seconds since the feed started",
+            y_label: "latency",
+            x: self.time_axis(),
+            y: Scale::Log {
+                min: low,
+                max: high,
+            },
+            x_format: |v| format!("{v:.0}"),
+            y_format: |v| format_ns(v as u64),
+        }
+        .lines(&[
+            Series::new("p50", "#16a34a", p50),
+            Series::new("p99", "#d97706", p99),
+            Series::new("max", "#dc2626", max),
+        ])
+    }
+
+    fn percentile_chart(&self) -> String {
+        let fast = percentile_points(&self.histograms.fast);
+        let slow = percentile_points(&self.histograms.slow);
+        let (low, high) = latency_range(fast.iter().chain(&slow).map(|p| p.1));
+        Frame {
+            id: "percentiles",
+            title: "Latency by percentile, whole run",
+            x_label: "percentile",
+            y_label: "latency",
+            x: Scale::Log { min: 1.0, max: 1e5 },
+            y: Scale::Log {
+                min: low,
+                max: high,
+            },
+            x_format: percentile_label,
+            y_format: |v| format_ns(v as u64),
+        }
+        .lines(&[
+            Series::new("fast clients", "#2563eb", fast),
+            Series::new("slow clients", "#9333ea", slow),
+        ])
+    }
+
+    fn histogram_chart(&self) -> String {
+        let bars = histogram_bars(&self.histograms.fast);
+        let (low, high) = match (bars.first(), bars.last()) {
+            (Some(first), Some(last)) => (first.0, last.1),
+            _ => (1e3, 1e6),
+        };
+        let top = bars.iter().map(|b| b.2).fold(1.0, f64::max) * 1.1;
+        Frame {
+            id: "histogram",
+            title: "Latency histogram, fast clients (share of messages, 10 buckets per decade)",
+            x_label: "latency",
+            y_label: "% of messages",
+            x: Scale::Log {
+                min: low,
+                max: high,
+            },
+            y: Scale::Linear { min: 0.0, max: top },
+            x_format: |v| format_ns(v as u64),
+            y_format: |v| format!("{v:.0}%"),
+        }
+        .bars(&bars, "#2563eb")
+    }
+
+    fn drops_chart(&self) -> String {
+        let bars: Vec<(f64, f64, f64)> = self
+            .timeline
+            .iter()
+            .map(|s| (s.at - 1.0, s.at, s.dropped as f64))
+            .collect();
+        let top = bars.iter().map(|b| b.2).fold(1.0, f64::max) * 1.1;
+        Frame {
+            id: "drops",
+            title: "Messages dropped for slow clients per second (all policies)",
+            x_label: "seconds since the feed started",
+            y_label: "dropped / s",
+            x: self.time_axis(),
+            y: Scale::Linear { min: 0.0, max: top },
+            x_format: |v| format!("{v:.0}"),
+            y_format: |v| format_count(v as u64),
+        }
+        .bars(&bars, "#d97706")
+    }
+}
+
+/// A table's column: its heading and its width in the text table (negative: left-aligned).
+type Column = (&'static str, i32);
+
+const TOPIC_COLUMNS: [Column; 6] = [
+    ("topic", -8),
+    ("slow-consumer policy", -20),
+    ("published", 11),
+    ("queued", 12),
+    ("dropped", 10),
+    ("closed", 7),
+];
+
+const SLOW_COLUMNS: [Column; 6] = [
+    ("pace", -10),
+    ("received", 10),
+    ("told dropped", 12),
+    ("closed", 7),
+    ("connections", 11),
+    ("all accounted for", 18),
+];
+
+/// Rows under their headings, indented, columns padded to their widths.
+fn text_table(out: &mut String, columns: &[Column], rows: &[[String; 6]]) {
+    let headings: Vec<String> = columns.iter().map(|c| c.0.to_owned()).collect();
+    for cells in std::iter::once(headings.as_slice()).chain(rows.iter().map(|r| r.as_slice())) {
+        out.push_str("  ");
+        for (cell, &(_, width)) in cells.iter().zip(columns) {
+            let pad = width.unsigned_abs() as usize;
+            let _ = if width < 0 {
+                write!(out, "{cell:<pad$} ")
+            } else {
+                write!(out, "{cell:>pad$} ")
+            };
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+    }
+}
+
+/// The same as an HTML table (numbers right-aligned by the page's style).
+fn html_table(out: &mut String, columns: &[Column], rows: &[[String; 6]]) {
+    out.push_str("<table class=\"numbers\"><tr>");
+    for (heading, _) in columns {
+        let _ = write!(out, "<th>{}</th>", escape(heading));
+    }
+    out.push_str("</tr>");
+    for row in rows {
+        out.push_str("<tr>");
+        for cell in row {
+            let _ = write!(out, "<td>{}</td>", escape(cell));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+}
+
+fn fast_ok(client: &ClientReport) -> bool {
+    client.failure.is_none() && client.gapless && client.policy_closes == 0
+}
+
+fn slow_ok(client: &ClientReport) -> bool {
+    client.failure.is_none() && client.out_of_order == 0 && client.complete
+}
+
+fn pace_name(pace: Pace) -> &'static str {
+    match pace {
+        Pace::Fast => "fast",
+        Pace::Stalling => "stalling",
+        Pace::Throttled => "throttled",
+    }
+}
+
+fn policy_name(policy: SlowConsumer) -> String {
+    match policy {
+        SlowConsumer::Conflate => "conflate per symbol".to_owned(),
+        SlowConsumer::DropOldest => "drop oldest".to_owned(),
+        SlowConsumer::Close(code) => format!("close with {}", code.0),
+        other => format!("{other:?}"),
+    }
+}
+
+/// A log latency axis covering `values` (nanoseconds), in whole decades.
+fn latency_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (low, high) = values
+        .filter(|v| *v > 0.0)
+        .fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if high <= 0.0 {
+        return (1e3, 1e6);
+    }
+    let low = 10f64.powf(low.log10().floor()).max(1e3);
+    let high = 10f64.powf(high.log10().ceil()).max(low * 10.0);
+    (low, high)
+}
+
+/// The classic HDR percentile plot: x is 1 / (1 - quantile) (1 is the median's left end,
+/// 10 is 90 %, 100 is 99 % ...), y the latency at that quantile; up to 99.999 % or the
+/// last quantile the data supports.
+pub(crate) fn percentile_points(histogram: &Histogram<u64>) -> Vec<(f64, f64)> {
+    if histogram.is_empty() {
+        return Vec::new();
+    }
+    let count = histogram.len() as f64;
+    (0..=100)
+        .map(|step| 1.0 - 10f64.powf(-f64::from(step) / 20.0))
+        .take_while(|q| *q <= 1.0 - 1.0 / count || *q == 0.0)
+        .map(|q| (1.0 / (1.0 - q), histogram.value_at_quantile(q) as f64))
+        .collect()
+}
+
+fn percentile_label(x: f64) -> String {
+    match x.log10().round() as i32 {
+        0 => "0%".to_owned(),
+        1 => "90%".to_owned(),
+        2 => "99%".to_owned(),
+        3 => "99.9%".to_owned(),
+        4 => "99.99%".to_owned(),
+        _ => "99.999%".to_owned(),
+    }
+}
+
+/// Bars of a latency histogram on a log axis: ten buckets per decade, from the decade of
+/// the lowest value to the bucket of the highest; each bar's height is its share of the
+/// messages in percent.
+pub(crate) fn histogram_bars(histogram: &Histogram<u64>) -> Vec<(f64, f64, f64)> {
+    if histogram.is_empty() {
+        return Vec::new();
+    }
+    let bucket = |value: u64| ((value.max(1) as f64).log10() * 10.0).floor() as i64;
+    let first = bucket(histogram.min()) / 10 * 10;
+    let last = bucket(histogram.max());
+    let mut counts = vec![0u64; (last - first + 1) as usize];
+    for value in histogram.iter_recorded() {
+        let index = bucket(value.value_iterated_to()).clamp(first, last) - first;
+        counts[index as usize] += value.count_at_value();
+    }
+    let total = histogram.len() as f64;
+    counts
+        .iter()
+        .enumerate()
+        .map(|(i, &count)| {
+            let b = (first + i as i64) as f64;
+            (
+                10f64.powf(b / 10.0),
+                10f64.powf((b + 1.0) / 10.0),
+                100.0 * count as f64 / total,
+            )
+        })
+        .collect()
+}
+
+const HEAD: &str = r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>tickwire demo report</title>
+<style>
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:#1f2937;background:#f8fafc;margin:0}
+main{max-width:1080px;margin:0 auto;padding:24px 20px 40px}
+h1{font-size:26px;margin:0 0 6px}h2{font-size:18px;margin:28px 0 8px}
+.lead{margin:0 0 12px;color:#374151}.ok{color:#15803d}.bad{color:#b91c1c}
+.grid{display:grid;grid-template-columns:1fr 1fr;gap:24px}
+table{border-collapse:collapse;background:#fff;border:1px solid #e5e7eb;width:100%}
+th,td{padding:5px 10px;border-bottom:1px solid #e5e7eb;text-align:left;vertical-align:top}
+th{font-weight:600;color:#374151;background:#f3f4f6;white-space:nowrap}
+table.numbers td:not(:first-child){text-align:right;font-variant-numeric:tabular-nums}
+svg.chart{display:block;width:100%;height:auto;background:#fff;border:1px solid #e5e7eb;margin:16px 0 0}
+svg .title{font-size:15px;font-weight:600;fill:#111827}
+svg .tick{font-size:12px;fill:#4b5563}svg .label{font-size:13px;fill:#374151}svg .legend{font-size:13px;fill:#111827}
+svg .grid{stroke:#e5e7eb;stroke-width:1}svg .axes{fill:none;stroke:#9ca3af;stroke-width:1}
+svg .series{fill:none;stroke-width:2;stroke-linejoin:round}
+footer{margin-top:24px;color:#6b7280;font-size:13px}
+</style></head><body><main>
+"#;
+
+const FOOT: &str = r#"<footer>Generated by <code>tickwire demo</code>. Latency is measured from the feed's publish call to the client's receive, in one process on one machine (see docs/DEMO.md).</footer>
+</main></body></html>
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::demo::stats::latency_histogram;
+
+    #[test]
+    fn histogram_bars_share_every_message_on_a_log_axis() {
+        let mut histogram = latency_histogram();
+        for _ in 0..75 {
+            histogram.record(20_000).unwrap();
+        }
+        for _ in 0..25 {
+            histogram.record(300_000).unwrap();
+        }
+        let bars = histogram_bars(&histogram);
+        let total: f64 = bars.iter().map(|b| b.2).sum();
+        assert!((total - 100.0).abs() < 1e-9);
+        // From the decade of the lowest value (10 µs) to the bucket of the highest.
+        assert!((bars[0].0 - 10_000.0).abs() < 1e-6);
+        let last = bars.last().unwrap();
+        assert!(last.0 <= 300_000.0 && last.1 > 300_000.0);
+        let tallest = bars.iter().map(|b| b.2).fold(0.0, f64::max);
+        assert_eq!(tallest, 75.0);
+        assert!(
+            bars.windows(2).all(|w| (w[0].1 - w[1].0).abs() < 1e-6),
+            "contiguous"
+        );
+        assert!(histogram_bars(&latency_histogram()).is_empty());
+    }
+
+    #[test]
+    fn percentile_points_stop_where_the_data_does() {
+        let mut histogram = latency_histogram();
+        for i in 1..=1_000u64 {
+            histogram.record(i * 1_000).unwrap();
+        }
+        let points = percentile_points(&histogram);
+        assert_eq!(points[0].0, 1.0);
+        // 1,000 values support quantiles up to 99.9 %: x up to 1,000.
+        let last = points.last().unwrap();
+        assert!(last.0 <= 1_000.0 + 1e-6 && last.0 > 500.0, "{last:?}");
+        assert!(
+            points.windows(2).all(|w| w[0].1 <= w[1].1),
+            "non-decreasing"
+        );
+        assert_eq!(percentile_label(100.0), "99%");
+    }
+
+    #[test]
+    fn latency_axes_span_whole_decades() {
+        assert_eq!(
+            latency_range([25_000.0, 3_000_000.0].into_iter()),
+            (1e4, 1e7)
+        );
+        assert_eq!(latency_range(std::iter::empty()), (1e3, 1e6));
+    }
+}
