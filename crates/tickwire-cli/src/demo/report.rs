@@ -333,7 +333,7 @@ impl Summary {
                 max: high,
             },
             x_format: |v| format!("{v:.0}"),
-            y_format: |v| format_ns(v as u64),
+            y_format: tick_ns,
         }
         .lines(&[
             Series::new("p50", "#16a34a", p50),
@@ -357,7 +357,7 @@ impl Summary {
                 max: high,
             },
             x_format: percentile_label,
-            y_format: |v| format_ns(v as u64),
+            y_format: tick_ns,
         }
         .lines(&[
             Series::new("fast clients", "#2563eb", fast),
@@ -382,7 +382,7 @@ impl Summary {
                 max: high,
             },
             y: Scale::Linear { min: 0.0, max: top },
-            x_format: |v| format_ns(v as u64),
+            x_format: tick_ns,
             y_format: |v| format!("{v:.0}%"),
         }
         .bars(&bars, "#2563eb")
@@ -458,7 +458,13 @@ fn html_table(out: &mut String, columns: &[Column], rows: &[[String; 6]]) {
     for row in rows {
         out.push_str("<tr>");
         for cell in row {
-            let _ = write!(out, "<td>{}</td>", escape(cell));
+            // Numbers are right-aligned, words left.
+            let class = if cell.starts_with(|c: char| c.is_ascii_digit()) {
+                " class=\"n\""
+            } else {
+                ""
+            };
+            let _ = write!(out, "<td{class}>{}</td>", escape(cell));
         }
         out.push_str("</tr>");
     }
@@ -518,6 +524,19 @@ pub(crate) fn percentile_points(histogram: &Histogram<u64>) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// A latency tick label: `format_ns` without trailing zeros (`100ms`, `2.5µs`).
+fn tick_ns(value: f64) -> String {
+    let text = format_ns(value.round() as u64);
+    let unit_at = text.find(|c: char| c.is_alphabetic()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(unit_at);
+    let number = if number.contains('.') {
+        number.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        number
+    };
+    format!("{number}{unit}")
+}
+
 fn percentile_label(x: f64) -> String {
     match x.log10().round() as i32 {
         0 => "0%".to_owned(),
@@ -571,7 +590,7 @@ h1{font-size:26px;margin:0 0 6px}h2{font-size:18px;margin:28px 0 8px}
 table{border-collapse:collapse;background:#fff;border:1px solid #e5e7eb;width:100%}
 th,td{padding:5px 10px;border-bottom:1px solid #e5e7eb;text-align:left;vertical-align:top}
 th{font-weight:600;color:#374151;background:#f3f4f6;white-space:nowrap}
-table.numbers td:not(:first-child){text-align:right;font-variant-numeric:tabular-nums}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
 svg.chart{display:block;width:100%;height:auto;background:#fff;border:1px solid #e5e7eb;margin:16px 0 0}
 svg .title{font-size:15px;font-weight:600;fill:#111827}
 svg .tick{font-size:12px;fill:#4b5563}svg .label{font-size:13px;fill:#374151}svg .legend{font-size:13px;fill:#111827}
@@ -631,6 +650,9 @@ mod tests {
             "non-decreasing"
         );
         assert_eq!(percentile_label(100.0), "99%");
+        assert_eq!(tick_ns(1e8), "100ms");
+        assert_eq!(tick_ns(2_500.0), "2.5µs");
+        assert_eq!(tick_ns(1e9), "1s");
     }
 
     #[test]

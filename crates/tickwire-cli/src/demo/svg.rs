@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 pub(crate) const WIDTH: f64 = 1040.0;
 pub(crate) const HEIGHT: f64 = 300.0;
 /// Room for the axis labels: left, right, top, bottom.
-const MARGIN: (f64, f64, f64, f64) = (78.0, 20.0, 34.0, 46.0);
+const MARGIN: (f64, f64, f64, f64) = (78.0, 40.0, 34.0, 46.0);
 
 /// An axis: the range of values it shows, linear or logarithmic (base 10, positive values).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -336,7 +336,7 @@ mod tests {
         assert!(!svg.contains("<script>"));
         assert!(svg.contains("a &lt;script&gt;"));
         assert!(svg.contains(r#"data-series="&quot;quoted&quot;""#));
-        assert!(svg.contains(r#"d="M78.0 254.0 L1020.0 34.0""#), "{svg}");
+        assert!(svg.contains(r#"d="M78.0 254.0 L1000.0 34.0""#), "{svg}");
         assert!(svg.ends_with("</svg>"));
     }
 
@@ -347,11 +347,11 @@ mod tests {
         assert_eq!(svg.matches(r#"class="bar""#).count(), 2);
         // Full height: from the top of the plot (34) to its floor (254).
         assert!(
-            svg.contains(r#"y="34.0" width="470.0" height="220.0""#),
+            svg.contains(r#"y="34.0" width="460.0" height="220.0""#),
             "{svg}"
         );
         assert!(
-            svg.contains(r#"y="144.0" width="470.0" height="110.0""#),
+            svg.contains(r#"y="144.0" width="460.0" height="110.0""#),
             "{svg}"
         );
     }
