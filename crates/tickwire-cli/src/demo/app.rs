@@ -77,3 +77,31 @@ pub(crate) fn gap_notice(out: &mut String, topic: &str, dropped: u64, first: u64
         r#"{{"type":"gap","topic":"{topic}","dropped":{dropped},"first":{first},"last":{last}}}"#
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::demo::check::{SeqCheck, field_str, field_u64};
+
+    #[test]
+    fn a_gap_notice_reads_back_into_the_clients_check() {
+        let mut notice = String::new();
+        gap_notice(&mut notice, "book", 3, 5, 9);
+        assert_eq!(
+            notice,
+            r#"{"type":"gap","topic":"book","dropped":3,"first":5,"last":9}"#
+        );
+        assert_eq!(field_str(&notice, "type"), Some("gap"));
+        assert_eq!(field_str(&notice, "topic"), Some("book"));
+        // Conflation kept 6 and 8 out of 5 to 9: the client sees 4, 6, 8, 10 and the notice.
+        let mut check = SeqCheck::from(4);
+        for seq in [4, 6, 8, 10] {
+            check.message(seq);
+        }
+        check.gap(
+            field_u64(&notice, "dropped").unwrap(),
+            field_u64(&notice, "first").unwrap(),
+        );
+        assert!(check.complete(10));
+    }
+}

@@ -6,10 +6,11 @@
 //!
 //! Owns the run: starting and stopping the threads and the server, the progress line and the
 //! verdict. The parts: `app` (the server's handler), `feed`, `client`, `check` (the sequence
-//! checker), `stats` (histograms and the timeline), `report` and `svg` (the summary and the
-//! HTML page). See docs/DEMO.md.
+//! checker), `stats` (histograms and the timeline), `report`, `charts` and `svg` (the summary
+//! and the HTML page). See docs/DEMO.md.
 
 mod app;
+mod charts;
 mod check;
 mod client;
 mod feed;
@@ -299,6 +300,15 @@ fn wait_ready(clients: usize, shared: &Shared, threads: &[ClientThread]) -> Resu
     Ok(())
 }
 
+/// A latency for the progress line, or `-` when nothing arrived to measure.
+fn latency_or_dash(ns: u64, deliveries: u64) -> String {
+    if deliveries == 0 {
+        "-".to_owned()
+    } else {
+        format_ns(ns)
+    }
+}
+
 /// The fast and slow clients' latency over the whole run.
 pub(crate) struct Histograms {
     pub(crate) fast: hdrhistogram::Histogram<u64>,
@@ -344,8 +354,8 @@ fn progress(
             ticks as f64 / 4.0,
             args.duration,
             format_count(last.deliveries_per_s as u64),
-            format_ns(last.p50_ns),
-            format_ns(last.p99_ns),
+            latency_or_dash(last.p50_ns, last.deliveries),
+            latency_or_dash(last.p99_ns, last.deliveries),
             format_count(stats[TopicId::Book as usize].dropped),
             format_count(stats[TopicId::Trades as usize].dropped),
             format_count(stats.iter().map(|s| s.closed).sum()),
