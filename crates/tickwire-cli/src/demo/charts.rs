@@ -35,23 +35,43 @@ impl Charts<'_> {
         Scale::Linear { min: 0.0, max: end }
     }
 
+    /// A frame for a count per second over the run: time across, 0 to a little above
+    /// `highest` up.
+    fn count_over_time<'a>(
+        &self,
+        id: &'a str,
+        title: &'a str,
+        y_label: &'a str,
+        highest: f64,
+    ) -> Frame<'a> {
+        Frame {
+            id,
+            title,
+            x_label: "seconds since the feed started",
+            y_label,
+            x: self.time_axis(),
+            y: Scale::Linear {
+                min: 0.0,
+                max: highest.max(1.0) * 1.1,
+            },
+            x_format: |v| format!("{v:.0}"),
+            y_format: |v| format_count(v as u64),
+        }
+    }
+
     fn deliveries_chart(&self) -> String {
         let points: Vec<(f64, f64)> = self
             .timeline
             .iter()
             .map(|s| (s.at, s.deliveries as f64))
             .collect();
-        let top = points.iter().map(|p| p.1).fold(1.0, f64::max) * 1.1;
-        Frame {
-            id: "deliveries",
-            title: "Deliveries per second (messages received by all clients)",
-            x_label: "seconds since the feed started",
-            y_label: "deliveries / s",
-            x: self.time_axis(),
-            y: Scale::Linear { min: 0.0, max: top },
-            x_format: |v| format!("{v:.0}"),
-            y_format: |v| format_count(v as u64),
-        }
+        let highest = points.iter().map(|p| p.1).fold(0.0, f64::max);
+        self.count_over_time(
+            "deliveries",
+            "Deliveries per second (messages received by all clients)",
+            "deliveries / s",
+            highest,
+        )
         .lines(&[Series::new("deliveries / s", "#2563eb", points)])
     }
 
@@ -137,17 +157,13 @@ impl Charts<'_> {
             .iter()
             .map(|s| (s.at - 1.0, s.at, s.dropped as f64))
             .collect();
-        let top = bars.iter().map(|b| b.2).fold(1.0, f64::max) * 1.1;
-        Frame {
-            id: "drops",
-            title: "Messages dropped for slow clients per second (all policies)",
-            x_label: "seconds since the feed started",
-            y_label: "dropped / s",
-            x: self.time_axis(),
-            y: Scale::Linear { min: 0.0, max: top },
-            x_format: |v| format!("{v:.0}"),
-            y_format: |v| format_count(v as u64),
-        }
+        let highest = bars.iter().map(|b| b.2).fold(0.0, f64::max);
+        self.count_over_time(
+            "drops",
+            "Messages dropped for slow clients per second (all policies)",
+            "dropped / s",
+            highest,
+        )
         .bars(&bars, "#d97706")
     }
 }
