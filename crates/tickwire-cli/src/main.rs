@@ -2,9 +2,11 @@
 //! trying the library and for driving conformance and interop runs. `--runtime tokio` runs
 //! every command through the tickwire-tokio transports instead of the blocking ones, with the
 //! same behaviour and output (`tokio_ws` and the tokio half of `http_cmd`); `--runtime
-//! reactor` runs `serve` on tickwire-server's epoll reactor (`reactor`).
+//! reactor` runs `serve` on tickwire-server's epoll reactor (`reactor`). `demo` runs a local
+//! market-data fan-out on the reactor and writes a report (`demo`).
 #![forbid(unsafe_code)]
 
+mod demo;
 mod http_cmd;
 mod reactor;
 mod tokio_ws;
@@ -99,6 +101,9 @@ enum Command {
     Connect(ConnectArgs),
     /// Send one HTTP request and print the response body (with -i, its head first).
     Http(http_cmd::HttpArgs),
+    /// A one-minute local market-data fan-out: the reactor server, a synthetic feed, many
+    /// clients (a few slow), a live progress line, a summary and an HTML report.
+    Demo(demo::DemoArgs),
 }
 
 #[derive(Args)]
@@ -212,6 +217,8 @@ fn main() -> ExitCode {
         (Runtime::Tokio, Command::Connect(args)) => tokio_ws::connect(&args),
         (Runtime::Tokio, Command::Http(args)) => http_cmd::run_tokio(&args),
         (Runtime::Reactor, Command::Serve(args)) => reactor::serve(&args),
+        // The demo always runs the reactor server and its own client loop.
+        (_, Command::Demo(args)) => demo::run(&args),
         (Runtime::Reactor, Command::Connect(_) | Command::Http(_)) => Err(
             "--runtime reactor runs `serve` only; `connect` and `http` run on blocking or tokio"
                 .to_owned(),

@@ -1,6 +1,7 @@
 //! The `tickwire` binary as a user at a terminal runs it: `http`, `serve` and `connect` over
-//! TLS, and `--runtime tokio`. One test binary (one link) for the three modules.
+//! TLS, `--runtime tokio`, and `demo`. One test binary (one link) for all the modules.
 
+mod demo;
 mod echo;
 mod support;
 // The certificates (`Ca`): the library's TLS test helpers, included.
