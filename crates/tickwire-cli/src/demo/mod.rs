@@ -147,12 +147,20 @@ impl Shared {
 
 /// How long the clients may take to connect and subscribe.
 const CONNECT_PATIENCE: Duration = Duration::from_secs(30);
+/// SO_SNDBUF of the demo server's sockets (Linux doubles it).
+const SOCKET_SEND_BUFFER: usize = 64 << 10;
+
 /// How often the progress line is refreshed.
 const TICK: Duration = Duration::from_millis(250);
 
 pub(crate) fn run(args: &DemoArgs) -> Result<(), String> {
     validate(args)?;
-    let mut builder = ServerBuilder::new().send_budget(args.send_budget);
+    // A fan-out server caps the kernel's share too: left to autotuning, a loopback socket's
+    // send buffer grows to megabytes and a slow client is seconds behind before the send
+    // budget (the server's own queue) is reached.
+    let mut builder = ServerBuilder::new()
+        .send_budget(args.send_budget)
+        .socket_send_buffer(Some(SOCKET_SEND_BUFFER));
     if let Some(workers) = args.workers {
         builder = builder.workers(workers);
     }
