@@ -41,6 +41,7 @@
 //!
 //! - `tls` (default): `wss://` and `https://` through rustls ([`tickwire_tls`]), ring provider.
 //! - `aws-lc-rs`: `tls` with aws-lc-rs as the crypto provider instead of ring.
+//! - `lz4`, `zstd`: LZ4 and Zstd compression on [`packet`] links (the codec's features).
 //! - `deflate` (default): permessage-deflate (RFC 7692) through flate2, on both sides
 //!   (`ClientBuilder::deflate`, `ServerBuilder::deflate`, `PreparedMessage` and
 //!   `WebSocket::send_prepared`), and gzip response bodies in the HTTP client
@@ -62,6 +63,7 @@ mod http;
 mod maybe_tls;
 mod net;
 mod options;
+pub mod packet;
 mod server;
 mod stream;
 #[cfg(feature = "tls")]
@@ -75,6 +77,7 @@ pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder, Htt
 #[doc(hidden)]
 pub use http::HttpSocketOptions;
 pub use maybe_tls::MaybeTlsStream;
+pub use packet::{PacketClient, PacketClientBuilder, PacketConnection, PacketServer};
 pub use server::{ServerBuilder, accept};
 pub use stream::Stream;
 pub use tickwire_codec as codec;
