@@ -13,6 +13,8 @@
 //!   ([`PacketServer::spawn`]), [`serve`](PacketConnection::serve) with a handler, or
 //!   [`recv_request`](PacketConnection::recv_request) / [`respond`](PacketConnection::respond)
 //!   to answer out of order.
+//! - [`PacketPool`] (made by [`PacketPoolBuilder`]): connections to one address shared by
+//!   threads, reconnected with backoff, health-checked, behind a circuit breaker.
 //! - [`Error`]: every failure, typed; [`Error::is_fatal`] tells a finished connection from a
 //!   finished request.
 //!
@@ -77,10 +79,12 @@ mod client;
 mod control;
 mod error;
 mod link;
+mod pool;
 mod server;
 
 pub use client::{PacketClient, PacketClientBuilder};
 pub use error::Error;
 pub use link::Keepalive;
+pub use pool::{PacketPool, PacketPoolBuilder};
 pub use server::{PacketConnection, PacketServer, Responder, ServerHandle};
 pub use tickwire_codec::mux::RequestId;
