@@ -130,6 +130,7 @@ impl PacketClientBuilder {
             mux: mux::Client::new(self.mux),
             request_timeout: self.request_timeout,
             last: None,
+            scratch: Vec::new(),
         })
     }
 }
@@ -153,6 +154,12 @@ pub struct PacketClient<S = MaybeTlsStream> {
     request_timeout: Option<Duration>,
     /// The header of the response last returned, whose payload the link still holds.
     last: Option<Header>,
+    /// Where typed requests are serialized, reused (features `serde-json`, `bincode`).
+    #[cfg_attr(
+        not(any(feature = "serde-json", feature = "bincode")),
+        expect(dead_code, reason = "only the typed requests use it")
+    )]
+    pub(super) scratch: Vec<u8>,
 }
 
 impl PacketClient {

@@ -55,6 +55,13 @@ pub enum Error {
     NothingInFlight,
     /// Local misuse: `PacketClient::request` while pipelined requests are in flight.
     RequestsInFlight,
+    /// A typed request or answer could not be serialized (`request_json`,
+    /// `request_bincode` and friends, features `serde-json` and `bincode`). Nothing was
+    /// sent; the connection carries on.
+    Serialize(Box<dyn std::error::Error + Send + Sync>),
+    /// A typed answer or request could not be deserialized into the type asked for. The
+    /// request is finished; the connection carries on.
+    Deserialize(Box<dyn std::error::Error + Send + Sync>),
     /// The pool's circuit breaker is open: the request was not sent. Retry at `retry_at`.
     CircuitOpen {
         /// When the breaker lets a probe through.
@@ -78,6 +85,8 @@ impl Error {
             | Self::TimedOut(_)
             | Self::Busy(_)
             | Self::ReadTimeout
+            | Self::Serialize(_)
+            | Self::Deserialize(_)
             | Self::NothingInFlight
             | Self::RequestsInFlight
             | Self::CircuitOpen { .. }
@@ -114,6 +123,8 @@ impl fmt::Display for Error {
             Self::Closed => f.write_str("connection closed"),
             Self::NothingInFlight => f.write_str("no request in flight to wait for"),
             Self::RequestsInFlight => f.write_str("pipelined requests are in flight"),
+            Self::Serialize(e) => write!(f, "cannot serialize: {e}"),
+            Self::Deserialize(e) => write!(f, "cannot deserialize: {e}"),
             Self::CircuitOpen { .. } => f.write_str("circuit breaker open"),
             Self::Reconnecting { .. } => f.write_str("connection backing off before reconnect"),
         }
@@ -129,6 +140,7 @@ impl std::error::Error for Error {
             Self::Protocol(e) => Some(e),
             Self::Mux(e) => Some(e),
             Self::Encode(e) => Some(e),
+            Self::Serialize(e) | Self::Deserialize(e) => Some(&**e),
             _ => None,
         }
     }

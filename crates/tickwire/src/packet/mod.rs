@@ -15,6 +15,8 @@
 //!   to answer out of order.
 //! - [`PacketPool`] (made by [`PacketPoolBuilder`]): connections to one address shared by
 //!   threads, reconnected with backoff, health-checked, behind a circuit breaker.
+//! - Typed requests and answers through serde: `request_json` / `respond_json` (feature
+//!   `serde-json`) and `request_bincode` / `respond_bincode` (feature `bincode`, bincode 2).
 //! - [`Error`]: every failure, typed; [`Error::is_fatal`] tells a finished connection from a
 //!   finished request.
 //!
@@ -81,6 +83,8 @@ mod error;
 mod link;
 mod pool;
 mod server;
+#[cfg(any(feature = "serde-json", feature = "bincode"))]
+mod typed;
 
 pub use client::{PacketClient, PacketClientBuilder};
 pub use error::Error;
@@ -88,3 +92,7 @@ pub use link::Keepalive;
 pub use pool::{PacketPool, PacketPoolBuilder};
 pub use server::{PacketConnection, PacketServer, Responder, ServerHandle};
 pub use tickwire_codec::mux::RequestId;
+#[cfg(feature = "bincode")]
+pub use typed::decode_bincode;
+#[cfg(feature = "serde-json")]
+pub use typed::decode_json;
