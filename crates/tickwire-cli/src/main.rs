@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 mod http_cmd;
+mod packet_cmd;
 mod reactor;
 mod tokio_ws;
 
@@ -99,6 +100,9 @@ enum Command {
     Connect(ConnectArgs),
     /// Send one HTTP request and print the response body (with -i, its head first).
     Http(http_cmd::HttpArgs),
+    /// Binary packet links: `packet serve` (an echo server) and `packet send HOST:PORT`, on
+    /// the blocking transports whatever `--runtime` says.
+    Packet(packet_cmd::PacketArgs),
 }
 
 #[derive(Args)]
@@ -205,6 +209,7 @@ fn main() -> ExitCode {
                     .to_owned(),
             )
         }
+        (_, Command::Packet(args)) => packet_cmd::run(&args),
         (Runtime::Blocking, Command::Serve(args)) => serve(&args),
         (Runtime::Blocking, Command::Connect(args)) => connect(&args),
         (Runtime::Blocking, Command::Http(args)) => http_cmd::run(&args),
