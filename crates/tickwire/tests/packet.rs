@@ -309,6 +309,37 @@ fn a_missing_pong_fails_the_connection_after_the_keepalive_deadline() {
 }
 
 #[test]
+fn a_read_timeout_is_reported_and_the_connection_carries_on() {
+    let (listener, port) = listener();
+    let served = thread::spawn(move || {
+        let mut connection = PacketServer::new()
+            .accept(listener.accept().unwrap().0)
+            .unwrap();
+        let (id, _) = connection.recv_request().unwrap();
+        thread::sleep(Duration::from_millis(300));
+        connection.respond(id, b"finally").unwrap();
+        assert!(matches!(connection.recv_request(), Err(Error::Closed)));
+    });
+    let mut client = builder()
+        .read_timeout(Some(Duration::from_millis(100)))
+        .connect("127.0.0.1", port)
+        .unwrap();
+    let id = client.send_request(b"slow").unwrap();
+    assert!(matches!(client.recv_response(), Err(Error::ReadTimeout)));
+    assert!(!client.is_closed());
+    assert_eq!(client.in_flight(), 1);
+    let answer = loop {
+        match client.recv_response() {
+            Err(Error::ReadTimeout) => continue,
+            other => break other.map(|(id, payload)| (id, payload.to_vec())),
+        }
+    };
+    assert_eq!(answer.unwrap(), (id, b"finally".to_vec()));
+    drop(client);
+    served.join().unwrap();
+}
+
+#[test]
 fn a_local_refusal_leaves_the_connection_usable() {
     let (server, port) = echo_server(PacketServer::new());
     let mut client = builder()

@@ -142,7 +142,7 @@ impl<S: Stream> Link<S> {
     /// pong is overdue. Any error but [`Error::ReadTimeout`] leaves the link failed.
     pub(crate) fn next(&mut self, deadline: Option<Instant>) -> Result<Incoming, Error> {
         self.check_open()?;
-        let waited_from = Instant::now();
+        let mut last_byte = Instant::now();
         loop {
             match self.reader.poll(&mut self.received, &mut self.inflated) {
                 Ok(ReadEvent::Packet(packet)) if packet.header.request_id != 0 => {
@@ -158,7 +158,7 @@ impl<S: Stream> Link<S> {
                     None => return Err(self.fail(Error::MalformedControl)),
                 },
                 Ok(ReadEvent::NeedMore { .. }) => {
-                    if let Some(passed) = self.wait(waited_from, deadline)? {
+                    if let Some(passed) = self.wait(&mut last_byte, deadline)? {
                         return Ok(passed);
                     }
                 }
@@ -200,10 +200,11 @@ impl<S: Stream> Link<S> {
         error
     }
 
-    /// Runs the timers, flushes, then reads once. `Some` when the caller's deadline passed.
+    /// Runs the timers, flushes, then reads once (moving `last_byte` on when bytes came).
+    /// `Some` when the caller's deadline passed.
     fn wait(
         &mut self,
-        waited_from: Instant,
+        last_byte: &mut Instant,
         deadline: Option<Instant>,
     ) -> Result<Option<Incoming>, Error> {
         let now = Instant::now();
@@ -217,7 +218,7 @@ impl<S: Stream> Link<S> {
             self.ping(now)?;
         }
         self.flush()?;
-        let read_deadline = self.read_timeout.map(|t| waited_from + t);
+        let read_deadline = self.read_timeout.map(|t| *last_byte + t);
         if read_deadline.is_some_and(|at| now >= at) {
             return Err(Error::ReadTimeout);
         }
@@ -236,6 +237,7 @@ impl<S: Stream> Link<S> {
             Ok(0) => Err(self.fail(Error::Closed)),
             Ok(n) => {
                 self.received.filled(n);
+                *last_byte = Instant::now();
                 Ok(None)
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => Ok(None),

@@ -96,3 +96,11 @@ pub use tickwire_codec::mux::RequestId;
 pub use typed::decode_bincode;
 #[cfg(feature = "serde-json")]
 pub use typed::decode_json;
+
+/// Locks, ignoring poisoning: what the packet transports keep behind a mutex (a pool's
+/// slots and breaker, a server's open sockets) is consistent between calls.
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

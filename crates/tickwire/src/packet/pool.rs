@@ -6,12 +6,12 @@
 //! caller's decision), so no request is ever answered twice.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tickwire_codec::mux::{Breaker, BreakerConfig, BreakerState};
 
-use super::{Error, PacketClient, PacketClientBuilder};
+use super::{Error, PacketClient, PacketClientBuilder, lock};
 
 /// Options for a [`PacketPool`]. Defaults: 4 connections, the default
 /// [`PacketClientBuilder`], [`BreakerConfig::new`] (open after 5 consecutive failures, 1 s
@@ -260,9 +260,4 @@ fn counts_against_peer(error: &Error) -> bool {
             error,
             Error::TimedOut(_) | Error::Busy(_) | Error::ReadTimeout | Error::Reconnecting { .. }
         )
-}
-
-/// Locks, ignoring poisoning: a slot or the breaker is consistent between calls.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -2,9 +2,10 @@
 //! [`PacketConnection`], one accepted connection whose requests are counted against a
 //! [`mux::Server`]'s caps and answered in any order.
 
+use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -15,9 +16,9 @@ use tickwire_codec::packet::{Header, PacketConfig, PacketWriter};
 #[cfg(feature = "tls")]
 use tickwire_tls::{ServerTlsConfig, TlsCodec};
 
-use super::Error;
 use super::control::Control;
 use super::link::{Incoming, Keepalive, Link};
+use super::{Error, lock};
 use crate::{MaybeTlsStream, Stream};
 
 /// Options for the accept side. Defaults: [`PacketConfig::server`] (1 MiB packets),
@@ -131,25 +132,27 @@ impl PacketServer {
     {
         let addr = listener.local_addr()?;
         let stopping = Arc::new(AtomicBool::new(false));
-        let sockets = Arc::new(Mutex::new(Vec::new()));
+        let sockets = Arc::new(Mutex::new(HashMap::new()));
         let server = self.clone();
         let (stop, open) = (Arc::clone(&stopping), Arc::clone(&sockets));
         let thread = thread::spawn(move || {
-            for tcp in listener.incoming() {
+            for (key, tcp) in (0u64..).zip(listener.incoming()) {
                 if stop.load(Ordering::Acquire) {
                     break;
                 }
                 let Ok(tcp) = tcp else { continue };
+                // A second handle on the socket, for shutdown: removed (and closed) when
+                // the connection ends, so a finished connection holds no descriptor.
                 if let Ok(clone) = tcp.try_clone() {
-                    open.lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push(clone);
+                    lock(&open).insert(key, clone);
                 }
-                let (server, mut handler) = (server.clone(), handler.clone());
+                let (server, mut handler, open) =
+                    (server.clone(), handler.clone(), Arc::clone(&open));
                 thread::spawn(move || {
                     if let Ok(mut connection) = server.accept(tcp) {
                         let _ = connection.serve(&mut handler);
                     }
+                    lock(&open).remove(&key);
                 });
             }
         });
@@ -167,7 +170,8 @@ impl PacketServer {
 pub struct ServerHandle {
     addr: SocketAddr,
     stopping: Arc<AtomicBool>,
-    sockets: Arc<Mutex<Vec<TcpStream>>>,
+    /// The open connections' sockets, by accept order.
+    sockets: Arc<Mutex<HashMap<u64, TcpStream>>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -192,9 +196,8 @@ impl ServerHandle {
         // Wake the blocking accept; it sees the flag and drops the listener.
         let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
         let _ = thread.join();
-        let sockets =
-            std::mem::take(&mut *self.sockets.lock().unwrap_or_else(PoisonError::into_inner));
-        for socket in sockets {
+        let sockets = std::mem::take(&mut *lock(&self.sockets));
+        for socket in sockets.into_values() {
             let _ = socket.shutdown(std::net::Shutdown::Both);
         }
     }
