@@ -30,8 +30,10 @@
 //! `stream` (the [`Stream`] trait) at the bottom; `stream <- tls <- maybe_tls <- net`;
 //! `stream <- websocket <- client, server` (both read and write the upgrade's bytes through
 //! `stream`'s deadline helpers and leave every decision to [`tickwire_codec::handshake`]);
-//! `net <- client, http`; `options <- client, server` (the builders' setters, as macros the
-//! tokio transport expands too). The protocol logic is [`tickwire_codec`]'s, below all of them.
+//! `net <- client, http, packet`; `options <- client, server` (the builders' setters, as
+//! macros the tokio transport expands too); `stream, maybe_tls <- packet` (the packet
+//! transports: client, server, pool, with their own [`packet::Error`]). The protocol logic is
+//! [`tickwire_codec`]'s, below all of them.
 //!
 //! Each protocol has its own error: [`Error`] for the WebSocket, [`HttpClientError`] for the
 //! HTTP client. The shared layers below them (`stream`, `tls`, `net`) fail with
