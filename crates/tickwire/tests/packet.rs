@@ -3,6 +3,7 @@
 //! timeouts, "busy" past the server's cap, and the keepalive deadline. Every wait is bounded,
 //! so a broken build fails a test instead of hanging it.
 
+mod packet_support;
 #[expect(dead_code, reason = "shared with tests/tls.rs, which uses the rest")]
 mod tls_support;
 
@@ -11,6 +12,7 @@ use std::net::{TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use packet_support::echo_server;
 use tickwire::codec::mux::{ClientConfig, ServerConfig};
 use tickwire::codec::packet::{BASE_HEADER_LEN, CompressionPolicy, PacketConfig, PacketError};
 use tickwire::packet::{Error, Keepalive, PacketClient, PacketClientBuilder, PacketServer};
@@ -29,17 +31,6 @@ fn builder() -> PacketClientBuilder {
     PacketClientBuilder::new()
         .connect_timeout(PATIENCE)
         .request_timeout(Some(PATIENCE))
-}
-
-/// An echo server on a thread per connection.
-fn echo_server(server: PacketServer) -> (tickwire::packet::ServerHandle, u16) {
-    let (listener, port) = listener();
-    let handle = server
-        .spawn(listener, |_, request, responder| {
-            responder.respond(request).unwrap();
-        })
-        .unwrap();
-    (handle, port)
 }
 
 fn assert_echoes(client: &mut PacketClient) {

@@ -3,10 +3,12 @@
 //! binary: it counts the process's descriptors, which other tests would change.
 #![cfg(target_os = "linux")]
 
-use std::net::TcpListener;
+mod packet_support;
+
 use std::thread;
 use std::time::{Duration, Instant};
 
+use packet_support::echo_server;
 use tickwire::packet::{PacketClientBuilder, PacketServer};
 
 fn open_descriptors() -> usize {
@@ -15,13 +17,7 @@ fn open_descriptors() -> usize {
 
 #[test]
 fn finished_connections_hold_no_descriptor() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let server = PacketServer::new()
-        .spawn(listener, |_, request, responder| {
-            responder.respond(request).unwrap()
-        })
-        .unwrap();
+    let (server, port) = echo_server(PacketServer::new());
     let before = open_descriptors();
     for n in 0..20u8 {
         let mut client = PacketClientBuilder::new()

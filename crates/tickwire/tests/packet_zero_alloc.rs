@@ -3,15 +3,16 @@
 //! `recv_response`, 8 in flight). A counting allocator counts only the client thread (the
 //! spawned echo server is not counted).
 
+mod packet_support;
 #[expect(
     dead_code,
     reason = "the HTTP server and order of the REST tests are not used here"
 )]
 mod zero_alloc_support;
 
-use std::net::TcpListener;
 use std::sync::atomic::Ordering;
 
+use packet_support::echo_server;
 use tickwire::packet::{PacketClient, PacketClientBuilder, PacketServer, RequestId};
 use zero_alloc_support::{ALLOCATIONS, COUNT_THIS_THREAD};
 
@@ -31,13 +32,7 @@ fn round(client: &mut PacketClient) {
 }
 
 fn main() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let server = PacketServer::new()
-        .spawn(listener, |_, request, responder| {
-            responder.respond(request).unwrap()
-        })
-        .unwrap();
+    let (server, port) = echo_server(PacketServer::new());
     let mut client = PacketClientBuilder::new()
         .connect("127.0.0.1", port)
         .unwrap();
