@@ -303,6 +303,24 @@ fn a_missing_pong_fails_the_connection_after_the_keepalive_deadline() {
 }
 
 #[test]
+fn an_answer_that_came_while_the_caller_was_away_wins_over_its_deadline() {
+    let (server, port) = echo_server(PacketServer::new());
+    let mut client = builder()
+        .request_timeout(Some(Duration::from_millis(50)))
+        .connect("127.0.0.1", port)
+        .unwrap();
+    for n in 0..3u8 {
+        let id = client.send_request(&[n]).unwrap();
+        client.flush().unwrap();
+        // The answer waits in the socket, unread, past the request's deadline.
+        thread::sleep(Duration::from_millis(150));
+        assert_eq!(client.recv_response().unwrap(), (id, &[n][..]));
+    }
+    assert_eq!(client.stats().timed_out, 0);
+    server.shutdown();
+}
+
+#[test]
 fn a_read_timeout_is_reported_and_the_connection_carries_on() {
     let (listener, port) = listener();
     let served = thread::spawn(move || {

@@ -217,19 +217,23 @@ impl<S: Stream> PacketClient<S> {
     /// [`Error::NothingInFlight`] when no request is in flight.
     pub fn recv_response(&mut self) -> Result<(RequestId, &[u8]), Error> {
         loop {
-            let now = Instant::now();
-            if let Some(expired) = self.mux.handle_timeout(now).next() {
-                return Err(Error::TimedOut(expired.id));
-            }
             if self.link.is_failed() {
                 return Err(Error::Closed);
             }
             if self.mux.in_flight() == 0 {
                 return Err(Error::NothingInFlight);
             }
+            // An answer already received wins over its deadline: the link reads what
+            // arrived before it reports the deadline.
             let incoming = self.link.next(self.mux.poll_timeout());
+            let now = Instant::now();
             match incoming.map_err(|e| self.lost(e))? {
-                Incoming::Deadline | Incoming::Pong => {}
+                Incoming::Deadline => {
+                    if let Some(expired) = self.mux.handle_timeout(now).next() {
+                        return Err(Error::TimedOut(expired.id));
+                    }
+                }
+                Incoming::Pong => {}
                 Incoming::Busy(id) => match self.mux.on_response(id, 0, now) {
                     Ok(Response::Completed(_)) => return Err(Error::Busy(id)),
                     Ok(_) => {}

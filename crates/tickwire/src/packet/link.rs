@@ -38,6 +38,10 @@ pub(crate) enum Incoming {
     Deadline,
 }
 
+/// How long a read waits when a timer has already passed: long enough for the kernel to
+/// hand over what is already buffered, short enough not to delay the timer noticeably.
+const QUICK_READ: Duration = Duration::from_millis(1);
+
 #[derive(Debug)]
 pub(crate) struct Link<S> {
     stream: S,
@@ -169,12 +173,7 @@ impl<S: Stream> Link<S> {
 
     /// The payload of the packet [`next`](Self::next) returned last.
     pub(crate) fn payload(&self, header: &Header) -> &[u8] {
-        if header.codec.is_compressed() {
-            &self.inflated
-        } else {
-            let data = self.received.data();
-            &data[header.header_len()..header.packet_len()]
-        }
+        payload_of(header, &self.received, &self.inflated)
     }
 
     /// The payload of the packet [`next`](Self::next) returned last, and the writer with
@@ -183,11 +182,7 @@ impl<S: Stream> Link<S> {
         &mut self,
         header: &Header,
     ) -> (&[u8], &mut PacketWriter, &mut WriteBuf) {
-        let payload = if header.codec.is_compressed() {
-            &self.inflated[..]
-        } else {
-            &self.received.data()[header.header_len()..header.packet_len()]
-        };
+        let payload = payload_of(header, &self.received, &self.inflated);
         (payload, &mut self.writer, &mut self.queued)
     }
 
@@ -200,48 +195,61 @@ impl<S: Stream> Link<S> {
         error
     }
 
-    /// Runs the timers, flushes, then reads once (moving `last_byte` on when bytes came).
-    /// `Some` when the caller's deadline passed.
+    /// Sends a due keepalive ping, flushes, then reads once (moving `last_byte` on when
+    /// bytes came). A timer that has passed fires only when a quick read finds nothing more
+    /// in the socket: what arrived while the caller was away (an answer, a pong) counts
+    /// before a deadline does. `Some` when the caller's deadline passed.
     fn wait(
         &mut self,
         last_byte: &mut Instant,
         deadline: Option<Instant>,
     ) -> Result<Option<Incoming>, Error> {
         let now = Instant::now();
-        if deadline.is_some_and(|at| now >= at) {
-            return Ok(Some(Incoming::Deadline));
-        }
-        if self.pong_due.is_some_and(|at| now >= at) {
-            return Err(self.fail(Error::KeepaliveTimeout));
-        }
         if self.next_ping.is_some_and(|at| now >= at) {
             self.ping(now)?;
         }
         self.flush()?;
         let read_deadline = self.read_timeout.map(|t| *last_byte + t);
-        if read_deadline.is_some_and(|at| now >= at) {
-            return Err(Error::ReadTimeout);
+        let passed = |at: Option<Instant>| at.is_some_and(|at| now >= at);
+        let timer_passed = passed(deadline) || passed(self.pong_due) || passed(read_deadline);
+        let timeout = if timer_passed {
+            Some(QUICK_READ)
+        } else {
+            [deadline, self.pong_due, self.next_ping, read_deadline]
+                .into_iter()
+                .flatten()
+                .min()
+                // A zero timeout would mean "block forever" to the socket.
+                .map(|at| at.saturating_duration_since(now).max(QUICK_READ))
+        };
+        if self.read_once(timeout)? {
+            *last_byte = Instant::now();
+            return Ok(None);
         }
-        let wake = [deadline, self.pong_due, self.next_ping, read_deadline]
-            .into_iter()
-            .flatten()
-            .min();
-        // A zero timeout would mean "block forever" to the socket: wait at least 1 ms.
-        let timeout = wake.map(|at| {
-            at.saturating_duration_since(now)
-                .max(Duration::from_millis(1))
-        });
+        if passed(deadline) {
+            Ok(Some(Incoming::Deadline))
+        } else if passed(self.pong_due) {
+            Err(self.fail(Error::KeepaliveTimeout))
+        } else if passed(read_deadline) {
+            Err(Error::ReadTimeout)
+        } else {
+            // Woken for a timer that has not passed yet (a ping to send): the next turn.
+            Ok(None)
+        }
+    }
+
+    /// One read into the reader's spare space, bounded by `timeout`; false when it timed out.
+    fn read_once(&mut self, timeout: Option<Duration>) -> Result<bool, Error> {
         self.stream.set_read_timeout(timeout)?;
         let spare = self.reader.spare(&mut self.received);
         match self.stream.read(spare) {
             Ok(0) => Err(self.fail(Error::Closed)),
             Ok(n) => {
                 self.received.filled(n);
-                *last_byte = Instant::now();
-                Ok(None)
+                Ok(true)
             }
-            Err(e) if e.kind() == ErrorKind::Interrupted => Ok(None),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Ok(None),
+            Err(e) if e.kind() == ErrorKind::Interrupted => Ok(false),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Ok(false),
             Err(e) => {
                 let error = crate::stream::io_error(&self.stream, e).into();
                 Err(self.fail(error))
@@ -255,5 +263,15 @@ impl<S: Stream> Link<S> {
         } else {
             Ok(())
         }
+    }
+}
+
+/// A returned packet's payload: decompressed into `inflated`, or in place in `received`
+/// (which still starts at the packet: the reader releases it on its next call).
+fn payload_of<'a>(header: &Header, received: &'a ReadBuf, inflated: &'a [u8]) -> &'a [u8] {
+    if header.codec.is_compressed() {
+        inflated
+    } else {
+        &received.data()[header.header_len()..header.packet_len()]
     }
 }
