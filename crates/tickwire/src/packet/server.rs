@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::mux::{self, RequestId, ServerConfig};
@@ -97,7 +97,7 @@ impl PacketServer {
         let stream = match &self.tls {
             Some(tls) => {
                 let mut stream = crate::TlsStream::new(tcp, TlsCodec::server(tls)?);
-                stream.handshake(Instant::now() + self.handshake_timeout)?;
+                stream.handshake(std::time::Instant::now() + self.handshake_timeout)?;
                 MaybeTlsStream::Tls(Box::new(stream))
             }
             None => MaybeTlsStream::Plain(tcp),
