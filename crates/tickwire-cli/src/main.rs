@@ -8,6 +8,7 @@
 
 mod demo;
 mod http_cmd;
+mod packet_cmd;
 mod reactor;
 mod tokio_ws;
 
@@ -104,6 +105,9 @@ enum Command {
     /// A one-minute local market-data fan-out: the reactor server, a synthetic feed, many
     /// clients (a few slow), a live progress line, a summary and an HTML report.
     Demo(demo::DemoArgs),
+    /// Binary packet links: `packet serve` (an echo server) and `packet send HOST:PORT`, on
+    /// the blocking transports whatever `--runtime` says.
+    Packet(packet_cmd::PacketArgs),
 }
 
 #[derive(Args)]
@@ -210,6 +214,7 @@ fn main() -> ExitCode {
                     .to_owned(),
             )
         }
+        (_, Command::Packet(args)) => packet_cmd::run(&args),
         (Runtime::Blocking, Command::Serve(args)) => serve(&args),
         (Runtime::Blocking, Command::Connect(args)) => connect(&args),
         (Runtime::Blocking, Command::Http(args)) => http_cmd::run(&args),

@@ -30,8 +30,10 @@
 //! `stream` (the [`Stream`] trait) at the bottom; `stream <- tls <- maybe_tls <- net`;
 //! `stream <- websocket <- client, server` (both read and write the upgrade's bytes through
 //! `stream`'s deadline helpers and leave every decision to [`tickwire_codec::handshake`]);
-//! `net <- client, http`; `options <- client, server` (the builders' setters, as macros the
-//! tokio transport expands too). The protocol logic is [`tickwire_codec`]'s, below all of them.
+//! `net <- client, http, packet`; `options <- client, server` (the builders' setters, as
+//! macros the tokio transport expands too); `stream, maybe_tls <- packet` (the packet
+//! transports: client, server, pool, with their own [`packet::Error`]). The protocol logic is
+//! [`tickwire_codec`]'s, below all of them.
 //!
 //! Each protocol has its own error: [`Error`] for the WebSocket, [`HttpClientError`] for the
 //! HTTP client. The shared layers below them (`stream`, `tls`, `net`) fail with
@@ -41,6 +43,7 @@
 //!
 //! - `tls` (default): `wss://` and `https://` through rustls ([`tickwire_tls`]), ring provider.
 //! - `aws-lc-rs`: `tls` with aws-lc-rs as the crypto provider instead of ring.
+//! - `lz4`, `zstd`: LZ4 and Zstd compression on [`packet`] links (the codec's features).
 //! - `deflate` (default): permessage-deflate (RFC 7692) through flate2, on both sides
 //!   (`ClientBuilder::deflate`, `ServerBuilder::deflate`, `PreparedMessage` and
 //!   `WebSocket::send_prepared`), and gzip response bodies in the HTTP client
@@ -62,6 +65,7 @@ mod http;
 mod maybe_tls;
 mod net;
 mod options;
+pub mod packet;
 mod server;
 mod stream;
 #[cfg(feature = "tls")]
@@ -75,6 +79,7 @@ pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder, Htt
 #[doc(hidden)]
 pub use http::HttpSocketOptions;
 pub use maybe_tls::MaybeTlsStream;
+pub use packet::{PacketClient, PacketClientBuilder, PacketConnection, PacketServer};
 pub use server::{ServerBuilder, accept};
 pub use stream::Stream;
 pub use tickwire_codec as codec;

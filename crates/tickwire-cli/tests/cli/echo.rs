@@ -52,7 +52,7 @@ impl Drop for Pki {
     }
 }
 
-fn tickwire() -> Command {
+pub(crate) fn tickwire() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tickwire"))
 }
 

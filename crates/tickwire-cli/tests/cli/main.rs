@@ -10,5 +10,6 @@ mod support;
 mod tls_support;
 
 mod http;
+mod packet;
 mod tls;
 mod tokio_runtime;

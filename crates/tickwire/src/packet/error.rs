@@ -1,0 +1,172 @@
+//! [`Error`], what every packet transport call fails with: the codec's and the multiplexer's
+//! typed errors, the socket's and TLS's, and the transport's own timeouts and control
+//! answers. [`Error::is_fatal`] says whether the connection is finished.
+
+use std::time::Instant;
+use std::{fmt, io};
+
+use tickwire_codec::mux::{self, RequestId};
+use tickwire_codec::packet::{EncodeError, PacketError};
+
+use crate::TransportError;
+
+/// Everything a packet client, server connection or pool call can fail with.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The socket failed (a write timeout is kind `WouldBlock` or `TimedOut`). Fatal.
+    Io(io::Error),
+    /// TLS failed: an untrusted certificate, a missing client certificate, an alert, a
+    /// truncated record. Fatal.
+    #[cfg(feature = "tls")]
+    Tls(tickwire_tls::TlsError),
+    /// The peer sent a malformed packet or one over the configured payload limit
+    /// ([`PacketError::fault`] says whose fault). The connection was closed: the format has
+    /// no error message and the stream cannot be resynchronised (docs/PACKET.md).
+    Protocol(PacketError),
+    /// The multiplexer refused: a peer violation or a receive limit (fatal, the connection
+    /// was closed), or local back-pressure or misuse ([`mux::Error::must_close`] false: the
+    /// connection carries on).
+    Mux(mux::Error),
+    /// A payload to send is over the configured packet limit. Nothing was sent; the
+    /// connection carries on.
+    Encode(EncodeError),
+    /// The TCP connect or the TLS handshake did not finish within its timeout. Fatal.
+    ConnectTimeout,
+    /// Request `0` got no response within its per-request timeout. It is finished (a late
+    /// answer is dropped); the connection carries on.
+    TimedOut(RequestId),
+    /// The server refused request `0` with a "busy" control packet: its cap on requests in
+    /// flight was reached. Nothing was done for it; the connection carries on.
+    Busy(RequestId),
+    /// The peer sent a control packet (request id 0) that is not a ping, pong or busy of
+    /// the documented layout (docs/PACKET.md, "Transports"). Peer violation; fatal.
+    MalformedControl,
+    /// No pong arrived within the keepalive timeout after a ping. The connection was closed.
+    KeepaliveTimeout,
+    /// The connection's read timeout passed with nothing received while a caller waited.
+    /// The connection carries on.
+    ReadTimeout,
+    /// The peer closed the connection (end of stream), or it was closed by an earlier fatal
+    /// error. Requests in flight on it failed.
+    Closed,
+    /// Local misuse: `PacketClient::recv_response` with no request in flight. Nothing
+    /// changed.
+    NothingInFlight,
+    /// Local misuse: `PacketClient::request` while pipelined requests are in flight.
+    RequestsInFlight,
+    /// A typed request or answer could not be serialized (`request_json`,
+    /// `request_bincode` and friends, features `serde-json` and `bincode`). Nothing was
+    /// sent; the connection carries on.
+    Serialize(Box<dyn std::error::Error + Send + Sync>),
+    /// A typed answer or request could not be deserialized into the type asked for. The
+    /// request is finished; the connection carries on.
+    Deserialize(Box<dyn std::error::Error + Send + Sync>),
+    /// The pool's circuit breaker is open: the request was not sent. Retry at `retry_at`.
+    CircuitOpen {
+        /// When the breaker lets a probe through.
+        retry_at: Instant,
+    },
+    /// The pool connection picked is waiting to reconnect after failed attempts (backoff).
+    /// The request was not sent.
+    Reconnecting {
+        /// When the next connection attempt is made.
+        retry_at: Instant,
+    },
+}
+
+impl Error {
+    /// True when the connection is finished: every later call on it returns
+    /// [`Error::Closed`]. False for per-request outcomes and local refusals.
+    pub fn is_fatal(&self) -> bool {
+        match self {
+            Self::Mux(error) => error.must_close(),
+            Self::Encode(_)
+            | Self::TimedOut(_)
+            | Self::Busy(_)
+            | Self::ReadTimeout
+            | Self::Serialize(_)
+            | Self::Deserialize(_)
+            | Self::NothingInFlight
+            | Self::RequestsInFlight
+            | Self::CircuitOpen { .. }
+            | Self::Reconnecting { .. } => false,
+            _ => true,
+        }
+    }
+
+    /// The request a per-request error is about ([`TimedOut`](Self::TimedOut),
+    /// [`Busy`](Self::Busy)).
+    pub fn request_id(&self) -> Option<RequestId> {
+        match self {
+            Self::TimedOut(id) | Self::Busy(id) => Some(*id),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io(e) => write!(f, "I/O error: {e}"),
+            #[cfg(feature = "tls")]
+            Self::Tls(e) => write!(f, "TLS: {e}"),
+            Self::Protocol(e) => write!(f, "packet protocol: {e}"),
+            Self::Mux(e) => write!(f, "multiplexer: {e}"),
+            Self::Encode(e) => write!(f, "cannot send: {e}"),
+            Self::ConnectTimeout => f.write_str("connect or TLS handshake timed out"),
+            Self::TimedOut(id) => write!(f, "{id} timed out"),
+            Self::Busy(id) => write!(f, "server busy: {id} refused"),
+            Self::MalformedControl => f.write_str("malformed control packet on request id 0"),
+            Self::KeepaliveTimeout => f.write_str("no pong within the keepalive timeout"),
+            Self::ReadTimeout => f.write_str("read timed out"),
+            Self::Closed => f.write_str("connection closed"),
+            Self::NothingInFlight => f.write_str("no request in flight to wait for"),
+            Self::RequestsInFlight => f.write_str("pipelined requests are in flight"),
+            Self::Serialize(e) => write!(f, "cannot serialize: {e}"),
+            Self::Deserialize(e) => write!(f, "cannot deserialize: {e}"),
+            Self::CircuitOpen { .. } => f.write_str("circuit breaker open"),
+            Self::Reconnecting { .. } => f.write_str("connection backing off before reconnect"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io(e) => Some(e),
+            #[cfg(feature = "tls")]
+            Self::Tls(e) => Some(e),
+            Self::Protocol(e) => Some(e),
+            Self::Mux(e) => Some(e),
+            Self::Encode(e) => Some(e),
+            Self::Serialize(e) | Self::Deserialize(e) => Some(&**e),
+            _ => None,
+        }
+    }
+}
+
+impl From<io::Error> for Error {
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+impl From<TransportError> for Error {
+    fn from(e: TransportError) -> Self {
+        match e {
+            TransportError::Io(e) => Self::Io(e),
+            #[cfg(feature = "tls")]
+            TransportError::Tls(e) => Self::Tls(e),
+            TransportError::HandshakeTimeout => Self::ConnectTimeout,
+            TransportError::UnexpectedEof => Self::Closed,
+        }
+    }
+}
+
+#[cfg(feature = "tls")]
+impl From<tickwire_tls::TlsError> for Error {
+    fn from(e: tickwire_tls::TlsError) -> Self {
+        Self::Tls(e)
+    }
+}

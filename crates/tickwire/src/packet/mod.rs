@@ -1,0 +1,106 @@
+//! Blocking packet transports: the binary packet protocol of [`tickwire_codec::packet`]
+//! (framing, per-packet LZ4 / Zstd) with requests multiplexed by
+//! [`tickwire_codec::mux`], over TCP or TLS (mutual TLS included).
+//!
+//! This module owns sockets, timeouts, TLS streams, keepalive and the control packets; it
+//! owns no protocol rule that the codec has (limits, header checks, id matching). Its parts:
+//!
+//! - [`PacketClient`] (made by [`PacketClientBuilder`]): [`request`](PacketClient::request)
+//!   for one request at a time, or [`send_request`](PacketClient::send_request) /
+//!   [`recv_response`](PacketClient::recv_response) for many in flight, answered in any
+//!   order, each with its own timeout, cancellable.
+//! - [`PacketServer`] and [`PacketConnection`]: the accept side, a thread per connection
+//!   ([`PacketServer::spawn`]), [`serve`](PacketConnection::serve) with a handler, or
+//!   [`recv_request`](PacketConnection::recv_request) / [`respond`](PacketConnection::respond)
+//!   to answer out of order.
+//! - [`PacketPool`] (made by [`PacketPoolBuilder`]): connections to one address shared by
+//!   threads, reconnected with backoff, health-checked, behind a circuit breaker.
+//! - Typed requests and answers through serde: `request_json` / `respond_json` (feature
+//!   `serde-json`) and `request_bincode` / `respond_bincode` (feature `bincode`, bincode 2).
+//! - [`Error`]: every failure, typed; [`Error::is_fatal`] tells a finished connection from a
+//!   finished request.
+//!
+//! # Control packets
+//!
+//! Request id 0 is reserved by the multiplexer; the transport sends its own messages on it.
+//! Each body is 9 bytes, a kind and a little-endian `u64`, never compressed: `0x01` ping
+//! (a nonce), `0x02` pong (the ping's nonce), `0x03` busy (the id of a request refused
+//! because the server's in-flight cap was reached). Anything else on id 0 is
+//! [`Error::MalformedControl`] and closes the connection. docs/PACKET.md, "Transports",
+//! has the bytes.
+//!
+//! # Keepalive
+//!
+//! With [`Keepalive`] set, a connection sends a ping every `interval` while it waits, and
+//! fails with [`Error::KeepaliveTimeout`] when the pong has not come `timeout` later. Either
+//! end answers pings whether or not it sends its own. Clients ping by default (30 s, 10 s);
+//! servers do not.
+//!
+//! # Flushing
+//!
+//! Nothing is written implicitly on send: [`PacketClient::send_request`] and
+//! [`PacketConnection::respond`] queue. What is queued is written by `flush`, by
+//! [`PacketClient::request`] (the one-shot helper), and before a call blocks waiting for
+//! bytes (a request that was not written cannot be answered, and answers queued while
+//! requests kept arriving go out in one write).
+
+/// The setters [`PacketClientBuilder`] and [`PacketServer`] share, on fields `packet`,
+/// `nodelay`, `write_timeout` and `keepalive`.
+macro_rules! shared_setters {
+    () => {
+        /// Packet limits, checksum and compression policy of this end's reader and writer.
+        pub fn packet_config(mut self, config: tickwire_codec::packet::PacketConfig) -> Self {
+            self.packet = config;
+            self
+        }
+
+        /// TCP_NODELAY (default on).
+        pub fn nodelay(mut self, on: bool) -> Self {
+            self.nodelay = on;
+            self
+        }
+
+        /// Bounds each write; a write that times out is [`Error::Io`](super::Error::Io)
+        /// and fatal. Default none.
+        pub fn write_timeout(mut self, timeout: Option<std::time::Duration>) -> Self {
+            self.write_timeout = timeout;
+            self
+        }
+
+        /// This end's keepalive pings (`None`: none; pings from the peer are answered
+        /// either way).
+        pub fn keepalive(mut self, keepalive: Option<super::Keepalive>) -> Self {
+            self.keepalive = keepalive;
+            self
+        }
+    };
+}
+use shared_setters;
+
+mod client;
+mod control;
+mod error;
+mod link;
+mod pool;
+mod server;
+#[cfg(any(feature = "serde-json", feature = "bincode"))]
+mod typed;
+
+pub use client::{PacketClient, PacketClientBuilder};
+pub use error::Error;
+pub use link::Keepalive;
+pub use pool::{PacketPool, PacketPoolBuilder};
+pub use server::{PacketConnection, PacketServer, Responder, ServerHandle};
+pub use tickwire_codec::mux::RequestId;
+#[cfg(feature = "bincode")]
+pub use typed::decode_bincode;
+#[cfg(feature = "serde-json")]
+pub use typed::decode_json;
+
+/// Locks, ignoring poisoning: what the packet transports keep behind a mutex (a pool's
+/// slots and breaker, a server's open sockets) is consistent between calls.
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
