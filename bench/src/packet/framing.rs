@@ -9,7 +9,9 @@
 //! `BytesMut` emptied before each batch (a `Packet` owns its payload, so each packet first
 //! copies the payload into a new `Vec`: its API asks for one), and decodes with its `Decoder`
 //! from a `BytesMut` refilled with the batch before each call (outside the timed region); each
-//! decoded `Packet` owns a copy of its payload. GB/s counts payload bytes.
+//! decoded `Packet` owns a copy of its payload. A third figure, "decode to owned", has
+//! tickwire copy each borrowed payload into a new `Vec` as well, so that the two decoders are
+//! also compared on equal terms. GB/s counts payload bytes.
 
 use std::hint::black_box;
 
@@ -44,15 +46,16 @@ pub(crate) fn run(ctx: &Ctx, clock: &Clock, budget: Budget) -> Vec<Table> {
         }
         let payload = payloads::binary_ticks(size);
         let count = packets_per_batch(size);
-        // [library][encode, decode] -> one rate per round.
-        let mut rates = [[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]];
+        // [library][encode, decode, decode into owned payloads] -> one rate per round.
+        let mut rates: [[Vec<f64>; 3]; 2] = Default::default();
         for round in 1..=ctx.rounds {
             for i in round_order(Library::ALL.len(), round) {
                 let library = Library::ALL[i];
                 ctx.step(&format!("{id} / {}", library.name()));
-                let (encode, decode) = measure(library, &payload, count, clock, budget);
-                rates[i][0].push(encode);
-                rates[i][1].push(decode);
+                let measured = measure(library, &payload, count, clock, budget);
+                for (rounds, rate) in rates[i].iter_mut().zip(measured) {
+                    rounds.push(rate);
+                }
             }
         }
         let mut table = Table::with_columns(
@@ -66,6 +69,8 @@ pub(crate) fn run(ctx: &Ctx, clock: &Clock, budget: Budget) -> Vec<Table> {
                 "encode vs network-protocol",
                 "decode GB/s",
                 "decode vs network-protocol",
+                "decode to owned GB/s",
+                "owned vs network-protocol",
             ],
             &format!(
                 "GB/s of payload (binary ticks), median of the rounds (range); a call encodes \
@@ -74,7 +79,10 @@ pub(crate) fn run(ctx: &Ctx, clock: &Clock, budget: Budget) -> Vec<Table> {
                  (zero-copy). network-protocol: `PacketCodec` (tokio-util `Encoder` / \
                  `Decoder`) on a reused `BytesMut`; its `Packet` owns a `Vec` payload, so \
                  encoding copies the payload into a new `Vec` first and decoding copies it out \
-                 of the buffer. Ratios: tickwire ÷ network-protocol."
+                 of the buffer. \"decode to owned\": tickwire's decode followed by \
+                 `payload.to_vec()` per packet, the owned `Vec` network-protocol's decode \
+                 returns (its own column repeats its decode). Ratios: tickwire ÷ \
+                 network-protocol."
             ),
         );
         let theirs = &rates[1];
@@ -86,6 +94,8 @@ pub(crate) fn run(ctx: &Ctx, clock: &Clock, budget: Budget) -> Vec<Table> {
                     ratio_cell(&mine[0], &theirs[0]),
                     rate_cell(&mine[1], 1e9),
                     ratio_cell(&mine[1], &theirs[1]),
+                    rate_cell(&mine[2], 1e9),
+                    ratio_cell(&mine[2], &theirs[2]),
                 ]),
             });
         }
@@ -108,15 +118,15 @@ pub(crate) fn packets_per_batch(size: usize) -> usize {
     ((1 << 20) / size.max(1)).clamp(8, 4096)
 }
 
-/// Encode and decode bytes per second of `library` on `count` packets of `payload`, after
-/// checking that the batch decodes back to the same payloads.
+/// Encode, decode, and decode-into-owned-payloads bytes per second of `library` on `count`
+/// packets of `payload`, after checking that the batch decodes back to the same payloads.
 fn measure(
     library: Library,
     payload: &[u8],
     count: usize,
     clock: &Clock,
     budget: Budget,
-) -> (f64, f64) {
+) -> [f64; 3] {
     let bytes = payload.len() * count;
     match library {
         Library::Tickwire => {
@@ -124,6 +134,8 @@ fn measure(
             let mut decoder = TickwireBatch::new(0);
             let encoded = encoder.encode(payload, count).to_vec();
             assert_eq!(decoder.decode(&encoded, payload), count, "tickwire");
+            let mut owning = TickwireBatch::new(0);
+            owning.owned = true;
             let encode = throughput(
                 clock,
                 budget,
@@ -144,7 +156,17 @@ fn measure(
                     black_box(d.decode(&encoded, payload));
                 },
             );
-            (encode, decode)
+            let owned = throughput(
+                clock,
+                budget,
+                bytes,
+                &mut owning,
+                |_| (),
+                |d| {
+                    black_box(d.decode(&encoded, payload));
+                },
+            );
+            [encode, decode, owned]
         }
         Library::NetworkProtocol => {
             let mut out = BytesMut::with_capacity((payload.len() + 16) * count);
@@ -170,7 +192,8 @@ fn measure(
                     black_box(np_decode(input, payload));
                 },
             );
-            (encode, decode)
+            // Its decode returns owned payloads already.
+            [encode, decode, decode]
         }
     }
 }
@@ -181,6 +204,9 @@ pub(crate) struct TickwireBatch {
     reader: PacketReader,
     out: WriteBuf,
     decompressed: Vec<u8>,
+    /// [`decode`](Self::decode) copies each payload into a new `Vec`, as a caller that must
+    /// keep it past the next read does.
+    owned: bool,
 }
 
 impl TickwireBatch {
@@ -191,6 +217,7 @@ impl TickwireBatch {
             reader: PacketReader::new(PacketConfig::client()),
             out: WriteBuf::new(capacity.max(64), 0),
             decompressed: Vec::new(),
+            owned: false,
         }
     }
 
@@ -215,7 +242,11 @@ impl TickwireBatch {
                     if count == 0 {
                         assert_eq!(packet.payload, expected);
                     }
-                    black_box(packet.payload);
+                    if self.owned {
+                        black_box(packet.payload.to_vec());
+                    } else {
+                        black_box(packet.payload);
+                    }
                     input = &input[packet.wire_size()..];
                     count += 1;
                 }
