@@ -24,6 +24,7 @@ mod alloc_count;
 mod callgrind;
 mod harness;
 mod http;
+mod packet;
 mod report;
 mod server_suite;
 mod spsc;
@@ -65,6 +66,9 @@ enum Suite {
     /// tickwire-tokio: WebSocket loopback (round trip, stream; 128 B and 4 KiB; ws and wss)
     /// and async REST (1 and 8 in flight) against tickwire blocking and the async peers.
     Tokio(Options),
+    /// Packet codec against network-protocol 1.3.0: framing GB/s, LZ4 / Zstd MB/s and ratio,
+    /// multiplexed round trip and requests/s at 1, 8 and 64 in flight over loopback TCP.
+    Packet(Options),
     /// WebSocket echo servers under load, each a process pinned to `--core`, driven by one
     /// load-generator thread on `--peer-core`: tickwire's CLI, uWebSockets, fastwebsockets and
     /// tokio-tungstenite; messages/s, round trip, CPU, and memory per idle connection.
@@ -241,6 +245,7 @@ fn main() {
         Suite::Spsc(options) => run_suite("spsc", &options, None),
         Suite::Http(options) => run_suite("http", &options, None),
         Suite::Tokio(options) => run_suite("tokio", &options, None),
+        Suite::Packet(options) => run_suite("packet", &options, None),
         Suite::Server(options) => run_suite(
             "server",
             &options.common,
@@ -321,6 +326,7 @@ fn run_suite(suite: &str, options: &Options, processes: Option<ProcessSuite<'_>>
         "http" => http::STEPS,
         "tokio" => tokio_suite::STEPS,
         "server" | "pubsub" => server_suite::STEPS,
+        "packet" => packet::STEPS,
         _ => spsc::STEPS,
     } * rounds as u64;
     let progress = ProgressBar::new(steps);
@@ -358,6 +364,7 @@ fn run_suite(suite: &str, options: &Options, processes: Option<ProcessSuite<'_>>
         }
         "http" => tables.extend(http::run(&ctx, options.callgrind, !options.no_loopback)),
         "tokio" => tables.extend(tokio_suite::run(&ctx)),
+        "packet" => tables.extend(packet::run(&ctx, options.no_loopback)),
         "server" | "pubsub" => match processes {
             Some(ProcessSuite::Server(settings)) => {
                 tables.extend(server_suite::run(&ctx, settings, &clock, options.quick));

@@ -288,7 +288,7 @@ pub(super) fn tickwire_feed(
 
 /// Binds 127.0.0.1:0 and runs `serve` on the one accepted connection (TCP_NODELAY on), on a
 /// thread pinned to `peer_core`.
-fn spawn<T: Send + 'static>(
+pub(crate) fn spawn<T: Send + 'static>(
     name: &str,
     peer_core: usize,
     serve: impl FnOnce(TcpStream) -> T + Send + 'static,

@@ -1,0 +1,447 @@
+//! The multiplexed request round trip over loopback TCP: a 128 B request echoed by a server on
+//! the peer core, with 1, 8 and 64 requests kept in flight on one connection; latency of each
+//! request (rdtsc, from just before it is begun to when its response is matched) and
+//! requests/s.
+//!
+//! Fairness: both clients run on one thread on the measuring core and keep exactly `depth`
+//! requests in flight (a new one begins as each finishes); both servers are one blocking std
+//! thread on the peer core that answers every request of a read with one write.
+//!
+//! - tickwire: the bench's own blocking client on `std::net::TcpStream` (tickwire's blocking
+//!   packet transport is not written yet): `mux::Client::begin`, `PacketWriter::encode` into a
+//!   `WriteBuf`, one `write_all` for every request begun in a turn, then one `read` into the
+//!   `ReadBuf`, `PacketReader::poll` and `mux::Client::on_response` for each response. The
+//!   server reads, decodes with `PacketReader`, tracks ids with `mux::Server`, and encodes the
+//!   echo with `PacketWriter`.
+//! - network-protocol: its `service::multiplex::Multiplexer` (tokio only: it spawns a send, a
+//!   receive and a clean-up task) on a current-thread tokio runtime, over a `TcpStream` split
+//!   into a `BufReader` and a `BufWriter` (so its frame of three writes and a flush is one
+//!   `write`, and a response one `read` or fewer). Requests are `request(Vec<u8>)` futures
+//!   driven together by a `FuturesUnordered`; each takes an owned `Vec` and answers with a new
+//!   one. network-protocol has no multiplexed server, so its echo server is written here: it
+//!   parses its `[u64 id][u32 length][payload]` frames (big-endian) and writes each complete
+//!   frame back.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use hdrhistogram::Histogram;
+use network_protocol::service::multiplex::{MultiplexConfig, Multiplexer};
+use tickwire_codec::buf::{ReadBuf, WriteBuf};
+use tickwire_codec::mux::{self, RequestId, Response};
+use tickwire_codec::packet::{PacketConfig, PacketReader, PacketWriter, ReadEvent};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader, BufWriter};
+
+use super::{Library, payloads};
+use crate::Ctx;
+use crate::harness::{self, Plan};
+use crate::report::{self, Row, Table, round_order};
+use crate::ws_loopback::servers;
+
+/// Requests kept in flight.
+pub(crate) const DEPTHS: [usize; 3] = [1, 8, 64];
+
+/// Bytes of each request (and of its echo).
+pub(crate) const REQUEST_LEN: usize = 128;
+
+/// Progress steps per round.
+pub(crate) const STEPS: u64 = (DEPTHS.len() * Library::ALL.len()) as u64;
+
+/// network-protocol's multiplex frame header: `u64` request id and `u32` payload length.
+const NP_FRAME_HEADER: usize = 12;
+
+/// What one connection measured: per-request latency in ticks, and requests per second over
+/// the recorded requests.
+struct Measured {
+    latency: Histogram<u64>,
+    rate: f64,
+}
+
+/// Runs the round-trip workloads selected in `ctx`: per depth, a latency table and a
+/// requests/s table.
+pub(crate) fn run(ctx: &Ctx) -> Vec<Table> {
+    let mut tables = Vec::new();
+    let payload = payloads::binary_ticks(REQUEST_LEN);
+    for depth in DEPTHS {
+        let id = format!("packet_mux_{depth}");
+        if !ctx.selected(&id) {
+            continue;
+        }
+        let mut latencies = [Vec::new(), Vec::new()];
+        let mut rates = [Vec::new(), Vec::new()];
+        for round in 1..=ctx.rounds {
+            for i in round_order(Library::ALL.len(), round) {
+                let library = Library::ALL[i];
+                ctx.step(&format!("{id} / {}", library.name()));
+                let measured = measure(library, depth, ctx, &payload);
+                latencies[i].push(measured.latency);
+                rates[i].push(measured.rate);
+            }
+        }
+        let note = format!(
+            "{REQUEST_LEN} B requests echoed over loopback TCP, {depth} in flight on one \
+             connection; client on core {}, server on core {}. tickwire: the bench's blocking \
+             client on std TcpStream with tickwire-codec's PacketWriter / PacketReader and \
+             mux::Client (its blocking transport is not written yet). network-protocol: its \
+             Multiplexer, which needs tokio, on a current-thread runtime over a buffered split \
+             TcpStream. Ratios: tickwire ÷ network-protocol.",
+            ctx.core, ctx.peer_core
+        );
+        let mut latency = Table::new(
+            &format!("{id}_latency"),
+            &format!("Multiplexed round trip: {depth} in flight, ticks per request"),
+            Library::NetworkProtocol.name(),
+            &format!(
+                "{note} Latency from just before a request is begun to its response being \
+                 matched, median round by p50."
+            ),
+        );
+        for (library, hists) in Library::ALL.iter().zip(latencies) {
+            latency.rows.push(Row::median_round(library.name(), hists));
+        }
+        let paired = report::paired_rates(
+            Library::Tickwire.name(),
+            &rates[0],
+            Library::NetworkProtocol.name(),
+            &rates[1],
+        );
+        let mut throughput = Table::new(
+            &format!("{id}_rate"),
+            &format!("Multiplexed requests/s: {depth} in flight"),
+            Library::NetworkProtocol.name(),
+            &format!("{note}{paired}"),
+        );
+        for (library, rounds) in Library::ALL.iter().zip(rates) {
+            throughput.rows.push(Row::rate(library.name(), rounds));
+        }
+        tables.push(latency);
+        tables.push(throughput);
+    }
+    tables
+}
+
+/// One connection of `library` to a fresh echo server on the peer core: `ctx.plan.warmup`
+/// requests, then `ctx.plan.samples` recorded ones, `depth` in flight.
+fn measure(library: Library, depth: usize, ctx: &Ctx, payload: &[u8]) -> Measured {
+    let measured = match library {
+        Library::Tickwire => {
+            let server = servers::spawn("tickwire-packet-echo", ctx.peer_core, tickwire_echo);
+            let measured = tickwire_client(server.addr(), depth, ctx.plan, payload);
+            server.join();
+            measured
+        }
+        Library::NetworkProtocol => {
+            let server = servers::spawn("np-multiplex-echo", ctx.peer_core, np_echo);
+            let measured = np_client(server.addr(), depth, ctx.plan, payload);
+            server.join();
+            measured
+        }
+    };
+    assert_eq!(measured.latency.len(), ctx.plan.samples as u64);
+    measured
+}
+
+/// Counts finished requests, records the latency of those past the warm-up, and times the
+/// recorded ones.
+struct Recorder {
+    plan: Plan,
+    finished: usize,
+    latency: Histogram<u64>,
+    recording_since: Option<Instant>,
+}
+
+impl Recorder {
+    fn new(plan: Plan) -> Self {
+        Self {
+            plan,
+            finished: 0,
+            latency: harness::new_histogram(),
+            recording_since: (plan.warmup == 0).then(Instant::now),
+        }
+    }
+
+    /// Requests the run begins in all.
+    fn total(&self) -> usize {
+        self.plan.warmup + self.plan.samples
+    }
+
+    /// A request begun at `began` (ticks) finished at `ended`.
+    fn finished(&mut self, began: u64, ended: u64) {
+        self.finished += 1;
+        if self.finished > self.plan.warmup {
+            self.latency
+                .saturating_record(ended.saturating_sub(began).max(1));
+        }
+        if self.finished == self.plan.warmup {
+            self.recording_since = Some(Instant::now());
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.finished == self.total()
+    }
+
+    fn measured(self) -> Measured {
+        let seconds = self
+            .recording_since
+            .map_or(f64::NAN, |since| since.elapsed().as_secs_f64());
+        Measured {
+            rate: self.plan.samples as f64 / seconds,
+            latency: self.latency,
+        }
+    }
+}
+
+/// tickwire's client: one thread, a blocking socket, the sans-IO writer, reader and mux.
+fn tickwire_client(addr: SocketAddr, depth: usize, plan: Plan, payload: &[u8]) -> Measured {
+    let mut stream = connect(addr);
+    let config = PacketConfig::client();
+    let mut writer = PacketWriter::new(config.clone());
+    let mut reader = PacketReader::new(config);
+    let mut client: mux::Client<u64> = mux::Client::new(mux::ClientConfig::new());
+    let mut out = WriteBuf::new(64 << 10, 0);
+    let mut input = ReadBuf::with_capacity(64 << 10);
+    let mut decompressed = Vec::new();
+    let mut recorder = Recorder::new(plan);
+    let mut begun = 0;
+    let mut first = true;
+    while !recorder.done() {
+        let now = Instant::now();
+        while client.in_flight() < depth && begun < recorder.total() {
+            let id = client
+                .begin(now, payload.len(), None, harness::ticks_start())
+                .map_err(|refused| refused.error)
+                .expect("tickwire: begin a request");
+            writer
+                .encode(&mut out, id.0, payload)
+                .expect("tickwire: encode a request");
+            begun += 1;
+        }
+        if !out.is_empty() {
+            stream.write_all(out.as_slice()).expect("tickwire: write");
+            out.clear();
+        }
+        let n = stream
+            .read(reader.spare(&mut input))
+            .expect("tickwire: read");
+        assert!(n > 0, "tickwire: the echo server closed early");
+        input.filled(n);
+        let now = Instant::now();
+        while let ReadEvent::Packet(packet) = reader
+            .poll(&mut input, &mut decompressed)
+            .expect("tickwire: a valid response")
+        {
+            let ended = harness::ticks_end();
+            if first {
+                assert_eq!(packet.payload, payload, "tickwire: the echo differs");
+                first = false;
+            }
+            let id = RequestId(packet.request_id());
+            match client
+                .on_response(id, packet.payload.len(), now)
+                .expect("tickwire: a response to a request in flight")
+            {
+                Response::Completed(done) => recorder.finished(done.token, ended),
+                other => panic!("tickwire: an unexpected response {other:?}"),
+            }
+        }
+    }
+    recorder.measured()
+}
+
+/// tickwire's echo server: decode each request, track it, encode its echo; one write per
+/// read. Ends on the client's EOF.
+fn tickwire_echo(mut stream: TcpStream) {
+    let config = PacketConfig::server();
+    let mut reader = PacketReader::new(config.clone());
+    let mut writer = PacketWriter::new(config);
+    let mut server = mux::Server::new(mux::ServerConfig::new());
+    let mut input = ReadBuf::with_capacity(64 << 10);
+    let mut out = WriteBuf::new(64 << 10, 0);
+    let mut decompressed = Vec::new();
+    loop {
+        let n = stream
+            .read(reader.spare(&mut input))
+            .expect("tickwire echo: read");
+        if n == 0 {
+            return;
+        }
+        input.filled(n);
+        while let ReadEvent::Packet(packet) = reader
+            .poll(&mut input, &mut decompressed)
+            .expect("tickwire echo: a valid request")
+        {
+            let id = RequestId(packet.request_id());
+            server
+                .on_request(id, packet.payload.len())
+                .expect("tickwire echo: a new request id");
+            writer
+                .encode(&mut out, id.0, packet.payload)
+                .expect("tickwire echo: encode");
+            server.respond(id).expect("tickwire echo: in flight");
+        }
+        stream
+            .write_all(out.as_slice())
+            .expect("tickwire echo: write");
+        out.clear();
+    }
+}
+
+/// network-protocol's client: its `Multiplexer` on a current-thread tokio runtime.
+fn np_client(addr: SocketAddr, depth: usize, plan: Plan, payload: &[u8]) -> Measured {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("network-protocol: a tokio runtime");
+    runtime.block_on(async {
+        let stream = tokio::net::TcpStream::from_std(connect_nonblocking(addr))
+            .expect("network-protocol: register the socket");
+        let (read_half, write_half) = stream.into_split();
+        let config = MultiplexConfig {
+            max_in_flight: depth,
+            request_timeout: Duration::from_secs(30),
+            ..MultiplexConfig::default()
+        };
+        config.validate().expect("network-protocol: a valid config");
+        let multiplexer = Multiplexer::new(
+            BufReader::new(read_half),
+            BufWriter::new(write_half),
+            config,
+        );
+        let echo = multiplexer
+            .request(payload.to_vec())
+            .await
+            .expect("network-protocol: the first request");
+        assert_eq!(echo, payload, "network-protocol: the echo differs");
+        let mut recorder = Recorder::new(plan);
+        let mut in_flight = FuturesUnordered::new();
+        let mut begun = 0;
+        while !recorder.done() {
+            while in_flight.len() < depth && begun < recorder.total() {
+                in_flight.push(np_request(&multiplexer, payload));
+                begun += 1;
+            }
+            let (began, ended) = in_flight
+                .next()
+                .await
+                .expect("network-protocol: a request in flight");
+            recorder.finished(began, ended);
+        }
+        recorder.measured()
+    })
+}
+
+/// One network-protocol request: (ticks when it began, ticks when its response arrived).
+async fn np_request<R, W>(multiplexer: &Multiplexer<R, W>, payload: &[u8]) -> (u64, u64)
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let began = harness::ticks_start();
+    let echo = multiplexer
+        .request(payload.to_vec())
+        .await
+        .expect("network-protocol: a response");
+    let ended = harness::ticks_end();
+    assert_eq!(
+        echo.len(),
+        payload.len(),
+        "network-protocol: the echo's length"
+    );
+    (began, ended)
+}
+
+/// network-protocol's echo server: every complete `[u64 id][u32 length][payload]` frame of a
+/// read is written back as it came, in one write. Ends on the client's EOF.
+fn np_echo(mut stream: TcpStream) {
+    let mut pending: Vec<u8> = Vec::with_capacity(64 << 10);
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let n = stream.read(&mut chunk).expect("np echo: read");
+        if n == 0 {
+            return;
+        }
+        pending.extend_from_slice(&chunk[..n]);
+        let whole = complete_frames(&pending);
+        if whole > 0 {
+            stream.write_all(&pending[..whole]).expect("np echo: write");
+            pending.drain(..whole);
+        }
+    }
+}
+
+/// Bytes at the front of `bytes` that make whole network-protocol multiplex frames.
+fn complete_frames(bytes: &[u8]) -> usize {
+    let mut at = 0;
+    while let Some(header) = bytes.get(at..at + NP_FRAME_HEADER) {
+        let len = u32::from_be_bytes(header[8..].try_into().expect("4 bytes")) as usize;
+        let end = at + NP_FRAME_HEADER + len;
+        if end > bytes.len() {
+            break;
+        }
+        at = end;
+    }
+    at
+}
+
+/// A blocking connection to `addr` with TCP_NODELAY.
+fn connect(addr: SocketAddr) -> TcpStream {
+    let stream = TcpStream::connect(addr).expect("connect to the loopback echo server");
+    stream.set_nodelay(true).expect("set TCP_NODELAY");
+    stream
+}
+
+/// [`connect`], non-blocking, for tokio.
+fn connect_nonblocking(addr: SocketAddr) -> TcpStream {
+    let stream = connect(addr);
+    stream
+        .set_nonblocking(true)
+        .expect("make the socket non-blocking");
+    stream
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn np_frame(id: u64, payload: &[u8]) -> Vec<u8> {
+        let mut frame = id.to_be_bytes().to_vec();
+        frame.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        frame.extend_from_slice(payload);
+        frame
+    }
+
+    #[test]
+    fn only_whole_network_protocol_frames_are_echoed() {
+        let mut bytes = np_frame(1, b"first");
+        let one = bytes.len();
+        bytes.extend_from_slice(&np_frame(2, &[7; 300]));
+        let two = bytes.len();
+        assert_eq!(complete_frames(&bytes), two);
+        assert_eq!(complete_frames(&bytes[..two - 1]), one);
+        assert_eq!(complete_frames(&bytes[..NP_FRAME_HEADER - 1]), 0);
+        assert_eq!(complete_frames(&np_frame(3, b"")), NP_FRAME_HEADER);
+    }
+
+    #[test]
+    fn the_recorder_keeps_only_requests_past_the_warm_up() {
+        let plan = Plan {
+            warmup: 2,
+            samples: 3,
+        };
+        let mut recorder = Recorder::new(plan);
+        assert_eq!(recorder.total(), 5);
+        for (began, ended) in [(0, 1_000), (0, 1_000), (10, 30), (10, 40), (10, 50)] {
+            assert!(!recorder.done());
+            recorder.finished(began, ended);
+        }
+        assert!(recorder.done());
+        let measured = recorder.measured();
+        assert_eq!(measured.latency.len(), 3);
+        assert_eq!(measured.latency.max(), 40);
+        assert!(measured.rate > 0.0);
+    }
+}
