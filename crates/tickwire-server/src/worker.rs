@@ -201,6 +201,9 @@ pub(crate) struct Worker<H: Handler, T: Transport> {
     set_capacity: usize,
     /// Handshake responses are written here, then to the socket.
     head_out: WriteBuf,
+    /// Where the slices of one vectored write are gathered when they are short
+    /// (`conn::STAGE`).
+    stage: Vec<u8>,
     wheel: Wheel,
     due: Vec<Entry>,
     now: Instant,
@@ -248,6 +251,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             scratch,
             pool: Vec::new(),
             head_out: WriteBuf::new(1024, 0),
+            stage: Vec::with_capacity(conn::STAGE),
             wheel: Wheel::new(now),
             due: Vec::new(),
             now,
