@@ -57,22 +57,9 @@ case "$tls" in
 esac
 command -v python3 >/dev/null || give_up "python3 not found on PATH"
 
-chromium="${CHROMIUM:-}"
-if [ -z "$chromium" ]; then
-  if ! command -v chromium >/dev/null; then
-    [ "$(id -u)" -eq 0 ] || give_up "chromium is not installed and only root can apt-get install it"
-    echo "browser: installing chromium (apt-get install chromium)"
-    install_log=$(mktemp)
-    if ! { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } \
-      >"$install_log" 2>&1; then
-      tail -n 20 "$install_log" | sed 's/^/note: apt-get: /'
-      rm -f "$install_log"
-      give_up "apt-get install chromium"
-    fi
-    rm -f "$install_log"
-  fi
-  chromium=$(command -v chromium)
-fi
+# shellcheck source=scripts/chromium.sh
+source "$root/scripts/chromium.sh"
+find_chromium browser
 
 if [ ! -x "$bin" ]; then
   cargo build --release -q -p tickwire-cli || give_up "cargo build --release -p tickwire-cli"
