@@ -604,10 +604,9 @@ fn flush(
             // send(2), as uWebSockets does: writev(2) costs the kernel an iovec import and
             // the longer vfs_writev path for the same bytes (vfs_writev alone was 2.6% of the
             // worker's samples at 1,000 connections x 8 in flight).
-            let total: usize = slices[..count].iter().map(|s| s.len()).sum();
             if count == 1 {
                 stream.write(&slices[0])
-            } else if total <= STAGE {
+            } else if slices[..count].iter().map(|s| s.len()).sum::<usize>() <= STAGE {
                 // Many short slices (a round of topic messages, each a shared frame): one
                 // contiguous send(2) costs the kernel less than writev(2)'s per-slice work.
                 // The copy is the worker's, transient; the queues still share the frames.
