@@ -1,6 +1,7 @@
 //! The `BoundedDecompress` contract, held by every implementation compiled in: the output is
-//! appended after what `out` held, at most `limit` bytes of it; one byte over the limit is
-//! `TooLarge` with `out` as it was; corrupt input is a typed error with `out` as it was.
+//! appended after what `out` held (or replaces it, through `decompress_replacing`), at most
+//! `limit` bytes of it; one byte over the limit is `TooLarge` with `out` as it was (empty when
+//! replacing); corrupt input is a typed error with `out` as it was.
 #![cfg(any(feature = "deflate", feature = "lz4", feature = "zstd"))]
 
 use tickwire_codec::compress::{BoundedDecompress, DecompressError};
@@ -59,6 +60,25 @@ fn holds_within_limits(
         "{name}: one byte under"
     );
     assert_eq!(out, prefix, "{name}: out as it was");
+
+    // Replacing: whatever `out` held before, shorter or longer than the output (a reader
+    // reusing one buffer across packets), it ends up exactly the output.
+    for held in [0, 1, plain.len() / 2, plain.len(), plain.len() + 100] {
+        let mut out = vec![0xA5; held];
+        assert_eq!(
+            decompressor.decompress_replacing(compressed, &mut out, plain.len()),
+            Ok(plain.len()),
+            "{name}: replacing {held} bytes"
+        );
+        assert_eq!(out, plain, "{name}: replacing {held} bytes");
+        let mut out = vec![0xA5; held];
+        assert_eq!(
+            decompressor.decompress_replacing(compressed, &mut out, under),
+            Err(DecompressError::TooLarge { limit: under }),
+            "{name}: replacing {held} bytes, one byte under"
+        );
+        assert!(out.is_empty(), "{name}: empty after the error");
+    }
 }
 
 #[cfg(feature = "deflate")]

@@ -61,4 +61,13 @@ pub(crate) fn round_trip(decompressor: &mut dyn BoundedDecompress, data: &[u8], 
         );
         assert!(out.is_empty());
     }
+    // Replacing what a reused buffer held, shorter or longer than the output.
+    for held in [data.len() / 2, data.len() + 7] {
+        let mut out = vec![0x5A; held];
+        assert_eq!(
+            decompressor.decompress_replacing(compressed, &mut out, data.len()),
+            Ok(data.len())
+        );
+        assert_eq!(out, data);
+    }
 }

@@ -32,22 +32,48 @@ impl BoundedDecompress for Lz4Decompressor {
         let window = limit.min(max_expansion(input.len()));
         let start = zeroed_tail(out, window);
         let result = block::decompress_into(input, &mut out[start..]);
-        match result {
-            Ok(len) => {
-                out.truncate(start + len);
-                Ok(len)
-            }
-            Err(error) => {
-                out.truncate(start);
-                Err(match error {
-                    // The window was the limit: the block wants more than it allows.
-                    Lz4Error::OutputTooSmall { .. } if window == limit => {
-                        DecompressError::TooLarge { limit }
-                    }
-                    Lz4Error::ExpectedAnotherByte => DecompressError::Truncated,
-                    _ => DecompressError::Corrupt,
-                })
-            }
+        finish(out, start, result, window == limit, limit)
+    }
+
+    /// Decodes into the bytes `out` already holds: only the part of the window past
+    /// `out.len()` is zeroed first (none at all when the previous packet was as long).
+    fn decompress_replacing(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        limit: usize,
+    ) -> Result<usize, DecompressError> {
+        let window = limit.min(max_expansion(input.len()));
+        if out.len() < window {
+            zeroed_tail(out, window - out.len());
+        }
+        let result = block::decompress_into(input, &mut out[..window]);
+        finish(out, 0, result, window == limit, limit)
+    }
+}
+
+/// Cuts `out` to what the block produced after `start`, or back to `start` on an error, and
+/// names the error. `at_limit`: the window was the caller's limit, so a block wanting more
+/// than it is too large rather than corrupt.
+fn finish(
+    out: &mut Vec<u8>,
+    start: usize,
+    result: Result<usize, Lz4Error>,
+    at_limit: bool,
+    limit: usize,
+) -> Result<usize, DecompressError> {
+    match result {
+        Ok(len) => {
+            out.truncate(start + len);
+            Ok(len)
+        }
+        Err(error) => {
+            out.truncate(start);
+            Err(match error {
+                Lz4Error::OutputTooSmall { .. } if at_limit => DecompressError::TooLarge { limit },
+                Lz4Error::ExpectedAnotherByte => DecompressError::Truncated,
+                _ => DecompressError::Corrupt,
+            })
         }
     }
 }

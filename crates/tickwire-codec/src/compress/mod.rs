@@ -77,6 +77,23 @@ pub trait BoundedDecompress {
         out: &mut Vec<u8>,
         limit: usize,
     ) -> Result<usize, DecompressError>;
+
+    /// Like [`decompress`](Self::decompress), but the output replaces what `out` held
+    /// instead of following it: after `Ok(n)`, `out` is exactly the `n` output bytes; after
+    /// an error it is empty. The same limit and memory bound apply.
+    ///
+    /// A decoder that writes into an initialised slice overrides this to reuse the bytes
+    /// `out` already holds as its window (zeroing only where the window is longer than
+    /// `out`), so a stream of similar-sized packets pays nothing to prepare the output.
+    fn decompress_replacing(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        limit: usize,
+    ) -> Result<usize, DecompressError> {
+        out.clear();
+        self.decompress(input, out, limit)
+    }
 }
 
 /// Appends `len` zeroed bytes to `out` without letting its capacity grow past what they need

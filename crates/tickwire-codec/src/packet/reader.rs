@@ -121,7 +121,7 @@ impl PacketReader {
     }
 
     /// The next packet in `buf`, or [`ReadEvent::NeedMore`]. Releases the previous packet
-    /// first. A compressed packet is decompressed into `out` (cleared first, grown to at most
+    /// first. A compressed packet is decompressed into `out` (replacing what it held, grown to at most
     /// the payload limit); an uncompressed one is borrowed from `buf` and `out` is untouched.
     ///
     /// Errors are terminal: the first leaves the reader failed and every later call returns
@@ -195,7 +195,6 @@ impl PacketReader {
             }
         }
         let payload: &'b [u8] = if header.codec.is_compressed() {
-            out.clear();
             self.decompress(header, wire, out)?;
             out
         } else {
@@ -248,7 +247,7 @@ impl PacketReader {
             }
             other => return Err(PacketError::UnsupportedCodec(other)),
         };
-        match decompressor.decompress(wire, out, declared) {
+        match decompressor.decompress_replacing(wire, out, declared) {
             Ok(len) if len == declared => Ok(()),
             Ok(len) => Err(PacketError::LengthMismatch {
                 declared: header.payload_len,
