@@ -7,12 +7,12 @@
 //! requests in flight (a new one begins as each finishes); both servers are one blocking std
 //! thread on the peer core that answers every request of a read with one write.
 //!
-//! - tickwire: the bench's own blocking client on `std::net::TcpStream` (tickwire's blocking
-//!   packet transport is not written yet): `mux::Client::begin`, `PacketWriter::encode` into a
-//!   `WriteBuf`, one `write_all` for every request begun in a turn, then one `read` into the
-//!   `ReadBuf`, `PacketReader::poll` and `mux::Client::on_response` for each response. The
-//!   server reads, decodes with `PacketReader`, tracks ids with `mux::Server`, and encodes the
-//!   echo with `PacketWriter`.
+//! - tickwire: its blocking packet transport, `tickwire::packet::PacketClient` over a
+//!   `std::net::TcpStream` (`send_request` to keep `depth` in flight, `recv_response` for each
+//!   answer), requests written in batches of half the window (`flush` after every
+//!   `depth / 2` requests begun, and `recv_response` writes the rest before it waits), and
+//!   `PacketConnection::serve` as the echo server (requests that one read brought are
+//!   answered in one write). No keepalive pings and no request timeouts.
 //! - network-protocol: its `service::multiplex::Multiplexer` (tokio only: it spawns a send, a
 //!   receive and a clean-up task) on a current-thread tokio runtime, over a `TcpStream` split
 //!   into a `BufReader` and a `BufWriter` (so its frame of three writes and a flush is one
@@ -30,9 +30,7 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use hdrhistogram::Histogram;
 use network_protocol::service::multiplex::{MultiplexConfig, Multiplexer};
-use tickwire_codec::buf::{ReadBuf, WriteBuf};
-use tickwire_codec::mux::{self, RequestId, Response};
-use tickwire_codec::packet::{PacketConfig, PacketReader, PacketWriter, ReadEvent};
+use tickwire::packet::{PacketClientBuilder, PacketServer, RequestId};
 use tokio::io::{AsyncRead, AsyncWrite, BufReader, BufWriter};
 
 use super::{Library, payloads};
@@ -83,9 +81,8 @@ pub(crate) fn run(ctx: &Ctx) -> Vec<Table> {
         }
         let note = format!(
             "{REQUEST_LEN} B requests echoed over loopback TCP, {depth} in flight on one \
-             connection; client on core {}, server on core {}. tickwire: the bench's blocking \
-             client on std TcpStream with tickwire-codec's PacketWriter / PacketReader and \
-             mux::Client (its blocking transport is not written yet). network-protocol: its \
+             connection; client on core {}, server on core {}. tickwire: its blocking \
+             PacketClient and PacketConnection::serve on std TcpStream. network-protocol: its \
              Multiplexer, which needs tokio, on a current-thread runtime over a buffered split \
              TcpStream. Ratios: tickwire ÷ network-protocol.",
             ctx.core, ctx.peer_core
@@ -195,99 +192,72 @@ impl Recorder {
     }
 }
 
-/// tickwire's client: one thread, a blocking socket, the sans-IO writer, reader and mux.
+/// tickwire's client: its blocking `PacketClient` over the connected socket (no keepalive
+/// pings, no request timeout: neither side arms timers the other does not).
 fn tickwire_client(addr: SocketAddr, depth: usize, plan: Plan, payload: &[u8]) -> Measured {
-    let mut stream = connect(addr);
-    let config = PacketConfig::client();
-    let mut writer = PacketWriter::new(config.clone());
-    let mut reader = PacketReader::new(config);
-    let mut client: mux::Client<u64> = mux::Client::new(mux::ClientConfig::new());
-    let mut out = WriteBuf::new(64 << 10, 0);
-    let mut input = ReadBuf::with_capacity(64 << 10);
-    let mut decompressed = Vec::new();
+    let mut client = PacketClientBuilder::new()
+        .keepalive(None)
+        .request_timeout(None)
+        .client_over(connect(addr))
+        .expect("tickwire: a client");
+    assert_eq!(
+        client
+            .request(payload)
+            .expect("tickwire: the first request"),
+        payload,
+        "tickwire: the echo differs"
+    );
+    // Requests are written in batches of half the window (and before recv_response waits):
+    // two batches in flight keep both ends busy, where one batch of the whole window would
+    // leave the client idle while the server answers it and the other way round.
+    let batch = (depth / 2).max(1);
+    let mut unwritten = 0;
     let mut recorder = Recorder::new(plan);
+    // (request id, ticks when begun) of the requests in flight: at most 64, so a scan.
+    let mut began: Vec<(RequestId, u64)> = Vec::with_capacity(depth);
     let mut begun = 0;
-    let mut first = true;
     while !recorder.done() {
-        let now = Instant::now();
-        while client.in_flight() < depth && begun < recorder.total() {
+        while began.len() < depth && begun < recorder.total() {
+            let at = harness::ticks_start();
             let id = client
-                .begin(now, payload.len(), None, harness::ticks_start())
-                .map_err(|refused| refused.error)
-                .expect("tickwire: begin a request");
-            writer
-                .encode(&mut out, id.0, payload)
-                .expect("tickwire: encode a request");
+                .send_request(payload)
+                .expect("tickwire: send a request");
+            unwritten += 1;
+            if unwritten == batch {
+                client.flush().expect("tickwire: write a batch");
+                unwritten = 0;
+            }
+            began.push((id, at));
             begun += 1;
         }
-        if !out.is_empty() {
-            stream.write_all(out.as_slice()).expect("tickwire: write");
-            out.clear();
-        }
-        let n = stream
-            .read(reader.spare(&mut input))
-            .expect("tickwire: read");
-        assert!(n > 0, "tickwire: the echo server closed early");
-        input.filled(n);
-        let now = Instant::now();
-        while let ReadEvent::Packet(packet) = reader
-            .poll(&mut input, &mut decompressed)
-            .expect("tickwire: a valid response")
-        {
-            let ended = harness::ticks_end();
-            if first {
-                assert_eq!(packet.payload, payload, "tickwire: the echo differs");
-                first = false;
-            }
-            let id = RequestId(packet.request_id());
-            match client
-                .on_response(id, packet.payload.len(), now)
-                .expect("tickwire: a response to a request in flight")
-            {
-                Response::Completed(done) => recorder.finished(done.token, ended),
-                other => panic!("tickwire: an unexpected response {other:?}"),
-            }
-        }
+        // Whatever is still queued goes out before this waits (the count above may then
+        // run ahead of what is queued: an early flush, no harm).
+        let (id, echo) = client.recv_response().expect("tickwire: a response");
+        let ended = harness::ticks_end();
+        assert_eq!(echo.len(), payload.len(), "tickwire: the echo's length");
+        let slot = began
+            .iter()
+            .position(|&(sent, _)| sent == id)
+            .expect("tickwire: a response to a request in flight");
+        recorder.finished(began.swap_remove(slot).1, ended);
     }
     recorder.measured()
 }
 
-/// tickwire's echo server: decode each request, track it, encode its echo; one write per
-/// read. Ends on the client's EOF.
-fn tickwire_echo(mut stream: TcpStream) {
-    let config = PacketConfig::server();
-    let mut reader = PacketReader::new(config.clone());
-    let mut writer = PacketWriter::new(config);
-    let mut server = mux::Server::new(mux::ServerConfig::new());
-    let mut input = ReadBuf::with_capacity(64 << 10);
-    let mut out = WriteBuf::new(64 << 10, 0);
-    let mut decompressed = Vec::new();
-    loop {
-        let n = stream
-            .read(reader.spare(&mut input))
-            .expect("tickwire echo: read");
-        if n == 0 {
-            return;
-        }
-        input.filled(n);
-        while let ReadEvent::Packet(packet) = reader
-            .poll(&mut input, &mut decompressed)
-            .expect("tickwire echo: a valid request")
-        {
-            let id = RequestId(packet.request_id());
-            server
-                .on_request(id, packet.payload.len())
-                .expect("tickwire echo: a new request id");
-            writer
-                .encode(&mut out, id.0, packet.payload)
-                .expect("tickwire echo: encode");
-            server.respond(id).expect("tickwire echo: in flight");
-        }
-        stream
-            .write_all(out.as_slice())
-            .expect("tickwire echo: write");
-        out.clear();
-    }
+/// tickwire's echo server: its blocking `PacketConnection::serve`, which answers what one
+/// read brought and writes the answers together before it waits again. Ends on the
+/// client's EOF.
+fn tickwire_echo(stream: TcpStream) {
+    let mut connection = PacketServer::new()
+        .connection_over(stream)
+        .expect("tickwire echo: a connection");
+    connection
+        .serve(|_, request, responder| {
+            responder
+                .respond(request)
+                .expect("tickwire echo: answer a request");
+        })
+        .expect("tickwire echo: serve until the client leaves");
 }
 
 /// network-protocol's client: its `Multiplexer` on a current-thread tokio runtime.
