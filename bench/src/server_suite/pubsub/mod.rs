@@ -1,6 +1,7 @@
 //! The pub/sub suite (`tickwire-bench pubsub`): fan-out servers under load, side by side in
 //! one run. Each server is a process pinned to `--core` (0), started by the server suite's
 //! `servers.rs`: tickwire's CLI (`tickwire --runtime reactor serve --pubsub`), the same with
+//! `--busy-poll-us 50` (the `tickwire-busy-poll` row, as in the echo suite), the same with
 //! `--deflate` (the `tickwire-deflate` row, whose subscribers negotiate permessage-deflate
 //! without context takeover and inflate every message), and uWebSockets'
 //! `uws-echo PORT --pubsub`. Every connection subscribes to one topic and every message
@@ -58,6 +59,9 @@ pub struct Settings {
 enum Server {
     /// `tickwire --runtime reactor serve --pubsub`.
     Tickwire,
+    /// The same with busy polling (`--busy-poll-us`, as the echo suite's row): for a server
+    /// that owns its core.
+    TickwireBusyPoll,
     /// `uws-echo PORT --pubsub`.
     Uws,
     /// `tickwire --runtime reactor serve --pubsub --deflate`, subscribers inflating.
@@ -66,12 +70,18 @@ enum Server {
 
 impl Server {
     /// Table order: tickwire, the baseline, first.
-    const ALL: [Self; 3] = [Self::Tickwire, Self::Uws, Self::TickwireDeflate];
+    const ALL: [Self; 4] = [
+        Self::Tickwire,
+        Self::TickwireBusyPoll,
+        Self::Uws,
+        Self::TickwireDeflate,
+    ];
 
     /// The `--servers` name and row label.
     fn name(self) -> &'static str {
         match self {
             Self::Tickwire => "tickwire",
+            Self::TickwireBusyPoll => "tickwire-busy-poll",
             Self::Uws => "uws",
             Self::TickwireDeflate => "tickwire-deflate",
         }
@@ -81,6 +91,7 @@ impl Server {
     fn process(self) -> (Library, &'static [&'static str]) {
         match self {
             Self::Tickwire => (Library::Tickwire, &["--pubsub"]),
+            Self::TickwireBusyPoll => (Library::TickwireBusyPoll, &["--pubsub"]),
             Self::Uws => (Library::Uws, &["--pubsub"]),
             Self::TickwireDeflate => (Library::Tickwire, &["--pubsub", "--deflate"]),
         }
