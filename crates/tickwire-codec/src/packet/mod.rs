@@ -38,16 +38,22 @@
 //! were split across reads.
 
 mod config;
+mod control;
 pub mod error;
 mod header;
 mod reader;
+pub mod session;
 mod writer;
 
+#[cfg(test)]
+mod session_tests;
 #[cfg(test)]
 mod tests;
 
 pub use config::{Compression, CompressionPolicy, PROBE_FROM, PROBE_LEN, PacketConfig};
+pub use control::{CONTROL_LEN, Control};
 pub use error::{EncodeError, Fault, PacketError};
 pub use header::{BASE_HEADER_LEN, Codec, Header, MAGIC, MAX_HEADER_LEN, VERSION};
 pub use reader::{Packet, PacketReader, ReadEvent};
+pub use session::{Keepalive, Session, SessionBuffers, SessionError, SessionEvent};
 pub use writer::PacketWriter;

@@ -78,7 +78,6 @@ macro_rules! shared_setters {
 use shared_setters;
 
 mod client;
-mod control;
 mod error;
 mod link;
 mod pool;
@@ -88,10 +87,10 @@ mod typed;
 
 pub use client::{PacketClient, PacketClientBuilder};
 pub use error::Error;
-pub use link::Keepalive;
 pub use pool::{PacketPool, PacketPoolBuilder};
 pub use server::{PacketConnection, PacketServer, Responder, ServerHandle};
 pub use tickwire_codec::mux::RequestId;
+pub use tickwire_codec::packet::Keepalive;
 #[cfg(feature = "bincode")]
 pub use typed::decode_bincode;
 #[cfg(feature = "serde-json")]
