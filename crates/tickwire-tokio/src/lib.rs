@@ -73,6 +73,7 @@ mod http;
 mod net;
 #[cfg(feature = "stream")]
 mod owned;
+pub mod packet;
 mod server;
 pub mod split;
 mod stream;

@@ -1,0 +1,292 @@
+//! [`Link`]: one packet connection's socket on tokio, both roles: a thin async driver over
+//! the sans-IO [`Session`] (framing, buffers, control packets, keepalive timers), as the
+//! blocking crate's link is. It owns the stream, its reads and writes, the read timeout and
+//! the idle wait without buffers (DESIGN rule 11, below).
+//!
+//! Every poll records what it did before it returns: bytes read go to the session in the
+//! poll that read them, bytes written are consumed in the poll that wrote them, and a packet
+//! is returned in the poll that parsed it. A future dropped at any `.await` loses nothing.
+//!
+//! # Idle connections own no buffer
+//!
+//! When the session is idle (nothing partly received, nothing queued) and the stream can
+//! signal readiness ([`Transport::poll_read_ready`]: plain TCP), the wait for the next packet
+//! lends the session's buffers to a small process-wide free list and awaits readiness with
+//! none; the buffers (those or another connection's) are taken back when bytes arrive.
+
+use std::io::ErrorKind;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::task::{Context, Poll, ready};
+use std::time::{Duration, Instant};
+
+use tokio::io::ReadBuf;
+
+use tickwire::packet::Error;
+use tickwire_codec::buf::WriteBuf;
+use tickwire_codec::mux::RequestId;
+use tickwire_codec::packet::{
+    Control, Header, Keepalive, PacketConfig, PacketWriter, Session, SessionBuffers, SessionError,
+    SessionEvent,
+};
+
+use crate::Transport;
+use crate::core::{Timer, now};
+
+/// What [`Link::next`] found.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Incoming {
+    /// A packet on a request id (not 0): its payload is [`Link::payload`] until the next call.
+    Packet(Header),
+    /// A "busy" control packet refusing this request.
+    Busy(RequestId),
+    /// The pong to the last ping.
+    Pong,
+    /// The caller's deadline passed.
+    Deadline,
+}
+
+/// Buffers lent by idle connections, for the next connection that receives bytes.
+static FREE_BUFFERS: Mutex<Vec<SessionBuffers>> = Mutex::new(Vec::new());
+/// The free list's length cap: past it, lent buffers are dropped.
+const FREE_LIST_CAP: usize = 64;
+/// Buffers larger than this (grown by a large packet) are dropped rather than kept.
+const FREE_BUFFER_MAX: usize = 256 << 10;
+
+#[derive(Debug)]
+pub(crate) struct Link<S> {
+    stream: S,
+    session: Session,
+    read_timeout: Option<Duration>,
+    /// Whether the idle wait lends the buffers out.
+    release_idle: bool,
+    timer: Timer,
+}
+
+impl<S: Transport> Link<S> {
+    pub(crate) fn new(
+        stream: S,
+        config: PacketConfig,
+        keepalive: Option<Keepalive>,
+        read_timeout: Option<Duration>,
+        release_idle: bool,
+    ) -> Self {
+        Self {
+            stream,
+            session: Session::new(config, keepalive, now()),
+            read_timeout,
+            release_idle,
+            timer: Timer::default(),
+        }
+    }
+
+    pub(crate) fn stream(&self) -> &S {
+        &self.stream
+    }
+
+    pub(crate) fn is_failed(&self) -> bool {
+        self.session.is_failed()
+    }
+
+    /// Whether the session's buffers are lent out (an idle wait).
+    pub(crate) fn buffers_released(&self) -> bool {
+        self.session.buffers_released()
+    }
+
+    /// Queues one packet; nothing is written until [`flush`](Self::flush).
+    pub(crate) fn queue(&mut self, id: RequestId, payload: &[u8]) -> Result<(), Error> {
+        self.session.queue(id.0, payload).map_err(Error::from)
+    }
+
+    /// Queues a control packet (request id 0, never compressed).
+    pub(crate) fn queue_control(&mut self, control: Control) -> Result<(), Error> {
+        self.session.queue_control(control).map_err(Error::from)
+    }
+
+    /// Queues a ping and arms its pong deadline; written by the next flush or wait.
+    pub(crate) fn ping(&mut self) -> Result<(), Error> {
+        self.session.ping(now()).map_err(Error::from)
+    }
+
+    /// Whether a ping is waiting for its pong.
+    pub(crate) fn awaits_pong(&self) -> bool {
+        self.session.awaits_pong()
+    }
+
+    /// Marks the link failed (the socket closes when the connection is dropped).
+    pub(crate) fn fail(&mut self, error: Error) -> Error {
+        self.session.fail();
+        error
+    }
+
+    /// The payload of the packet [`next`](Self::next) returned last.
+    pub(crate) fn payload(&self, header: &Header) -> &[u8] {
+        self.session.payload(header)
+    }
+
+    /// The payload of the packet returned last and the writer with its queue, borrowed apart.
+    pub(crate) fn payload_and_writer(
+        &mut self,
+        header: &Header,
+    ) -> (&[u8], &mut PacketWriter, &mut WriteBuf) {
+        self.session.payload_and_writer(header)
+    }
+
+    /// Writes everything queued. Cancel safe: what the socket took is recorded, the rest
+    /// stays queued.
+    pub(crate) async fn flush(&mut self) -> Result<(), Error> {
+        std::future::poll_fn(|cx| self.poll_flush(cx)).await
+    }
+
+    /// The next packet on a request id, a busy refusal, a pong, or [`Incoming::Deadline`]
+    /// once `deadline` passes. Writes what is queued before it waits, answers pings, sends
+    /// keepalive pings and fails the link when a pong is overdue. Any error but
+    /// [`Error::ReadTimeout`] leaves the link failed. Cancel safe (module docs).
+    pub(crate) async fn next(&mut self, deadline: Option<Instant>) -> Result<Incoming, Error> {
+        let mut last_byte = now();
+        std::future::poll_fn(|cx| self.poll_next(cx, deadline, &mut last_byte)).await
+    }
+
+    fn poll_next(
+        &mut self,
+        cx: &mut Context<'_>,
+        deadline: Option<Instant>,
+        last_byte: &mut Instant,
+    ) -> Poll<Result<Incoming, Error>> {
+        loop {
+            match self.session.poll_event() {
+                Ok(SessionEvent::Packet(header)) => {
+                    return Poll::Ready(Ok(Incoming::Packet(header)));
+                }
+                Ok(SessionEvent::Busy(id)) => {
+                    return Poll::Ready(Ok(Incoming::Busy(RequestId(id))));
+                }
+                Ok(SessionEvent::Pong) => return Poll::Ready(Ok(Incoming::Pong)),
+                Ok(SessionEvent::NeedMore) => {}
+                Err(error) => return Poll::Ready(Err(Error::from(error))),
+            }
+            ready!(self.poll_flush(cx))?;
+            match self.poll_read(cx) {
+                Poll::Ready(Ok(())) => {
+                    *last_byte = now();
+                    continue;
+                }
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                Poll::Pending => {}
+            }
+            // Nothing to read: the timers. An answer that arrived was read above, so it
+            // wins over a deadline that passed meanwhile.
+            let read_deadline = self.read_timeout.map(|t| *last_byte + t);
+            let Some(at) = [deadline, self.session.poll_timeout(), read_deadline]
+                .into_iter()
+                .flatten()
+                .min()
+            else {
+                return Poll::Pending;
+            };
+            ready!(self.timer.poll_at(at, cx));
+            let now = now();
+            let passed = |at: Option<Instant>| at.is_some_and(|at| now >= at);
+            if passed(deadline) {
+                return Poll::Ready(Ok(Incoming::Deadline));
+            }
+            if let Err(error) = self.session.handle_timeout(now) {
+                return Poll::Ready(Err(self.session_error(error)));
+            }
+            if passed(read_deadline) {
+                return Poll::Ready(Err(Error::ReadTimeout));
+            }
+        }
+    }
+
+    /// One read into the session; `Ready(Ok)` when bytes came. While the session is idle
+    /// and the stream can signal readiness, waits with the buffers lent out.
+    fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        if self.release_idle && self.session.is_idle() {
+            if let Some(ready) = self.stream.poll_read_ready(cx) {
+                if let Some(buffers) = self.session.release_buffers() {
+                    lend(buffers);
+                }
+                if let Err(e) = ready!(ready) {
+                    return Poll::Ready(Err(self.io_failed(e)));
+                }
+            }
+        }
+        if self.session.buffers_released() {
+            let _ = self.session.restore_buffers(borrow());
+        }
+        let spare = self.session.spare();
+        let mut buf = ReadBuf::new(spare);
+        match Pin::new(&mut self.stream).poll_read(cx, &mut buf) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(())) => {
+                let n = buf.filled().len();
+                if n == 0 {
+                    return Poll::Ready(Err(self.fail(Error::Closed)));
+                }
+                self.session.received(n);
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) if e.kind() == ErrorKind::Interrupted => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(self.io_failed(e))),
+        }
+    }
+
+    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        if self.session.is_failed() {
+            return Poll::Ready(Err(Error::Closed));
+        }
+        while self.session.wants_write() {
+            let written = Pin::new(&mut self.stream).poll_write(cx, self.session.transmit());
+            match ready!(written) {
+                Ok(0) => return Poll::Ready(Err(self.io_failed(ErrorKind::WriteZero.into()))),
+                Ok(n) => self.session.wrote(n),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Poll::Ready(Err(self.io_failed(e))),
+            }
+        }
+        match ready!(Pin::new(&mut self.stream).poll_flush(cx)) {
+            Ok(()) => Poll::Ready(Ok(())),
+            Err(e) => Poll::Ready(Err(self.io_failed(e))),
+        }
+    }
+
+    /// A socket error, typed by the stream (a TLS failure), fatal.
+    fn io_failed(&mut self, error: std::io::Error) -> Error {
+        let typed = match self.stream.failure() {
+            Some(failure) => Error::from(failure),
+            None => Error::Io(error),
+        };
+        self.fail(typed)
+    }
+
+    fn session_error(&mut self, error: SessionError) -> Error {
+        Error::from(error)
+    }
+}
+
+/// Puts an idle connection's buffers on the free list (dropped when it is full or they grew
+/// large).
+fn lend(buffers: SessionBuffers) {
+    if buffers.capacity() > FREE_BUFFER_MAX {
+        return;
+    }
+    let mut free = FREE_BUFFERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if free.len() < FREE_LIST_CAP {
+        free.push(buffers);
+    }
+}
+
+/// Buffers from the free list, or fresh ones.
+fn borrow() -> SessionBuffers {
+    FREE_BUFFERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .pop()
+        .unwrap_or_default()
+}
