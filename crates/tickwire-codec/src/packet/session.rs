@@ -137,6 +137,9 @@ pub struct Session {
     buffers: SessionBuffers,
     /// Whether `buffers` are lent out (the session holds empty ones).
     released: bool,
+    /// The empty set held while the buffers are lent out, kept between loans so that a
+    /// loan allocates nothing.
+    empty: Option<SessionBuffers>,
     keepalive: Option<Keepalive>,
     next_ping: Option<Instant>,
     pong_due: Option<Instant>,
@@ -153,6 +156,7 @@ impl Session {
             writer: PacketWriter::new(config),
             buffers: SessionBuffers::new(),
             released: false,
+            empty: None,
             keepalive,
             next_ping: keepalive.map(|k| now + k.interval),
             pong_due: None,
@@ -339,7 +343,7 @@ impl Session {
         buffers.received.clear();
         buffers.queued.clear();
         buffers.inflated.clear();
-        self.buffers = buffers;
+        self.empty = Some(std::mem::replace(&mut self.buffers, buffers));
         self.released = false;
         None
     }

@@ -21,7 +21,8 @@ use crate::{MaybeTlsStream, Transport};
 /// [`PacketConfig::client`] (16 MiB packets, no compression), [`ClientConfig::new`] (1 024
 /// requests in flight), TCP_NODELAY on, a 10 s connect timeout (TCP and TLS together), no
 /// read timeout, a 30 s request timeout, keepalive pings every 30 s with a 10 s pong
-/// deadline, idle buffers released (plain TCP).
+/// deadline, buffers kept while idle ([`release_idle_buffers`](Self::release_idle_buffers)
+/// off).
 #[derive(Debug, Clone)]
 pub struct PacketClientBuilder {
     packet: PacketConfig,
@@ -56,7 +57,7 @@ impl PacketClientBuilder {
                 interval: Duration::from_secs(30),
                 timeout: Duration::from_secs(10),
             }),
-            release_idle_buffers: true,
+            release_idle_buffers: false,
             #[cfg(feature = "tls")]
             tls: None,
         }

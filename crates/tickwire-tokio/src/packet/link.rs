@@ -7,16 +7,17 @@
 //! poll that read them, bytes written are consumed in the poll that wrote them, and a packet
 //! is returned in the poll that parsed it. A future dropped at any `.await` loses nothing.
 //!
-//! # Idle connections own no buffer
+//! # Idle connections without buffers
 //!
-//! When the session is idle (nothing partly received, nothing queued) and the stream can
-//! signal readiness ([`Transport::poll_read_ready`]: plain TCP), the wait for the next packet
-//! lends the session's buffers to a small process-wide free list and awaits readiness with
-//! none; the buffers (those or another connection's) are taken back when bytes arrive.
+//! With `release_idle`, when the session is idle (nothing partly received, nothing queued)
+//! and the stream can signal readiness ([`Transport::can_signal_read_ready`]: plain TCP),
+//! the wait for the next packet lends the session's buffers to a small per-thread free list
+//! and awaits readiness with none; buffers (those or another connection's) are taken back
+//! when the socket is readable.
 
+use std::cell::RefCell;
 use std::io::ErrorKind;
 use std::pin::Pin;
-use std::sync::Mutex;
 use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
@@ -46,8 +47,12 @@ pub(crate) enum Incoming {
     Deadline,
 }
 
-/// Buffers lent by idle connections, for the next connection that receives bytes.
-static FREE_BUFFERS: Mutex<Vec<SessionBuffers>> = Mutex::new(Vec::new());
+thread_local! {
+    /// Buffers lent by idle connections, for the next connection on this thread that
+    /// receives bytes. Per thread (a runtime worker): no lock, and buffers stay in the cache
+    /// of the core that last used them.
+    static FREE_BUFFERS: RefCell<Vec<SessionBuffers>> = const { RefCell::new(Vec::new()) };
+}
 /// The free list's length cap: past it, lent buffers are dropped.
 const FREE_LIST_CAP: usize = 64;
 /// Buffers larger than this (grown by a large packet) are dropped rather than kept.
@@ -201,24 +206,23 @@ impl<S: Transport> Link<S> {
 
     /// One read into the session; `Ready(Ok)` when bytes came. While the session is idle
     /// and the stream can signal readiness, waits with the buffers lent out.
+    ///
+    /// With buffers, it reads at once; a read that would block (which clears tokio's
+    /// readiness and registers the waker) lends them out when the session is idle. Without
+    /// buffers, it asks for readiness and takes buffers back only when the socket is
+    /// readable.
     fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
-        if self.release_idle && self.session.is_idle() {
-            if let Some(ready) = self.stream.poll_read_ready(cx) {
-                if let Some(buffers) = self.session.release_buffers() {
-                    lend(buffers);
-                }
-                if let Err(e) = ready!(ready) {
-                    return Poll::Ready(Err(self.io_failed(e)));
+        if self.session.buffers_released() {
+            match self.stream.poll_read_ready(cx) {
+                Some(Poll::Pending) => return Poll::Pending,
+                Some(Poll::Ready(Err(e))) => return Poll::Ready(Err(self.io_failed(e))),
+                Some(Poll::Ready(Ok(()))) | None => {
+                    let _ = self.session.restore_buffers(borrow());
                 }
             }
         }
-        if self.session.buffers_released() {
-            let _ = self.session.restore_buffers(borrow());
-        }
-        let spare = self.session.spare();
-        let mut buf = ReadBuf::new(spare);
+        let mut buf = ReadBuf::new(self.session.spare());
         match Pin::new(&mut self.stream).poll_read(cx, &mut buf) {
-            Poll::Pending => Poll::Pending,
             Poll::Ready(Ok(())) => {
                 let n = buf.filled().len();
                 if n == 0 {
@@ -226,6 +230,14 @@ impl<S: Transport> Link<S> {
                 }
                 self.session.received(n);
                 Poll::Ready(Ok(()))
+            }
+            Poll::Pending => {
+                if self.release_idle && self.stream.can_signal_read_ready() {
+                    if let Some(buffers) = self.session.release_buffers() {
+                        lend(buffers);
+                    }
+                }
+                Poll::Pending
             }
             Poll::Ready(Err(e)) if e.kind() == ErrorKind::Interrupted => {
                 cx.waker().wake_by_ref();
@@ -274,19 +286,14 @@ fn lend(buffers: SessionBuffers) {
     if buffers.capacity() > FREE_BUFFER_MAX {
         return;
     }
-    let mut free = FREE_BUFFERS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if free.len() < FREE_LIST_CAP {
-        free.push(buffers);
-    }
+    FREE_BUFFERS.with_borrow_mut(|free| {
+        if free.len() < FREE_LIST_CAP {
+            free.push(buffers);
+        }
+    });
 }
 
 /// Buffers from the free list, or fresh ones.
 fn borrow() -> SessionBuffers {
-    FREE_BUFFERS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .pop()
-        .unwrap_or_default()
+    FREE_BUFFERS.with_borrow_mut(Vec::pop).unwrap_or_default()
 }

@@ -23,7 +23,8 @@ use crate::{MaybeTlsStream, Transport};
 /// Options for the accept side. Defaults as the blocking server's: [`PacketConfig::server`]
 /// (1 MiB packets), [`ServerConfig::new`] (256 requests in flight per connection, 1 MiB
 /// requests), TCP_NODELAY on, a 10 s TLS handshake timeout, no read timeout, no keepalive
-/// pings of its own (clients' pings are answered), plain TCP, idle buffers released.
+/// pings of its own (clients' pings are answered), plain TCP, buffers kept while idle
+/// ([`release_idle_buffers`](Self::release_idle_buffers) off).
 #[derive(Debug, Clone)]
 pub struct PacketServer {
     packet: PacketConfig,
@@ -53,7 +54,7 @@ impl PacketServer {
             handshake_timeout: Duration::from_secs(10),
             read_timeout: None,
             keepalive: None,
-            release_idle_buffers: true,
+            release_idle_buffers: false,
             #[cfg(feature = "tls")]
             tls: None,
         }

@@ -183,11 +183,16 @@ async fn an_answer_to_an_id_never_issued_closes_the_connection() {
 }
 
 #[tokio::test]
-async fn an_idle_connection_waits_without_its_buffers() {
+async fn an_idle_connection_can_wait_without_its_buffers() {
     let (listener, port) = listen().await;
-    let mut client = builder().connect("127.0.0.1", port).await.unwrap();
+    let mut client = builder()
+        .release_idle_buffers(true)
+        .connect("127.0.0.1", port)
+        .await
+        .unwrap();
     let (tcp, _) = listener.accept().await.unwrap();
-    let mut connection = PacketServer::new().accept(tcp).await.unwrap();
+    let server = PacketServer::new().release_idle_buffers(true);
+    let mut connection = server.accept(tcp).await.unwrap();
 
     // A wait that is given up (cancelled) leaves the idle connection without buffers.
     let waited = tokio::time::timeout(Duration::from_millis(50), connection.recv_request()).await;
@@ -206,18 +211,33 @@ async fn an_idle_connection_waits_without_its_buffers() {
     connection.flush().await.unwrap();
     assert_eq!(client.recv_response().await.unwrap(), (id, &b"awake"[..]));
 
+    // After an exchange too: the socket's stale readiness is not taken for bytes.
+    let waited = tokio::time::timeout(Duration::from_millis(50), connection.recv_request()).await;
+    assert!(waited.is_err());
+    assert!(connection.buffers_released());
+    let _ = tokio::time::timeout(Duration::from_millis(50), client.ping()).await;
+    assert!(
+        client.buffers_released(),
+        "the client waited for its pong without buffers"
+    );
+
     // Over TLS the buffers stay (module docs).
     let ca = Ca::new();
     let (listener, port) = listen().await;
     let tls = ca.client(false);
     let connect = tokio::spawn(async move { builder().tls(tls).connect("localhost", port).await });
     let (tcp, _) = listener.accept().await.unwrap();
-    let mut connection = PacketServer::new()
-        .tls(ca.server(false))
-        .accept(tcp)
-        .await
-        .unwrap();
+    let mut connection = server.tls(ca.server(false)).accept(tcp).await.unwrap();
     let _client = connect.await.unwrap().unwrap();
+    let waited = tokio::time::timeout(Duration::from_millis(50), connection.recv_request()).await;
+    assert!(waited.is_err());
+    assert!(!connection.buffers_released());
+
+    // Off (the default): the buffers stay.
+    let (listener, port) = listen().await;
+    let _client = builder().connect("127.0.0.1", port).await.unwrap();
+    let (tcp, _) = listener.accept().await.unwrap();
+    let mut connection = PacketServer::new().accept(tcp).await.unwrap();
     let waited = tokio::time::timeout(Duration::from_millis(50), connection.recv_request()).await;
     assert!(waited.is_err());
     assert!(!connection.buffers_released());

@@ -16,11 +16,13 @@ use tickwire_tokio::{ClientTlsConfig, ServerTlsConfig};
 /// The bound on every wait.
 pub(crate) const PATIENCE: Duration = Duration::from_secs(10);
 
-/// A client builder whose waits are bounded by [`PATIENCE`].
+/// A client builder whose waits are bounded by [`PATIENCE`], lending its buffers out while
+/// idle (so every test runs that path too).
 pub(crate) fn builder() -> PacketClientBuilder {
     PacketClientBuilder::new()
         .connect_timeout(PATIENCE)
         .request_timeout(Some(PATIENCE))
+        .release_idle_buffers(true)
 }
 
 /// A listener on a free 127.0.0.1 port and the port.
@@ -30,10 +32,12 @@ pub(crate) async fn listen() -> (TcpListener, u16) {
     (listener, port)
 }
 
-/// `server` spawned on a free port, answering every request with its payload.
+/// `server` spawned on a free port, answering every request with its payload, lending its
+/// buffers out while idle.
 pub(crate) async fn echo_server(server: PacketServer) -> (ServerHandle, u16) {
     let (listener, port) = listen().await;
     let handle = server
+        .release_idle_buffers(true)
         .spawn(listener, |_, request, responder| {
             responder.respond(request).unwrap();
         })
