@@ -133,6 +133,7 @@ impl PacketClientBuilder {
             request_timeout: self.request_timeout,
             last: None,
             pending_request: None,
+            scratch: Vec::new(),
         }
     }
 }
@@ -160,6 +161,12 @@ pub struct PacketClient<S = MaybeTlsStream> {
     /// The request of a [`request`](PacketClient::request) whose future was dropped: the
     /// next call cancels it.
     pending_request: Option<RequestId>,
+    /// Where typed requests are serialized, reused (features `serde-json`, `bincode`).
+    #[cfg_attr(
+        not(any(feature = "serde-json", feature = "bincode")),
+        expect(dead_code, reason = "only the typed requests use it")
+    )]
+    pub(super) scratch: Vec<u8>,
 }
 
 impl PacketClient {

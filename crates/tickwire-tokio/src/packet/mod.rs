@@ -20,6 +20,9 @@
 //!   a request is refused with the "busy" control packet.
 //! - [`PacketPool`] (made by [`PacketPoolBuilder`]): connections to one address shared by
 //!   tasks, reconnected with backoff, health-checked, behind the codec's circuit breaker.
+//! - Typed requests and answers through serde, the same bytes as the blocking transport's:
+//!   `request_json` / `send_json` / `respond_json` (feature `serde-json`) and
+//!   `request_bincode` / `send_bincode` / `respond_bincode` (feature `bincode`).
 //!
 //! Control packets, keepalive and flushing follow the blocking transport's rules
 //! (`tickwire::packet` module docs, docs/PACKET.md "Transports"): sends queue, and what is
@@ -100,10 +103,16 @@ mod client;
 mod link;
 mod pool;
 mod server;
+#[cfg(any(feature = "serde-json", feature = "bincode"))]
+mod typed;
 
 pub use client::{PacketClient, PacketClientBuilder};
 pub use pool::{PacketPool, PacketPoolBuilder};
 pub use server::{PacketConnection, PacketServer, Responder, ServerHandle};
 pub use tickwire::packet::Error;
+#[cfg(feature = "bincode")]
+pub use tickwire::packet::{decode_bincode, encode_bincode};
+#[cfg(feature = "serde-json")]
+pub use tickwire::packet::{decode_json, encode_json};
 pub use tickwire_codec::mux::RequestId;
 pub use tickwire_codec::packet::Keepalive;

@@ -118,6 +118,7 @@ impl PacketServer {
             ),
             mux: mux::Server::new(self.mux),
             last: None,
+            scratch: Vec::new(),
         }
     }
 
@@ -196,6 +197,8 @@ pub struct PacketConnection<S = MaybeTlsStream> {
     link: Link<S>,
     mux: mux::Server,
     last: Option<Header>,
+    /// Where typed answers are serialized, reused and lent to each [`Responder`].
+    scratch: Vec<u8>,
 }
 
 impl<S: Transport> PacketConnection<S> {
@@ -249,6 +252,7 @@ impl<S: Transport> PacketConnection<S> {
                 id,
                 writer,
                 queued,
+                scratch: &mut self.scratch,
                 answered: false,
             };
             handler(id, payload, &mut responder);
@@ -314,6 +318,12 @@ pub struct Responder<'a> {
     id: RequestId,
     writer: &'a mut PacketWriter,
     queued: &'a mut WriteBuf,
+    /// The connection's buffer for typed answers (features `serde-json`, `bincode`).
+    #[cfg_attr(
+        not(any(feature = "serde-json", feature = "bincode")),
+        expect(dead_code, reason = "only the typed answers use it")
+    )]
+    pub(super) scratch: &'a mut Vec<u8>,
     answered: bool,
 }
 

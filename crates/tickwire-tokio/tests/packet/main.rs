@@ -8,3 +8,5 @@ mod interop;
 mod pipelined;
 mod pool;
 mod support;
+#[cfg(all(feature = "serde-json", feature = "bincode"))]
+mod typed;

@@ -92,9 +92,9 @@ pub use server::{PacketConnection, PacketServer, Responder, ServerHandle};
 pub use tickwire_codec::mux::RequestId;
 pub use tickwire_codec::packet::Keepalive;
 #[cfg(feature = "bincode")]
-pub use typed::decode_bincode;
+pub use typed::{decode_bincode, encode_bincode};
 #[cfg(feature = "serde-json")]
-pub use typed::decode_json;
+pub use typed::{decode_json, encode_json};
 
 /// Locks, ignoring poisoning: what the packet transports keep behind a mutex (a pool's
 /// slots and breaker, a server's open sockets) is consistent between calls.
