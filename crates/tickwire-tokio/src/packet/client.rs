@@ -182,9 +182,7 @@ impl<S: Transport> PacketClient<S> {
     /// flight. Cancel safe: a dropped call's request is cancelled by the next call (its
     /// answer, if it comes, is dropped).
     pub async fn request(&mut self, payload: &[u8]) -> Result<&[u8], Error> {
-        if let Some(id) = self.pending_request.take() {
-            let _ = self.mux.cancel(id);
-        }
+        self.cancel_abandoned();
         if self.mux.in_flight() > 0 {
             return Err(Error::RequestsInFlight);
         }
@@ -276,9 +274,11 @@ impl<S: Transport> PacketClient<S> {
 
     /// Sends a ping and waits for its pong (call it with nothing in flight). Returns the
     /// round trip. A pong that does not come within the keepalive timeout (10 s without
-    /// keepalive) is [`Error::KeepaliveTimeout`], fatal. Cancel safe: the ping stays
+    /// keepalive) is [`Error::KeepaliveTimeout`], fatal. The request of a dropped
+    /// [`request`](Self::request) future is cancelled first. Cancel safe: the ping stays
     /// sent and its deadline armed; a later pong is taken by the next wait.
     pub async fn ping(&mut self) -> Result<Duration, Error> {
+        self.cancel_abandoned();
         if self.mux.in_flight() > 0 {
             return Err(Error::RequestsInFlight);
         }
@@ -319,6 +319,13 @@ impl<S: Transport> PacketClient<S> {
     /// The stream underneath.
     pub fn stream(&self) -> &S {
         self.link.stream()
+    }
+
+    /// Cancels the request of a dropped [`request`](Self::request) future, if any.
+    fn cancel_abandoned(&mut self) {
+        if let Some(id) = self.pending_request.take() {
+            let _ = self.mux.cancel(id);
+        }
     }
 
     /// The id and payload of the response last returned.

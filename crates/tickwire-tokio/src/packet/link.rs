@@ -27,8 +27,7 @@ use tickwire::packet::Error;
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::mux::RequestId;
 use tickwire_codec::packet::{
-    Control, Header, Keepalive, PacketConfig, PacketWriter, Session, SessionBuffers, SessionError,
-    SessionEvent,
+    Control, Header, Keepalive, PacketConfig, PacketWriter, Session, SessionBuffers, SessionEvent,
 };
 
 use crate::Transport;
@@ -170,7 +169,11 @@ impl<S: Transport> Link<S> {
                 Ok(SessionEvent::NeedMore) => {}
                 Err(error) => return Poll::Ready(Err(Error::from(error))),
             }
-            ready!(self.poll_flush(cx))?;
+            // A write the socket does not take yet does not stop the reads: a peer that
+            // waits for us to read before it reads our bytes cannot deadlock the two.
+            if let Poll::Ready(Err(error)) = self.poll_flush(cx) {
+                return Poll::Ready(Err(error));
+            }
             match self.poll_read(cx) {
                 Poll::Ready(Ok(())) => {
                     *last_byte = now();
@@ -196,7 +199,7 @@ impl<S: Transport> Link<S> {
                 return Poll::Ready(Ok(Incoming::Deadline));
             }
             if let Err(error) = self.session.handle_timeout(now) {
-                return Poll::Ready(Err(self.session_error(error)));
+                return Poll::Ready(Err(Error::from(error)));
             }
             if passed(read_deadline) {
                 return Poll::Ready(Err(Error::ReadTimeout));
@@ -273,10 +276,6 @@ impl<S: Transport> Link<S> {
             None => Error::Io(error),
         };
         self.fail(typed)
-    }
-
-    fn session_error(&mut self, error: SessionError) -> Error {
-        Error::from(error)
     }
 }
 

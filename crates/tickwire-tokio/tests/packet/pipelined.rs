@@ -214,3 +214,28 @@ async fn a_local_refusal_leaves_the_connection_usable() {
     assert_eq!(client.request(b"three").await.unwrap(), b"three");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_batch_larger_than_the_socket_buffers_does_not_deadlock() {
+    // 16 MiB each way: neither end's writes fit in the kernel's buffers, so each must keep
+    // reading while its own writes wait.
+    const N: usize = 256;
+    let (server, port) = echo_server(PacketServer::new()).await;
+    let mut client = builder().connect("127.0.0.1", port).await.unwrap();
+    let mut sent = HashMap::new();
+    for i in 0..N {
+        let payload = vec![i as u8; 64 << 10];
+        sent.insert(client.send_request(&payload).unwrap(), payload);
+    }
+    let all = async {
+        for _ in 0..N {
+            let (id, answer) = client.recv_response().await.unwrap();
+            assert_eq!(answer, sent.remove(&id).unwrap());
+        }
+    };
+    tokio::time::timeout(PATIENCE, all)
+        .await
+        .expect("both ends keep reading while their writes wait");
+    assert!(sent.is_empty());
+    server.shutdown().await;
+}
