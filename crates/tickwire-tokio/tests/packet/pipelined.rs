@@ -239,3 +239,56 @@ async fn a_batch_larger_than_the_socket_buffers_does_not_deadlock() {
     assert!(sent.is_empty());
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_server_with_keepalive_drops_a_client_that_never_answers_pings() {
+    use tokio::io::AsyncReadExt;
+
+    let server = PacketServer::new().keepalive(Some(Keepalive {
+        interval: Duration::from_millis(100),
+        timeout: Duration::from_millis(200),
+    }));
+    let (server, port) = echo_server(server).await;
+    let mut raw = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let mut received = Vec::new();
+    let read = tokio::time::timeout(PATIENCE, raw.read_to_end(&mut received)).await;
+    let read = read.expect("the server ends the connection");
+    assert!(read.is_ok() || received.len() >= 25, "{read:?}");
+    assert_eq!(&received[..2], b"TW", "a ping came first");
+    assert_eq!(received[16], 0x01, "kind: ping");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_read_timeout_is_reported_and_the_connection_carries_on() {
+    let (listener, port) = listen().await;
+    tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut connection = PacketServer::new().accept(tcp).await.unwrap();
+        let (id, _) = connection.recv_request().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        connection.respond(id, b"slow but sure").unwrap();
+        connection.flush().await.unwrap();
+        let _ = connection.recv_request().await;
+    });
+    let mut client = builder()
+        .read_timeout(Some(Duration::from_millis(100)))
+        .connect("127.0.0.1", port)
+        .await
+        .unwrap();
+    let id = client.send_request(b"slow").unwrap();
+    match client.recv_response().await {
+        Err(error @ Error::ReadTimeout) => assert!(!error.is_fatal()),
+        other => panic!("expected a read timeout, got {other:?}"),
+    }
+    let answered = loop {
+        match client.recv_response().await {
+            Ok((answered, payload)) => break (answered, payload.to_vec()),
+            Err(Error::ReadTimeout) => continue,
+            Err(other) => panic!("unexpected {other:?}"),
+        }
+    };
+    assert_eq!(answered, (id, b"slow but sure".to_vec()));
+}
