@@ -65,6 +65,8 @@ pub(crate) struct Link<S> {
     /// Whether the idle wait lends the buffers out.
     release_idle: bool,
     timer: Timer,
+    /// The write side's shutdown was started after a failure.
+    shut: bool,
 }
 
 impl<S: Transport> Link<S> {
@@ -81,6 +83,7 @@ impl<S: Transport> Link<S> {
             read_timeout,
             release_idle,
             timer: Timer::default(),
+            shut: false,
         }
     }
 
@@ -117,7 +120,8 @@ impl<S: Transport> Link<S> {
         self.session.awaits_pong()
     }
 
-    /// Marks the link failed (the socket closes when the connection is dropped).
+    /// Marks the link failed (the socket's write side is shut by the next wait or flush,
+    /// and the socket closed when the connection is dropped).
     pub(crate) fn fail(&mut self, error: Error) -> Error {
         self.session.fail();
         error
@@ -139,7 +143,11 @@ impl<S: Transport> Link<S> {
     /// Writes everything queued. Cancel safe: what the socket took is recorded, the rest
     /// stays queued.
     pub(crate) async fn flush(&mut self) -> Result<(), Error> {
-        std::future::poll_fn(|cx| self.poll_flush(cx)).await
+        std::future::poll_fn(|cx| {
+            let result = ready!(self.poll_flush(cx));
+            Poll::Ready(self.shut_if_failed(cx, result))
+        })
+        .await
     }
 
     /// The next packet on a request id, a busy refusal, a pong, or [`Incoming::Deadline`]
@@ -148,7 +156,26 @@ impl<S: Transport> Link<S> {
     /// [`Error::ReadTimeout`] leaves the link failed. Cancel safe (module docs).
     pub(crate) async fn next(&mut self, deadline: Option<Instant>) -> Result<Incoming, Error> {
         let mut last_byte = now();
-        std::future::poll_fn(|cx| self.poll_next(cx, deadline, &mut last_byte)).await
+        std::future::poll_fn(|cx| {
+            let result = ready!(self.poll_next(cx, deadline, &mut last_byte));
+            Poll::Ready(self.shut_if_failed(cx, result))
+        })
+        .await
+    }
+
+    /// After a fatal error, starts shutting the stream's write side (TLS close_notify, then
+    /// FIN), best effort and once, so the peer sees the connection end while the caller
+    /// still holds it.
+    fn shut_if_failed<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        result: Result<T, Error>,
+    ) -> Result<T, Error> {
+        if self.session.is_failed() && !self.shut {
+            self.shut = true;
+            let _ = Pin::new(&mut self.stream).poll_shutdown(cx);
+        }
+        result
     }
 
     fn poll_next(

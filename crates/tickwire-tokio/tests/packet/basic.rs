@@ -132,9 +132,10 @@ async fn an_oversized_answer_is_a_typed_error_and_closes_the_connection() {
     }
     assert_eq!(client.request(b"fits").await.unwrap(), b"fits");
 
-    // An answer over the limit, from a server with a larger one, closes the connection.
+    // An answer over the limit, from a server with a larger one, closes the connection: the
+    // server sees it end while the client is still held.
     let (listener, port) = listen().await;
-    tokio::spawn(async move {
+    let raw = tokio::spawn(async move {
         let (mut tcp, _) = listener.accept().await.unwrap();
         let mut request = [0; BASE_HEADER_LEN + 1];
         tcp.read_exact(&mut request).await.unwrap();
@@ -142,7 +143,8 @@ async fn an_oversized_answer_is_a_typed_error_and_closes_the_connection() {
         let mut writer = PacketWriter::new(PacketConfig::server());
         writer.encode(&mut out, 1, &[1; 2000]).unwrap();
         tcp.write_all(out.as_slice()).await.unwrap();
-        tokio::time::sleep(PATIENCE).await;
+        let mut rest = Vec::new();
+        tokio::time::timeout(PATIENCE, tcp.read_to_end(&mut rest)).await
     });
     let mut client = builder()
         .packet_config(small)
@@ -156,6 +158,8 @@ async fn an_oversized_answer_is_a_typed_error_and_closes_the_connection() {
         other => panic!("expected PayloadTooLarge, got {other:?}"),
     }
     assert!(client.is_closed());
+    let ended = raw.await.unwrap().expect("the client shut its side");
+    assert_eq!(ended.unwrap(), 0, "nothing after the request");
     assert!(matches!(client.request(b"y").await, Err(Error::Closed)));
     server.shutdown().await;
 }
