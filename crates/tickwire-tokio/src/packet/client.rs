@@ -249,7 +249,7 @@ impl<S: Transport> PacketClient<S> {
                 Incoming::Busy(id) => match self.mux.on_response(id, 0, now) {
                     Ok(Response::Completed(_)) => return Err(Error::Busy(id)),
                     Ok(_) => {}
-                    Err(error) => return Err(self.closed(error)),
+                    Err(error) => return Err(self.closed(error).await),
                 },
                 Incoming::Packet(header) => {
                     let id = RequestId(header.request_id);
@@ -259,7 +259,7 @@ impl<S: Transport> PacketClient<S> {
                             return Ok(self.last_payload());
                         }
                         Ok(_) => {}
-                        Err(error) => return Err(self.closed(error)),
+                        Err(error) => return Err(self.closed(error).await),
                     }
                 }
             }
@@ -291,7 +291,7 @@ impl<S: Transport> PacketClient<S> {
                 Incoming::Busy(id) => id,
                 Incoming::Packet(header) => RequestId(header.request_id),
             };
-            return Err(self.closed(mux::Error::UnknownId { id }));
+            return Err(self.closed(mux::Error::UnknownId { id }).await);
         }
         Ok(now().saturating_duration_since(start))
     }
@@ -344,9 +344,12 @@ impl<S: Transport> PacketClient<S> {
         error
     }
 
-    /// A multiplexer violation by the peer: close, fail every request in flight.
-    fn closed(&mut self, error: mux::Error) -> Error {
+    /// A multiplexer violation by the peer: close, fail every request in flight. Completes
+    /// in one poll (no cancellation point).
+    async fn closed(&mut self, error: mux::Error) -> Error {
         for _ in self.mux.fail_all(Disconnect::Closed(error)) {}
-        self.link.fail(Error::Mux(error))
+        let error = self.link.fail(Error::Mux(error));
+        self.link.start_shutdown().await;
+        error
     }
 }

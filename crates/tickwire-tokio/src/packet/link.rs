@@ -163,6 +163,14 @@ impl<S: Transport> Link<S> {
         .await
     }
 
+    /// After [`fail`](Self::fail), starts shutting the write side (best effort). Completes in
+    /// its first poll.
+    pub(crate) async fn start_shutdown(&mut self) {
+        std::future::poll_fn(|cx| Poll::Ready(self.shut_if_failed(cx, Ok(()))))
+            .await
+            .ok();
+    }
+
     /// After a fatal error, starts shutting the stream's write side (TLS close_notify, then
     /// FIN), best effort and once, so the peer sees the connection end while the caller
     /// still holds it.

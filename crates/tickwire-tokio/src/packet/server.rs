@@ -289,7 +289,7 @@ impl<S: Transport> PacketConnection<S> {
             let header = match self.link.next(None).await {
                 Ok(Incoming::Packet(header)) => header,
                 Ok(Incoming::Deadline | Incoming::Pong) => continue,
-                Ok(Incoming::Busy(_)) => return Err(self.close(Error::MalformedControl)),
+                Ok(Incoming::Busy(_)) => return Err(self.close(Error::MalformedControl).await),
                 Err(error) => {
                     if error.is_fatal() {
                         self.mux.reset();
@@ -301,14 +301,17 @@ impl<S: Transport> PacketConnection<S> {
             match self.mux.on_request(id, header.payload_len as usize) {
                 Ok(()) => return Ok(header),
                 Err(mux::Error::Busy { .. }) => self.link.queue_control(Control::Busy(id.0))?,
-                Err(error) => return Err(self.close(Error::Mux(error))),
+                Err(error) => return Err(self.close(Error::Mux(error)).await),
             }
         }
     }
 
-    fn close(&mut self, error: Error) -> Error {
+    /// A peer violation: close (completes in one poll, no cancellation point).
+    async fn close(&mut self, error: Error) -> Error {
         self.mux.reset();
-        self.link.fail(error)
+        let error = self.link.fail(error);
+        self.link.start_shutdown().await;
+        error
     }
 }
 

@@ -167,7 +167,7 @@ async fn an_oversized_answer_is_a_typed_error_and_closes_the_connection() {
 #[tokio::test]
 async fn an_answer_to_an_id_never_issued_closes_the_connection() {
     let (listener, port) = listen().await;
-    tokio::spawn(async move {
+    let raw = tokio::spawn(async move {
         let (mut tcp, _) = listener.accept().await.unwrap();
         let mut request = [0; BASE_HEADER_LEN + 1];
         tcp.read_exact(&mut request).await.unwrap();
@@ -176,7 +176,8 @@ async fn an_answer_to_an_id_never_issued_closes_the_connection() {
             .encode(&mut out, 999, b"not yours")
             .unwrap();
         tcp.write_all(out.as_slice()).await.unwrap();
-        tokio::time::sleep(PATIENCE).await;
+        let mut rest = Vec::new();
+        tokio::time::timeout(PATIENCE, tcp.read_to_end(&mut rest)).await
     });
     let mut client = builder().connect("127.0.0.1", port).await.unwrap();
     match client.request(b"x").await {
@@ -184,6 +185,8 @@ async fn an_answer_to_an_id_never_issued_closes_the_connection() {
         other => panic!("expected UnknownId, got {other:?}"),
     }
     assert!(client.is_closed());
+    let ended = raw.await.unwrap().expect("the client shut its side");
+    assert_eq!(ended.unwrap(), 0);
 }
 
 #[tokio::test]
