@@ -328,10 +328,8 @@ impl Session {
             return None;
         }
         self.released = true;
-        Some(std::mem::replace(
-            &mut self.buffers,
-            SessionBuffers::empty(),
-        ))
+        let empty = self.empty.take().unwrap_or_else(SessionBuffers::empty);
+        Some(std::mem::replace(&mut self.buffers, empty))
     }
 
     /// Gives the session buffers to use after [`release_buffers`](Self::release_buffers)

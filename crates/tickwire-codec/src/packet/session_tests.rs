@@ -156,6 +156,10 @@ fn buffers_are_lent_only_while_idle_and_come_back_on_use() {
     assert!(idle.restore_buffers(lent).is_none());
     assert!(!idle.buffers_released());
 
+    // A second loan swaps the same sets: the empty one is kept between loans.
+    let lent = idle.release_buffers().unwrap();
+    assert!(idle.restore_buffers(lent).is_none());
+
     // Released, then used without a restore: fresh buffers are taken.
     let _ = idle.release_buffers().unwrap();
     idle.queue(2, b"y").unwrap();
