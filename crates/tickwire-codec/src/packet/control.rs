@@ -10,7 +10,8 @@
 //!
 //! Any other kind or length does not decode ([`Control::decode`] is `None`); the
 //! [`Session`](super::Session) reports it as
-//! [`SessionError::MalformedControl`](super::SessionError::MalformedControl), a peer violation that closes the connection.
+//! [`SessionError::MalformedControl`](super::SessionError::MalformedControl), a peer
+//! violation that closes the connection.
 
 /// Ping kind byte.
 const PING: u8 = 0x01;
