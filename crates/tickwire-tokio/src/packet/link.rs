@@ -102,17 +102,28 @@ impl<S: Transport> Link<S> {
 
     /// Queues one packet; nothing is written until [`flush`](Self::flush).
     pub(crate) fn queue(&mut self, id: RequestId, payload: &[u8]) -> Result<(), Error> {
+        self.take_back_buffers();
         self.session.queue(id.0, payload).map_err(Error::from)
     }
 
     /// Queues a control packet (request id 0, never compressed).
     pub(crate) fn queue_control(&mut self, control: Control) -> Result<(), Error> {
+        self.take_back_buffers();
         self.session.queue_control(control).map_err(Error::from)
     }
 
     /// Queues a ping and arms its pong deadline; written by the next flush or wait.
     pub(crate) fn ping(&mut self) -> Result<(), Error> {
+        self.take_back_buffers();
         self.session.ping(now()).map_err(Error::from)
+    }
+
+    /// Buffers lent out while idle are taken back (from the free list) before anything is
+    /// queued, rather than the session growing fresh ones.
+    fn take_back_buffers(&mut self) {
+        if self.session.buffers_released() {
+            let _ = self.session.restore_buffers(borrow());
+        }
     }
 
     /// Whether a ping is waiting for its pong.
@@ -233,6 +244,7 @@ impl<S: Transport> Link<S> {
             if passed(deadline) {
                 return Poll::Ready(Ok(Incoming::Deadline));
             }
+            self.take_back_buffers();
             if let Err(error) = self.session.handle_timeout(now) {
                 return Poll::Ready(Err(Error::from(error)));
             }
@@ -254,9 +266,7 @@ impl<S: Transport> Link<S> {
             match self.stream.poll_read_ready(cx) {
                 Some(Poll::Pending) => return Poll::Pending,
                 Some(Poll::Ready(Err(e))) => return Poll::Ready(Err(self.io_failed(e))),
-                Some(Poll::Ready(Ok(()))) | None => {
-                    let _ = self.session.restore_buffers(borrow());
-                }
+                Some(Poll::Ready(Ok(()))) | None => self.take_back_buffers(),
             }
         }
         let mut buf = ReadBuf::new(self.session.spare());
