@@ -171,6 +171,7 @@ pub struct PacketClient<S = MaybeTlsStream> {
 
 impl PacketClient {
     /// Connects to `host:port` over plain TCP with the default [`PacketClientBuilder`].
+    /// Cancel safe: a dropped connect closes the half-open socket.
     pub async fn connect(host: &str, port: u16) -> Result<Self, Error> {
         PacketClientBuilder::new().connect(host, port).await
     }

@@ -61,7 +61,8 @@
 //! | [`PacketClient::flush`], [`PacketConnection::flush`] | What the socket took is recorded; the rest (a packet partly written first in line) goes out on the next flush or wait. |
 //! | [`PacketClient::ping`] | The ping stays sent and its pong deadline armed; the pong is taken by the next wait. |
 //! | [`PacketConnection::serve`] | A request is answered before the next `.await`; answers queued and not yet written go out on the next flush. |
-//! | [`PacketClientBuilder::connect`], [`PacketServer::accept`] | The half-open connection is dropped (socket closed). |
+//! | [`PacketClient::connect`], [`PacketClientBuilder::connect`], [`PacketServer::accept`] | The half-open connection is dropped (socket closed). |
+//! | `request_json`, `request_bincode` (client and pool) | As `request`; the client's reused serialization buffer is dropped with the future and grown again by the next call. |
 //! | [`PacketPool::request`], [`PacketPool::request_with`] | The connection goes back to the pool; its next request cancels the abandoned one. The breaker counts it neither way. |
 //! | [`PacketPool::check_health`] | Connections not checked yet are checked next time. |
 //! | [`ServerHandle::shutdown`] | The server is stopped either way (the listener closes when its task ends). |
