@@ -1,7 +1,9 @@
 //! tickwire-tokio: the WebSocket transport of [`tickwire`] on tokio, over the same sans-IO
 //! codecs ([`tickwire_codec`], TLS through [`tickwire_tls`]) and with the same shape:
 //! [`connect`] / [`ClientBuilder`], [`accept`] / [`ServerBuilder`], and [`WebSocket`], whose
-//! `recv` lends each message from the connection's buffer. This crate does I/O only: every
+//! `recv` lends each message from the connection's buffer. It also carries the async HTTP
+//! client ([`HttpClient`]) and the [`packet`] transport (client, server, pool for the binary
+//! packet protocol, the shape of `tickwire::packet`). This crate does I/O only: every
 //! protocol decision, the opening handshake included, is the codec's.
 //!
 //! ```no_run
@@ -44,6 +46,8 @@
 //! | [`WebSocket::finish`] | The close handshake stays where it was (close queued or sent, transport maybe shut); calling `finish` again resumes it. |
 //! | [`connect`], [`ClientBuilder::connect`], [`accept`], [`ServerBuilder`] `accept*` | The half-open connection is dropped (socket closed); nothing to resume. |
 //!
+//! The packet transport's table is in the [`packet`] module docs.
+//!
 //! # Split
 //!
 //! [`WebSocket::split`] gives a [`WebSocketReader`] and a [`WebSocketWriter`] for two tasks,
@@ -56,11 +60,15 @@
 //! transport base: TCP connect with a timeout, TLS over [`tickwire_tls::TlsCodec`] driven by
 //! this crate, `MaybeTls`), `stream <- transport <- core <- websocket <- split`, and
 //! `handshake, net, websocket <- client, server`; `net <- http` ([`HttpClient`], the async
-//! HTTP/1.1 client with a pool of keep-alive connections per origin).
+//! HTTP/1.1 client with a pool of keep-alive connections per origin); `net, core <- packet`
+//! (the packet transport takes the connection setup and `core`'s timer and clock, nothing of
+//! the WebSocket).
 //!
 //! # Features
 //!
 //! - `tls` (default), `aws-lc-rs`, `deflate` (default): as in [`tickwire`].
+//! - `lz4`, `zstd`: packet compression ([`packet`]), forwarded to the codec and to
+//!   [`tickwire`]; `serde-json`, `bincode`: typed packet requests, as in [`tickwire`].
 //! - `stream`: [`WebSocket`] as a `futures_core::Stream` of `OwnedMessage`s and a
 //!   `futures_sink::Sink` of them, for code written against tokio-tungstenite (one
 //!   allocation per received message: the owned copy).
@@ -73,6 +81,7 @@ mod http;
 mod net;
 #[cfg(feature = "stream")]
 mod owned;
+pub mod packet;
 mod server;
 pub mod split;
 mod stream;

@@ -21,9 +21,34 @@ pub trait Transport: AsyncRead + AsyncWrite + Unpin {
     fn failure(&self) -> Option<TransportError> {
         None
     }
+
+    /// Readiness without a read buffer, for a connection that lends its buffers out while it
+    /// idles (DESIGN rule 11; the packet transport does): `Some` when the stream can wait
+    /// for "bytes may be readable" without reading (`Ready` may be spurious: the read that
+    /// follows may find nothing). Only called when
+    /// [`can_signal_read_ready`](Self::can_signal_read_ready) is true. Default `None`.
+    fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Option<Poll<io::Result<()>>> {
+        let _ = cx;
+        None
+    }
+
+    /// Whether [`poll_read_ready`](Self::poll_read_ready) gives readiness now: a read that
+    /// found nothing then leaves nothing buffered inside the stream. Default false: the
+    /// connection keeps its buffers while it waits.
+    fn can_signal_read_ready(&self) -> bool {
+        false
+    }
 }
 
-impl Transport for TcpStream {}
+impl Transport for TcpStream {
+    fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Option<Poll<io::Result<()>>> {
+        Some(TcpStream::poll_read_ready(self, cx))
+    }
+
+    fn can_signal_read_ready(&self) -> bool {
+        true
+    }
+}
 
 impl Transport for tokio::io::DuplexStream {}
 
@@ -49,6 +74,20 @@ impl MaybeTlsStream {
 impl Transport for MaybeTlsStream {
     fn failure(&self) -> Option<TransportError> {
         self.0.failure()
+    }
+
+    /// Plain TCP only: a TLS stream may hold decrypted bytes that no socket readiness
+    /// announces (and rustls keeps its own record buffers per connection anyway).
+    fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Option<Poll<io::Result<()>>> {
+        match &self.0 {
+            MaybeTls::Plain(tcp) => Some(tcp.poll_read_ready(cx)),
+            #[cfg(feature = "tls")]
+            MaybeTls::Tls(_) => None,
+        }
+    }
+
+    fn can_signal_read_ready(&self) -> bool {
+        matches!(self.0, MaybeTls::Plain(_))
     }
 }
 

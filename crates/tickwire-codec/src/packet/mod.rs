@@ -5,7 +5,9 @@
 //! [`PacketReader`] that parses it from a [`ReadBuf`](crate::buf::ReadBuf) with every limit
 //! checked as soon as the header shows it, the [`PacketWriter`] that encodes straight into a
 //! [`WriteBuf`](crate::buf::WriteBuf), and the [`CompressionPolicy`] that decides per packet
-//! whether to compress. It does not own request multiplexing (matching responses to request
+//! whether to compress; [`Session`], one connection's rules above the framing for both
+//! roles (its buffers, the [`Control`] packets on request id 0, keepalive timers), which
+//! every packet transport drives. It does not own request multiplexing (matching responses to request
 //! ids, in-flight caps, timeouts), any I/O, or the decompressors themselves (the
 //! [`compress`](crate::compress) module, shared with deflate).
 //!
@@ -38,16 +40,22 @@
 //! were split across reads.
 
 mod config;
+mod control;
 pub mod error;
 mod header;
 mod reader;
+pub mod session;
 mod writer;
 
+#[cfg(test)]
+mod session_tests;
 #[cfg(test)]
 mod tests;
 
 pub use config::{Compression, CompressionPolicy, PROBE_FROM, PROBE_LEN, PacketConfig};
+pub use control::{CONTROL_LEN, Control};
 pub use error::{EncodeError, Fault, PacketError};
 pub use header::{BASE_HEADER_LEN, Codec, Header, MAGIC, MAX_HEADER_LEN, VERSION};
 pub use reader::{Packet, PacketReader, ReadEvent};
+pub use session::{Keepalive, Session, SessionBuffers, SessionError, SessionEvent};
 pub use writer::PacketWriter;

@@ -14,7 +14,8 @@ use tickwire_codec::packet::{Header, PacketConfig};
 use tickwire_tls::ClientTlsConfig;
 
 use super::Error;
-use super::link::{Incoming, Keepalive, Link};
+use super::Keepalive;
+use super::link::{Incoming, Link};
 use crate::{MaybeTlsStream, Stream};
 
 /// Options for a [`PacketClient`]. Defaults: [`PacketConfig::client`] (16 MiB packets, no

@@ -6,7 +6,7 @@ use std::time::Instant;
 use std::{fmt, io};
 
 use tickwire_codec::mux::{self, RequestId};
-use tickwire_codec::packet::{EncodeError, PacketError};
+use tickwire_codec::packet::{EncodeError, PacketError, SessionError};
 
 use crate::TransportError;
 
@@ -160,6 +160,20 @@ impl From<TransportError> for Error {
             TransportError::Tls(e) => Self::Tls(e),
             TransportError::HandshakeTimeout => Self::ConnectTimeout,
             TransportError::UnexpectedEof => Self::Closed,
+        }
+    }
+}
+
+/// The session's errors: each has its variant here; [`SessionError::Failed`] (a session
+/// that failed earlier) is [`Error::Closed`].
+impl From<SessionError> for Error {
+    fn from(e: SessionError) -> Self {
+        match e {
+            SessionError::Protocol(e) => Self::Protocol(e),
+            SessionError::Encode(e) => Self::Encode(e),
+            SessionError::MalformedControl => Self::MalformedControl,
+            SessionError::KeepaliveTimeout => Self::KeepaliveTimeout,
+            _ => Self::Closed,
         }
     }
 }

@@ -2,8 +2,11 @@
 //! (framing, per-packet LZ4 / Zstd) with requests multiplexed by
 //! [`tickwire_codec::mux`], over TCP or TLS (mutual TLS included).
 //!
-//! This module owns sockets, timeouts, TLS streams, keepalive and the control packets; it
-//! owns no protocol rule that the codec has (limits, header checks, id matching). Its parts:
+//! This module owns sockets, timeouts and TLS streams; it owns no protocol rule. The
+//! connection's protocol (framing, limits, buffers, control packets, keepalive timers) is
+//! the codec's sans-IO [`Session`](tickwire_codec::packet::Session), driven by a thin
+//! blocking link; request matching is [`mux`](tickwire_codec::mux)'s. tickwire-tokio's
+//! `packet` module drives the same session with the same API shape. Its parts:
 //!
 //! - [`PacketClient`] (made by [`PacketClientBuilder`]): [`request`](PacketClient::request)
 //!   for one request at a time, or [`send_request`](PacketClient::send_request) /
@@ -78,7 +81,6 @@ macro_rules! shared_setters {
 use shared_setters;
 
 mod client;
-mod control;
 mod error;
 mod link;
 mod pool;
@@ -88,14 +90,14 @@ mod typed;
 
 pub use client::{PacketClient, PacketClientBuilder};
 pub use error::Error;
-pub use link::Keepalive;
 pub use pool::{PacketPool, PacketPoolBuilder};
 pub use server::{PacketConnection, PacketServer, Responder, ServerHandle};
 pub use tickwire_codec::mux::RequestId;
+pub use tickwire_codec::packet::Keepalive;
 #[cfg(feature = "bincode")]
-pub use typed::decode_bincode;
+pub use typed::{decode_bincode, encode_bincode};
 #[cfg(feature = "serde-json")]
-pub use typed::decode_json;
+pub use typed::{decode_json, encode_json};
 
 /// Locks, ignoring poisoning: what the packet transports keep behind a mutex (a pool's
 /// slots and breaker, a server's open sockets) is consistent between calls.

@@ -11,13 +11,13 @@ use std::time::Duration;
 
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::mux::{self, RequestId, ServerConfig};
-use tickwire_codec::packet::{Header, PacketConfig, PacketWriter};
+use tickwire_codec::packet::{Control, Header, PacketConfig, PacketWriter};
 
 #[cfg(feature = "tls")]
 use tickwire_tls::{ServerTlsConfig, TlsCodec};
 
-use super::control::Control;
-use super::link::{Incoming, Keepalive, Link};
+use super::Keepalive;
+use super::link::{Incoming, Link};
 use super::{Error, lock};
 use crate::{MaybeTlsStream, Stream};
 
@@ -310,7 +310,7 @@ impl<S: Stream> PacketConnection<S> {
             let id = RequestId(header.request_id);
             match self.mux.on_request(id, header.payload_len as usize) {
                 Ok(()) => return Ok(header),
-                Err(mux::Error::Busy { .. }) => self.link.queue_control(Control::Busy(id))?,
+                Err(mux::Error::Busy { .. }) => self.link.queue_control(Control::Busy(id.0))?,
                 Err(error) => return Err(self.close(Error::Mux(error))),
             }
         }

@@ -170,3 +170,16 @@ pub fn decode_json<R: DeserializeOwned>(payload: &[u8]) -> Result<R, Error> {
 pub fn decode_bincode<R: DeserializeOwned>(payload: &[u8]) -> Result<R, Error> {
     Bincode::decode(payload)
 }
+
+/// Appends `value` as JSON to `out` (for transports that frame it themselves, such as
+/// tickwire-tokio's).
+#[cfg(feature = "serde-json")]
+pub fn encode_json<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result<(), Error> {
+    Json::encode(value, out)
+}
+
+/// Appends `value` in bincode 2 to `out`.
+#[cfg(feature = "bincode")]
+pub fn encode_bincode<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result<(), Error> {
+    Bincode::encode(value, out)
+}

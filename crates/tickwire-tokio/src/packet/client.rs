@@ -1,0 +1,356 @@
+//! [`PacketClient`]: requests over one packet connection on tokio, one at a time
+//! ([`request`](PacketClient::request)) or many in flight
+//! ([`send_request`](PacketClient::send_request) /
+//! [`recv_response`](PacketClient::recv_response)), matched by a [`mux::Client`]. The same
+//! shape as the blocking `tickwire::packet::PacketClient`.
+
+use std::time::Duration;
+
+use tickwire_codec::mux::{self, ClientConfig, Disconnect, RequestId, Response};
+use tickwire_codec::packet::{Header, Keepalive, PacketConfig};
+#[cfg(feature = "tls")]
+use tickwire_tls::ClientTlsConfig;
+
+use super::Error;
+use super::link::{Incoming, Link};
+use crate::core::now;
+use crate::stream::MaybeTls;
+use crate::{MaybeTlsStream, Transport};
+
+/// Options for a [`PacketClient`]. Defaults as the blocking builder's:
+/// [`PacketConfig::client`] (16 MiB packets, no compression), [`ClientConfig::new`] (1 024
+/// requests in flight), TCP_NODELAY on, a 10 s connect timeout (TCP and TLS together), no
+/// read timeout, a 30 s request timeout, keepalive pings every 30 s with a 10 s pong
+/// deadline, buffers kept while idle ([`release_idle_buffers`](Self::release_idle_buffers)
+/// off).
+#[derive(Debug, Clone)]
+pub struct PacketClientBuilder {
+    packet: PacketConfig,
+    mux: ClientConfig,
+    nodelay: bool,
+    connect_timeout: Duration,
+    read_timeout: Option<Duration>,
+    request_timeout: Option<Duration>,
+    keepalive: Option<Keepalive>,
+    release_idle_buffers: bool,
+    #[cfg(feature = "tls")]
+    tls: Option<ClientTlsConfig>,
+}
+
+impl Default for PacketClientBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PacketClientBuilder {
+    /// The defaults above.
+    pub fn new() -> Self {
+        Self {
+            packet: PacketConfig::client(),
+            mux: ClientConfig::new(),
+            nodelay: true,
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: None,
+            request_timeout: Some(Duration::from_secs(30)),
+            keepalive: Some(Keepalive {
+                interval: Duration::from_secs(30),
+                timeout: Duration::from_secs(10),
+            }),
+            release_idle_buffers: false,
+            #[cfg(feature = "tls")]
+            tls: None,
+        }
+    }
+
+    super::shared_setters!();
+
+    /// Multiplexer caps: requests in flight, request and response sizes.
+    pub fn mux_config(mut self, config: ClientConfig) -> Self {
+        self.mux = config;
+        self
+    }
+
+    /// Bounds the TCP connect (per resolved address) and the TLS handshake together.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// A wait for a response that receives nothing for this long returns
+    /// [`Error::ReadTimeout`] (the connection carries on). Default none.
+    pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.read_timeout = timeout;
+        self
+    }
+
+    /// Each request fails with [`Error::TimedOut`] when its response has not come within
+    /// this (default 30 s; `None`: never).
+    pub fn request_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Connect with TLS under this configuration (its roots, and a client certificate for
+    /// mutual TLS).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, config: ClientTlsConfig) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// Connects to `host:port` (TCP, then TLS when configured, checked against `host`).
+    /// Cancel safe: a dropped connect closes the half-open socket.
+    pub async fn connect(&self, host: &str, port: u16) -> Result<PacketClient, Error> {
+        let deadline = tokio::time::Instant::now() + self.connect_timeout;
+        let tcp = crate::net::tcp_connect(host, port, Some(self.connect_timeout), self.nodelay)
+            .await
+            .map_err(connect_error)?;
+        #[cfg(feature = "tls")]
+        let stream = match &self.tls {
+            Some(tls) => crate::net::tls_connect(tcp, host, Some(tls), deadline).await?,
+            None => MaybeTls::Plain(tcp),
+        };
+        #[cfg(not(feature = "tls"))]
+        let stream = {
+            let _ = deadline;
+            MaybeTls::Plain(tcp)
+        };
+        Ok(self.client_over(MaybeTlsStream(stream)))
+    }
+
+    /// A client over an already connected stream (socket options are the caller's).
+    pub fn client_over<S: Transport>(&self, stream: S) -> PacketClient<S> {
+        PacketClient {
+            link: Link::new(
+                stream,
+                self.packet.clone(),
+                self.keepalive,
+                self.read_timeout,
+                self.release_idle_buffers,
+            ),
+            mux: mux::Client::new(self.mux),
+            request_timeout: self.request_timeout,
+            last: None,
+            pending_request: None,
+            scratch: Vec::new(),
+        }
+    }
+}
+
+/// A TCP connect that timed out is [`Error::ConnectTimeout`].
+fn connect_error(error: std::io::Error) -> Error {
+    match error.kind() {
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => Error::ConnectTimeout,
+        _ => Error::Io(error),
+    }
+}
+
+/// A packet connection's client side on tokio: requests out, responses matched to them by
+/// id. Cancel safety of each method: the module docs.
+///
+/// After a fatal error ([`Error::is_fatal`]) every request in flight is finished and every
+/// later call returns [`Error::Closed`].
+#[derive(Debug)]
+pub struct PacketClient<S = MaybeTlsStream> {
+    link: Link<S>,
+    mux: mux::Client<()>,
+    request_timeout: Option<Duration>,
+    /// The header of the response last returned, whose payload the link still holds.
+    last: Option<Header>,
+    /// The request of a [`request`](PacketClient::request) whose future was dropped: the
+    /// next call cancels it.
+    pending_request: Option<RequestId>,
+    /// Where typed requests are serialized, reused (features `serde-json`, `bincode`).
+    #[cfg_attr(
+        not(any(feature = "serde-json", feature = "bincode")),
+        expect(dead_code, reason = "only the typed requests use it")
+    )]
+    pub(super) scratch: Vec<u8>,
+}
+
+impl PacketClient {
+    /// Connects to `host:port` over plain TCP with the default [`PacketClientBuilder`].
+    /// Cancel safe: a dropped connect closes the half-open socket.
+    pub async fn connect(host: &str, port: u16) -> Result<Self, Error> {
+        PacketClientBuilder::new().connect(host, port).await
+    }
+}
+
+impl<S: Transport> PacketClient<S> {
+    /// Sends `payload` as the only request in flight and waits for its answer, borrowed
+    /// until the next call. [`Error::RequestsInFlight`] when pipelined requests are in
+    /// flight. Cancel safe: a dropped call's request is cancelled by the next call (its
+    /// answer, if it comes, is dropped).
+    pub async fn request(&mut self, payload: &[u8]) -> Result<&[u8], Error> {
+        self.cancel_abandoned();
+        if self.mux.in_flight() > 0 {
+            return Err(Error::RequestsInFlight);
+        }
+        let id = self.send_request(payload)?;
+        self.pending_request = Some(id);
+        let result = self.recv_response().await.map(|(answered, _)| answered);
+        self.pending_request = None;
+        let answered = result?;
+        debug_assert_eq!(answered, id, "one request in flight");
+        Ok(self.last_payload().1)
+    }
+
+    /// Queues `payload` as a request and returns its id; nothing is written until
+    /// [`flush`](Self::flush) or [`recv_response`](Self::recv_response). Refused with
+    /// nothing queued: past the in-flight cap or the request size ([`Error::Mux`], not
+    /// fatal), or past the packet limit ([`Error::Encode`]). Not async.
+    pub fn send_request(&mut self, payload: &[u8]) -> Result<RequestId, Error> {
+        if self.link.is_failed() {
+            return Err(Error::Closed);
+        }
+        let id = self
+            .mux
+            .begin(now(), payload.len(), self.request_timeout, ())
+            .map_err(|refused| Error::Mux(refused.error))?;
+        if let Err(error) = self.link.queue(id, payload) {
+            let _ = self.mux.cancel(id);
+            return Err(error);
+        }
+        Ok(id)
+    }
+
+    /// Writes every queued request. Cancel safe: what the socket took is recorded; the rest
+    /// (a packet partly written first in line) goes out on the next flush or wait.
+    pub async fn flush(&mut self) -> Result<(), Error> {
+        let result = self.link.flush().await;
+        result.map_err(|e| self.lost(e))
+    }
+
+    /// Waits for the next response to a request in flight, in whatever order the server
+    /// answers, and returns its id and payload (borrowed until the next call). Writes the
+    /// queued requests first. Responses to cancelled or timed-out requests are dropped.
+    /// [`Error::TimedOut`] and [`Error::Busy`] name their request and leave the connection
+    /// open; [`Error::NothingInFlight`] when no request is in flight.
+    ///
+    /// Cancel safe: bytes read stay in the connection's buffer, a response is taken only in
+    /// the poll that returns it, and the requests stay in flight for the next call.
+    pub async fn recv_response(&mut self) -> Result<(RequestId, &[u8]), Error> {
+        loop {
+            if self.link.is_failed() {
+                return Err(Error::Closed);
+            }
+            if self.mux.in_flight() == 0 {
+                return Err(Error::NothingInFlight);
+            }
+            let incoming = self.link.next(self.mux.poll_timeout()).await;
+            let now = now();
+            match incoming.map_err(|e| self.lost(e))? {
+                Incoming::Deadline => {
+                    if let Some(expired) = self.mux.handle_timeout(now).next() {
+                        return Err(Error::TimedOut(expired.id));
+                    }
+                }
+                Incoming::Pong => {}
+                Incoming::Busy(id) => match self.mux.on_response(id, 0, now) {
+                    Ok(Response::Completed(_)) => return Err(Error::Busy(id)),
+                    Ok(_) => {}
+                    Err(error) => return Err(self.closed(error).await),
+                },
+                Incoming::Packet(header) => {
+                    let id = RequestId(header.request_id);
+                    match self.mux.on_response(id, header.payload_len as usize, now) {
+                        Ok(Response::Completed(_)) => {
+                            self.last = Some(header);
+                            return Ok(self.last_payload());
+                        }
+                        Ok(_) => {}
+                        Err(error) => return Err(self.closed(error).await),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Cancels a request in flight: its response, if one comes, is dropped.
+    /// [`Error::Mux`] ([`mux::Error::NotInFlight`]) when it is not in flight. Not async.
+    pub fn cancel(&mut self, id: RequestId) -> Result<(), Error> {
+        self.mux.cancel(id).map_err(Error::Mux)
+    }
+
+    /// Sends a ping and waits for its pong (call it with nothing in flight). Returns the
+    /// round trip. A pong that does not come within the keepalive timeout (10 s without
+    /// keepalive) is [`Error::KeepaliveTimeout`], fatal. The request of a dropped
+    /// [`request`](Self::request) future is cancelled first. Cancel safe: the ping stays
+    /// sent and its deadline armed; a later pong is taken by the next wait.
+    pub async fn ping(&mut self) -> Result<Duration, Error> {
+        self.cancel_abandoned();
+        if self.mux.in_flight() > 0 {
+            return Err(Error::RequestsInFlight);
+        }
+        let start = now();
+        self.link.ping().map_err(|e| self.lost(e))?;
+        while self.link.awaits_pong() {
+            let incoming = self.link.next(None).await;
+            let id = match incoming.map_err(|e| self.lost(e))? {
+                Incoming::Deadline | Incoming::Pong => continue,
+                Incoming::Busy(id) => id,
+                Incoming::Packet(header) => RequestId(header.request_id),
+            };
+            return Err(self.closed(mux::Error::UnknownId { id }).await);
+        }
+        Ok(now().saturating_duration_since(start))
+    }
+
+    /// Requests in flight.
+    pub fn in_flight(&self) -> usize {
+        self.mux.in_flight()
+    }
+
+    /// The multiplexer's counters.
+    pub fn stats(&self) -> mux::ClientStats {
+        self.mux.stats()
+    }
+
+    /// Whether the connection is finished (after a fatal error).
+    pub fn is_closed(&self) -> bool {
+        self.link.is_failed()
+    }
+
+    /// Whether the connection's buffers are lent out while it idles (DESIGN rule 11).
+    pub fn buffers_released(&self) -> bool {
+        self.link.buffers_released()
+    }
+
+    /// The stream underneath.
+    pub fn stream(&self) -> &S {
+        self.link.stream()
+    }
+
+    /// Cancels the request of a dropped [`request`](Self::request) future, if any.
+    fn cancel_abandoned(&mut self) {
+        if let Some(id) = self.pending_request.take() {
+            let _ = self.mux.cancel(id);
+        }
+    }
+
+    /// The id and payload of the response last returned.
+    fn last_payload(&self) -> (RequestId, &[u8]) {
+        match &self.last {
+            Some(header) => (RequestId(header.request_id), self.link.payload(header)),
+            None => (RequestId::RESERVED, &[]),
+        }
+    }
+
+    /// A fatal link error: every request in flight fails.
+    fn lost(&mut self, error: Error) -> Error {
+        if error.is_fatal() {
+            for _ in self.mux.fail_all(Disconnect::ConnectionLost) {}
+        }
+        error
+    }
+
+    /// A multiplexer violation by the peer: close, fail every request in flight. Completes
+    /// in one poll (no cancellation point).
+    async fn closed(&mut self, error: mux::Error) -> Error {
+        for _ in self.mux.fail_all(Disconnect::Closed(error)) {}
+        let error = self.link.fail(Error::Mux(error));
+        self.link.start_shutdown().await;
+        error
+    }
+}

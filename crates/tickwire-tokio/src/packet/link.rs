@@ -1,0 +1,343 @@
+//! [`Link`]: one packet connection's socket on tokio, both roles: a thin async driver over
+//! the sans-IO [`Session`] (framing, buffers, control packets, keepalive timers), as the
+//! blocking crate's link is. It owns the stream, its reads and writes, the read timeout and
+//! the idle wait without buffers (DESIGN rule 11, below).
+//!
+//! Every poll records what it did before it returns: bytes read go to the session in the
+//! poll that read them, bytes written are consumed in the poll that wrote them, and a packet
+//! is returned in the poll that parsed it. A future dropped at any `.await` loses nothing.
+//!
+//! # Idle connections without buffers
+//!
+//! With `release_idle`, when the session is idle (nothing partly received, nothing queued)
+//! and the stream can signal readiness ([`Transport::can_signal_read_ready`]: plain TCP),
+//! the wait for the next packet lends the session's buffers to a small per-thread free list
+//! and awaits readiness with none; buffers (those or another connection's) are taken back
+//! when the socket is readable.
+
+use std::cell::RefCell;
+use std::io::ErrorKind;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::{Duration, Instant};
+
+use tokio::io::ReadBuf;
+
+use tickwire::packet::Error;
+use tickwire_codec::buf::WriteBuf;
+use tickwire_codec::mux::RequestId;
+use tickwire_codec::packet::{
+    Control, Header, Keepalive, PacketConfig, PacketWriter, Session, SessionBuffers, SessionEvent,
+};
+
+use crate::Transport;
+use crate::core::{Timer, now};
+
+/// What [`Link::next`] found.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Incoming {
+    /// A packet on a request id (not 0): its payload is [`Link::payload`] until the next call.
+    Packet(Header),
+    /// A "busy" control packet refusing this request.
+    Busy(RequestId),
+    /// The pong to the last ping.
+    Pong,
+    /// The caller's deadline passed.
+    Deadline,
+}
+
+thread_local! {
+    /// Buffers lent by idle connections, for the next connection on this thread that
+    /// receives bytes. Per thread (a runtime worker): no lock, and buffers stay in the cache
+    /// of the core that last used them.
+    static FREE_BUFFERS: RefCell<Vec<SessionBuffers>> = const { RefCell::new(Vec::new()) };
+}
+/// The free list's length cap: past it, lent buffers are dropped.
+const FREE_LIST_CAP: usize = 64;
+/// Buffers larger than this (grown by a large packet) are dropped rather than kept.
+const FREE_BUFFER_MAX: usize = 256 << 10;
+
+#[derive(Debug)]
+pub(crate) struct Link<S> {
+    stream: S,
+    session: Session,
+    read_timeout: Option<Duration>,
+    /// Whether the idle wait lends the buffers out.
+    release_idle: bool,
+    timer: Timer,
+    /// The write side's shutdown was started after a failure.
+    shut: bool,
+}
+
+impl<S: Transport> Link<S> {
+    pub(crate) fn new(
+        stream: S,
+        config: PacketConfig,
+        keepalive: Option<Keepalive>,
+        read_timeout: Option<Duration>,
+        release_idle: bool,
+    ) -> Self {
+        Self {
+            stream,
+            session: Session::new(config, keepalive, now()),
+            read_timeout,
+            release_idle,
+            timer: Timer::default(),
+            shut: false,
+        }
+    }
+
+    pub(crate) fn stream(&self) -> &S {
+        &self.stream
+    }
+
+    pub(crate) fn is_failed(&self) -> bool {
+        self.session.is_failed()
+    }
+
+    /// Whether the session's buffers are lent out (an idle wait).
+    pub(crate) fn buffers_released(&self) -> bool {
+        self.session.buffers_released()
+    }
+
+    /// Queues one packet; nothing is written until [`flush`](Self::flush).
+    pub(crate) fn queue(&mut self, id: RequestId, payload: &[u8]) -> Result<(), Error> {
+        self.take_back_buffers();
+        self.session.queue(id.0, payload).map_err(Error::from)
+    }
+
+    /// Queues a control packet (request id 0, never compressed).
+    pub(crate) fn queue_control(&mut self, control: Control) -> Result<(), Error> {
+        self.take_back_buffers();
+        self.session.queue_control(control).map_err(Error::from)
+    }
+
+    /// Queues a ping and arms its pong deadline; written by the next flush or wait.
+    pub(crate) fn ping(&mut self) -> Result<(), Error> {
+        self.take_back_buffers();
+        self.session.ping(now()).map_err(Error::from)
+    }
+
+    /// Buffers lent out while idle are taken back (from the free list) before anything is
+    /// queued, rather than the session growing fresh ones.
+    fn take_back_buffers(&mut self) {
+        if self.session.buffers_released() {
+            let _ = self.session.restore_buffers(borrow());
+        }
+    }
+
+    /// Whether a ping is waiting for its pong.
+    pub(crate) fn awaits_pong(&self) -> bool {
+        self.session.awaits_pong()
+    }
+
+    /// Marks the link failed (the socket's write side is shut by the next wait or flush,
+    /// and the socket closed when the connection is dropped).
+    pub(crate) fn fail(&mut self, error: Error) -> Error {
+        self.session.fail();
+        error
+    }
+
+    /// The payload of the packet [`next`](Self::next) returned last.
+    pub(crate) fn payload(&self, header: &Header) -> &[u8] {
+        self.session.payload(header)
+    }
+
+    /// The payload of the packet returned last and the writer with its queue, borrowed apart.
+    pub(crate) fn payload_and_writer(
+        &mut self,
+        header: &Header,
+    ) -> (&[u8], &mut PacketWriter, &mut WriteBuf) {
+        self.session.payload_and_writer(header)
+    }
+
+    /// Writes everything queued. Cancel safe: what the socket took is recorded, the rest
+    /// stays queued.
+    pub(crate) async fn flush(&mut self) -> Result<(), Error> {
+        std::future::poll_fn(|cx| {
+            let result = ready!(self.poll_flush(cx));
+            Poll::Ready(self.shut_if_failed(cx, result))
+        })
+        .await
+    }
+
+    /// The next packet on a request id, a busy refusal, a pong, or [`Incoming::Deadline`]
+    /// once `deadline` passes. Writes what is queued before it waits, answers pings, sends
+    /// keepalive pings and fails the link when a pong is overdue. Any error but
+    /// [`Error::ReadTimeout`] leaves the link failed. Cancel safe (module docs).
+    pub(crate) async fn next(&mut self, deadline: Option<Instant>) -> Result<Incoming, Error> {
+        let mut last_byte = now();
+        std::future::poll_fn(|cx| {
+            let result = ready!(self.poll_next(cx, deadline, &mut last_byte));
+            Poll::Ready(self.shut_if_failed(cx, result))
+        })
+        .await
+    }
+
+    /// After [`fail`](Self::fail), starts shutting the write side (best effort). Completes in
+    /// its first poll.
+    pub(crate) async fn start_shutdown(&mut self) {
+        std::future::poll_fn(|cx| Poll::Ready(self.shut_if_failed(cx, Ok(()))))
+            .await
+            .ok();
+    }
+
+    /// After a fatal error, starts shutting the stream's write side (TLS close_notify, then
+    /// FIN), best effort and once, so the peer sees the connection end while the caller
+    /// still holds it.
+    fn shut_if_failed<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        result: Result<T, Error>,
+    ) -> Result<T, Error> {
+        if self.session.is_failed() && !self.shut {
+            self.shut = true;
+            let _ = Pin::new(&mut self.stream).poll_shutdown(cx);
+        }
+        result
+    }
+
+    fn poll_next(
+        &mut self,
+        cx: &mut Context<'_>,
+        deadline: Option<Instant>,
+        last_byte: &mut Instant,
+    ) -> Poll<Result<Incoming, Error>> {
+        loop {
+            match self.session.poll_event() {
+                Ok(SessionEvent::Packet(header)) => {
+                    return Poll::Ready(Ok(Incoming::Packet(header)));
+                }
+                Ok(SessionEvent::Busy(id)) => {
+                    return Poll::Ready(Ok(Incoming::Busy(RequestId(id))));
+                }
+                Ok(SessionEvent::Pong) => return Poll::Ready(Ok(Incoming::Pong)),
+                Ok(SessionEvent::NeedMore) => {}
+                Err(error) => return Poll::Ready(Err(Error::from(error))),
+            }
+            // A write the socket does not take yet does not stop the reads: a peer that
+            // waits for us to read before it reads our bytes cannot deadlock the two.
+            if let Poll::Ready(Err(error)) = self.poll_flush(cx) {
+                return Poll::Ready(Err(error));
+            }
+            match self.poll_read(cx) {
+                Poll::Ready(Ok(())) => {
+                    *last_byte = now();
+                    continue;
+                }
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                Poll::Pending => {}
+            }
+            // Nothing to read: the timers. An answer that arrived was read above, so it
+            // wins over a deadline that passed meanwhile.
+            let read_deadline = self.read_timeout.map(|t| *last_byte + t);
+            let Some(at) = [deadline, self.session.poll_timeout(), read_deadline]
+                .into_iter()
+                .flatten()
+                .min()
+            else {
+                return Poll::Pending;
+            };
+            ready!(self.timer.poll_at(at, cx));
+            let now = now();
+            let passed = |at: Option<Instant>| at.is_some_and(|at| now >= at);
+            if passed(deadline) {
+                return Poll::Ready(Ok(Incoming::Deadline));
+            }
+            self.take_back_buffers();
+            if let Err(error) = self.session.handle_timeout(now) {
+                return Poll::Ready(Err(Error::from(error)));
+            }
+            if passed(read_deadline) {
+                return Poll::Ready(Err(Error::ReadTimeout));
+            }
+        }
+    }
+
+    /// One read into the session; `Ready(Ok)` when bytes came. While the session is idle
+    /// and the stream can signal readiness, waits with the buffers lent out.
+    ///
+    /// With buffers, it reads at once; a read that would block (which clears tokio's
+    /// readiness and registers the waker) lends them out when the session is idle. Without
+    /// buffers, it asks for readiness and takes buffers back only when the socket is
+    /// readable.
+    fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        if self.session.buffers_released() {
+            match self.stream.poll_read_ready(cx) {
+                Some(Poll::Pending) => return Poll::Pending,
+                Some(Poll::Ready(Err(e))) => return Poll::Ready(Err(self.io_failed(e))),
+                Some(Poll::Ready(Ok(()))) | None => self.take_back_buffers(),
+            }
+        }
+        let mut buf = ReadBuf::new(self.session.spare());
+        match Pin::new(&mut self.stream).poll_read(cx, &mut buf) {
+            Poll::Ready(Ok(())) => {
+                let n = buf.filled().len();
+                if n == 0 {
+                    return Poll::Ready(Err(self.fail(Error::Closed)));
+                }
+                self.session.received(n);
+                Poll::Ready(Ok(()))
+            }
+            Poll::Pending => {
+                if self.release_idle && self.stream.can_signal_read_ready() {
+                    if let Some(buffers) = self.session.release_buffers() {
+                        lend(buffers);
+                    }
+                }
+                Poll::Pending
+            }
+            Poll::Ready(Err(e)) if e.kind() == ErrorKind::Interrupted => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(self.io_failed(e))),
+        }
+    }
+
+    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        if self.session.is_failed() {
+            return Poll::Ready(Err(Error::Closed));
+        }
+        while self.session.wants_write() {
+            let written = Pin::new(&mut self.stream).poll_write(cx, self.session.transmit());
+            match ready!(written) {
+                Ok(0) => return Poll::Ready(Err(self.io_failed(ErrorKind::WriteZero.into()))),
+                Ok(n) => self.session.wrote(n),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Poll::Ready(Err(self.io_failed(e))),
+            }
+        }
+        match ready!(Pin::new(&mut self.stream).poll_flush(cx)) {
+            Ok(()) => Poll::Ready(Ok(())),
+            Err(e) => Poll::Ready(Err(self.io_failed(e))),
+        }
+    }
+
+    /// A socket error, typed by the stream (a TLS failure), fatal.
+    fn io_failed(&mut self, error: std::io::Error) -> Error {
+        let typed = match self.stream.failure() {
+            Some(failure) => Error::from(failure),
+            None => Error::Io(error),
+        };
+        self.fail(typed)
+    }
+}
+
+/// Puts an idle connection's buffers on the free list (dropped when it is full or they grew
+/// large).
+fn lend(buffers: SessionBuffers) {
+    if buffers.capacity() > FREE_BUFFER_MAX {
+        return;
+    }
+    FREE_BUFFERS.with_borrow_mut(|free| {
+        if free.len() < FREE_LIST_CAP {
+            free.push(buffers);
+        }
+    });
+}
+
+/// Buffers from the free list, or fresh ones.
+fn borrow() -> SessionBuffers {
+    FREE_BUFFERS.with_borrow_mut(Vec::pop).unwrap_or_default()
+}

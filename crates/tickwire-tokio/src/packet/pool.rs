@@ -1,0 +1,280 @@
+//! [`PacketPool`]: several [`PacketClient`] connections to one address, shared by tasks,
+//! with reconnects, backoff, health checks and a [`Breaker`] in front. The same rules as
+//! the blocking `tickwire::packet::PacketPool`: it never resends a request, so no request
+//! is ever answered twice.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Mutex, MutexGuard};
+
+use tickwire_codec::mux::{Breaker, BreakerConfig, BreakerState};
+
+use super::{Error, PacketClient, PacketClientBuilder};
+use crate::core::now;
+
+/// Options for a [`PacketPool`]. Defaults: 4 connections, the default
+/// [`PacketClientBuilder`], [`BreakerConfig::new`] (open after 5 consecutive failures, 1 s
+/// cool-down doubling to 30 s), reconnect backoff from 50 ms doubling to 5 s.
+#[derive(Debug, Clone)]
+pub struct PacketPoolBuilder {
+    client: PacketClientBuilder,
+    size: usize,
+    breaker: BreakerConfig,
+    backoff_initial: Duration,
+    backoff_max: Duration,
+}
+
+impl Default for PacketPoolBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PacketPoolBuilder {
+    /// The defaults above.
+    pub fn new() -> Self {
+        Self {
+            client: PacketClientBuilder::new(),
+            size: 4,
+            breaker: BreakerConfig::new(),
+            backoff_initial: Duration::from_millis(50),
+            backoff_max: Duration::from_secs(5),
+        }
+    }
+
+    /// How each connection is made (timeouts, TLS, limits, keepalive).
+    pub fn client(mut self, client: PacketClientBuilder) -> Self {
+        self.client = client;
+        self
+    }
+
+    /// Connections in the pool (at least 1).
+    pub fn size(mut self, size: usize) -> Self {
+        self.size = size.max(1);
+        self
+    }
+
+    /// The circuit breaker's thresholds.
+    pub fn breaker(mut self, config: BreakerConfig) -> Self {
+        self.breaker = config;
+        self
+    }
+
+    /// After a failed connection attempt a slot waits `initial`, doubling per further
+    /// failure up to `max`, before it tries again ([`Error::Reconnecting`] meanwhile).
+    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.backoff_initial = initial;
+        self.backoff_max = max.max(initial);
+        self
+    }
+
+    /// A pool for `host:port`. Connects lazily: the first request on each slot connects.
+    pub fn build(self, host: &str, port: u16) -> PacketPool {
+        let slots = (0..self.size)
+            .map(|_| Mutex::new(Slot::default()))
+            .collect();
+        PacketPool {
+            host: host.to_owned(),
+            port,
+            breaker: std::sync::Mutex::new(Breaker::new(self.breaker)),
+            options: self,
+            slots,
+            next: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// A pool of packet connections to one address, for many tasks (share it in an `Arc`).
+///
+/// Each request takes one connection for its round trip: an idle one if any (round-robin),
+/// else it waits for the round-robin one. A connection that fails fatally is dropped and
+/// reconnected by the next request on its slot; a failed connection attempt backs the slot
+/// off. Every request first asks the [`Breaker`]: while it is open, requests fail at once
+/// with [`Error::CircuitOpen`]; half-open, one probe goes through.
+#[derive(Debug)]
+pub struct PacketPool {
+    host: String,
+    port: u16,
+    options: PacketPoolBuilder,
+    slots: Vec<Mutex<Slot>>,
+    next: AtomicUsize,
+    breaker: std::sync::Mutex<Breaker>,
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    client: Option<PacketClient>,
+    /// Failed connection attempts in a row.
+    connect_failures: u32,
+    /// No attempt before this (backoff).
+    retry_at: Option<Instant>,
+}
+
+impl PacketPool {
+    /// A pool with the default [`PacketPoolBuilder`].
+    pub fn new(host: &str, port: u16) -> Self {
+        PacketPoolBuilder::new().build(host, port)
+    }
+
+    /// Sends `payload` and returns a copy of the answer. Cancel safety as
+    /// [`request_with`](Self::request_with).
+    pub async fn request(&self, payload: &[u8]) -> Result<Vec<u8>, Error> {
+        self.request_with(payload, <[u8]>::to_vec).await
+    }
+
+    /// Sends `payload` and hands the borrowed answer to `read` (no copy).
+    ///
+    /// Failures of the peer or the connection (fatal errors, [`Error::TimedOut`],
+    /// [`Error::Busy`], a failed connect, [`Error::Reconnecting`]) count against the
+    /// breaker; a success resets it; local refusals count neither way. The request is never
+    /// sent twice.
+    ///
+    /// Cancel safe: a dropped call releases its connection, whose next request cancels the
+    /// abandoned one (its answer is dropped, never given to another request); the breaker
+    /// counts it neither way.
+    pub async fn request_with<R>(
+        &self,
+        payload: &[u8],
+        read: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, Error> {
+        let permit = self
+            .lock_breaker()
+            .allow(now())
+            .map_err(|rejected| Error::CircuitOpen {
+                retry_at: rejected.retry_at,
+            })?;
+        let mut slot = self.pick().await;
+        let result = self
+            .round_trip(&mut slot, payload, permit.is_probe(), read)
+            .await;
+        drop(slot);
+        let mut breaker = self.lock_breaker();
+        match &result {
+            Ok(_) => breaker.on_success(permit),
+            Err(error) if counts_against_peer(error) => breaker.on_failure(permit, now()),
+            Err(_) => drop(permit),
+        }
+        result
+    }
+
+    /// Pings every idle connection and drops those whose pong does not come (or that
+    /// failed before); returns how many are healthy. Connections busy with a request are
+    /// skipped and counted healthy. Cancel safe: a connection whose ping was abandoned is
+    /// checked again next time (its pong is taken by its next wait).
+    pub async fn check_health(&self) -> usize {
+        let mut healthy = 0;
+        for slot in &self.slots {
+            let Ok(mut slot) = slot.try_lock() else {
+                healthy += 1;
+                continue;
+            };
+            let alive = match slot.client.as_mut() {
+                Some(client) => client.ping().await.is_ok(),
+                None => false,
+            };
+            if alive {
+                healthy += 1;
+            } else {
+                slot.client = None;
+            }
+        }
+        healthy
+    }
+
+    /// Where the breaker stands.
+    pub fn breaker_state(&self) -> BreakerState {
+        self.lock_breaker().state()
+    }
+
+    /// Connections currently open (those busy with a request are counted open).
+    pub fn open_connections(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|slot| match slot.try_lock() {
+                Ok(slot) => slot.client.as_ref().is_some_and(|c| !c.is_closed()),
+                Err(_) => true,
+            })
+            .count()
+    }
+
+    /// An idle slot, round-robin from the next one; the next one itself when none is idle.
+    async fn pick(&self) -> MutexGuard<'_, Slot> {
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let n = self.slots.len();
+        for offset in 0..n {
+            if let Ok(slot) = self.slots[(start + offset) % n].try_lock() {
+                return slot;
+            }
+        }
+        self.slots[start % n].lock().await
+    }
+
+    async fn round_trip<R>(
+        &self,
+        slot: &mut Slot,
+        payload: &[u8],
+        probe: bool,
+        read: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, Error> {
+        let client = match &mut slot.client {
+            Some(client) if !client.is_closed() => client,
+            _ => self.reconnect(slot, probe).await?,
+        };
+        match client.request(payload).await {
+            Ok(answer) => Ok(read(answer)),
+            Err(error) => {
+                if error.is_fatal() {
+                    slot.client = None;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    async fn reconnect<'s>(
+        &self,
+        slot: &'s mut Slot,
+        probe: bool,
+    ) -> Result<&'s mut PacketClient, Error> {
+        slot.client = None;
+        let at = now();
+        if let Some(retry_at) = slot.retry_at.filter(|&retry| retry > at && !probe) {
+            return Err(Error::Reconnecting { retry_at });
+        }
+        match self.options.client.connect(&self.host, self.port).await {
+            Ok(client) => {
+                slot.connect_failures = 0;
+                slot.retry_at = None;
+                Ok(slot.client.insert(client))
+            }
+            Err(error) => {
+                let doublings = slot.connect_failures.min(20);
+                slot.connect_failures += 1;
+                let delay = self
+                    .options
+                    .backoff_initial
+                    .saturating_mul(1 << doublings)
+                    .min(self.options.backoff_max);
+                slot.retry_at = Some(now() + delay);
+                Err(error)
+            }
+        }
+    }
+
+    fn lock_breaker(&self) -> std::sync::MutexGuard<'_, Breaker> {
+        self.breaker
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Whether an error says the peer or the link failed (a breaker failure), rather than the
+/// local caller.
+fn counts_against_peer(error: &Error) -> bool {
+    error.is_fatal()
+        || matches!(
+            error,
+            Error::TimedOut(_) | Error::Busy(_) | Error::ReadTimeout | Error::Reconnecting { .. }
+        )
+}
