@@ -42,12 +42,12 @@
 //! per connection).
 //!
 //! Lending and taking back allocate nothing (the zero-allocation test runs both ways). It
-//! is off by default because it still costs a little latency: one 64-byte request at a time
-//! over loopback, both ends releasing, measured 0.09 to 0.13 µs more per round trip at p50
-//! and p90 (18.85 µs against 18.75 µs, about 0.6 %, in each of three alternating runs of
-//! 240 000 round trips; p99 and beyond within noise), with the example
-//! `packet_idle_buffers`. Turn it on for servers that hold many mostly idle connections,
-//! where 16 KiB or more per connection matters more than a tenth of a microsecond.
+//! is on by default for [`PacketServer`] (a server holds many connections, most of them idle
+//! most of the time) and off for [`PacketClientBuilder`] (a client holds a few, and each
+//! round trip counts): one 64-byte request at a time over loopback, both ends releasing,
+//! measured 0.09 to 0.13 µs more per round trip at p50 and p90 (18.85 µs against 18.75 µs,
+//! about 0.6 %, in each of three alternating runs of 240 000 round trips; p99 and beyond
+//! within noise), with the example `packet_idle_buffers`.
 //!
 //! # Cancel safety
 //!
@@ -91,8 +91,9 @@ macro_rules! shared_setters {
             self
         }
 
-        /// Whether an idle connection lends its buffers out while it waits (default off;
-        /// plain TCP only; the cost: module docs, "Idle connections and their buffers").
+        /// Whether an idle connection lends its buffers out while it waits (default on for
+        /// servers, off for clients; plain TCP only; the cost: module docs, "Idle
+        /// connections and their buffers").
         pub fn release_idle_buffers(mut self, on: bool) -> Self {
             self.release_idle_buffers = on;
             self

@@ -23,8 +23,9 @@ use crate::{MaybeTlsStream, Transport};
 /// Options for the accept side. Defaults as the blocking server's: [`PacketConfig::server`]
 /// (1 MiB packets), [`ServerConfig::new`] (256 requests in flight per connection, 1 MiB
 /// requests), TCP_NODELAY on, a 10 s TLS handshake timeout, no read timeout, no keepalive
-/// pings of its own (clients' pings are answered), plain TCP, buffers kept while idle
-/// ([`release_idle_buffers`](Self::release_idle_buffers) off).
+/// pings of its own (clients' pings are answered), plain TCP, buffers lent out while idle
+/// ([`release_idle_buffers`](Self::release_idle_buffers) on: a server holds many mostly idle
+/// connections).
 #[derive(Debug, Clone)]
 pub struct PacketServer {
     packet: PacketConfig,
@@ -54,7 +55,7 @@ impl PacketServer {
             handshake_timeout: Duration::from_secs(10),
             read_timeout: None,
             keepalive: None,
-            release_idle_buffers: false,
+            release_idle_buffers: true,
             #[cfg(feature = "tls")]
             tls: None,
         }

@@ -10,7 +10,7 @@ use tickwire_tokio::codec::mux;
 #[cfg(any(feature = "lz4", feature = "zstd"))]
 use tickwire_tokio::codec::packet::CompressionPolicy;
 use tickwire_tokio::codec::packet::{BASE_HEADER_LEN, PacketConfig, PacketError, PacketWriter};
-use tickwire_tokio::packet::{Error, PacketClient, PacketServer};
+use tickwire_tokio::packet::{Error, PacketClient, PacketClientBuilder, PacketServer};
 
 use crate::support::{Ca, PATIENCE, builder, echo_server, listen};
 
@@ -240,12 +240,29 @@ async fn an_idle_connection_can_wait_without_its_buffers() {
     assert!(waited.is_err());
     assert!(!connection.buffers_released());
 
-    // Off (the default): the buffers stay.
-    let (listener, port) = listen().await;
-    let _client = builder().connect("127.0.0.1", port).await.unwrap();
-    let (tcp, _) = listener.accept().await.unwrap();
-    let mut connection = PacketServer::new().accept(tcp).await.unwrap();
-    let waited = tokio::time::timeout(Duration::from_millis(50), connection.recv_request()).await;
-    assert!(waited.is_err());
-    assert!(!connection.buffers_released());
+    // Defaults: a server lends its buffers out while idle, a client keeps them; off on a
+    // server keeps them too.
+    for (release, expected) in [(None, true), (Some(false), false)] {
+        let (listener, port) = listen().await;
+        let mut client = PacketClientBuilder::new()
+            .connect("127.0.0.1", port)
+            .await
+            .unwrap();
+        let (tcp, _) = listener.accept().await.unwrap();
+        let server = match release {
+            Some(on) => PacketServer::new().release_idle_buffers(on),
+            None => PacketServer::new(),
+        };
+        let mut connection = server.accept(tcp).await.unwrap();
+        let waited =
+            tokio::time::timeout(Duration::from_millis(50), connection.recv_request()).await;
+        assert!(waited.is_err());
+        assert_eq!(
+            connection.buffers_released(),
+            expected,
+            "server {release:?}"
+        );
+        let _ = tokio::time::timeout(Duration::from_millis(50), client.ping()).await;
+        assert!(!client.buffers_released(), "a client keeps them by default");
+    }
 }
