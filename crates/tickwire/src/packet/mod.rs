@@ -46,6 +46,12 @@
 //! [`PacketClient::request`] (the one-shot helper), and before a call blocks waiting for
 //! bytes (a request that was not written cannot be answered, and answers queued while
 //! requests kept arriving go out in one write).
+//!
+//! A blocking link writes everything queued before it reads again: two ends that each queue
+//! more than their sockets' buffers hold without reading can block each other until a write
+//! timeout ends it. Flush every few requests when pipelining large batches, or use the tokio
+//! transport (`tickwire_tokio::packet`), which reads while a write waits (docs/PACKET.md,
+//! "Writes").
 
 /// The setters [`PacketClientBuilder`] and [`PacketServer`] share, on fields `packet`,
 /// `nodelay`, `write_timeout` and `keepalive`.
