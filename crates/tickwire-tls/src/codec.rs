@@ -206,6 +206,22 @@ impl TlsCodec {
         }
     }
 
+    /// Whether [`read_plaintext`](Self::read_plaintext) answers without more ciphertext:
+    /// decrypted data waits, the peer closed or the stream ended, or the connection failed.
+    /// A transport asks this before it waits on the socket.
+    pub fn has_plaintext(&mut self) -> bool {
+        if self.failed.is_some() || self.eof {
+            return true;
+        }
+        match self.conn.process_new_packets() {
+            Ok(state) => state.plaintext_bytes_to_read() > 0 || state.peer_has_closed(),
+            Err(error) => {
+                self.failed = Some(TlsError::from_rustls(error));
+                true
+            }
+        }
+    }
+
     /// Encrypts application data into records queued for [`write_tls`](Self::write_tls).
     /// Before the handshake completes the plaintext is buffered. Returns how much was taken:
     /// less than `data.len()` when the outgoing buffer limit is reached (write the queued

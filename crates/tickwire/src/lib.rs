@@ -81,7 +81,7 @@ pub use http::HttpSocketOptions;
 pub use maybe_tls::MaybeTlsStream;
 pub use packet::{PacketClient, PacketClientBuilder, PacketConnection, PacketServer};
 pub use server::{ServerBuilder, accept};
-pub use stream::Stream;
+pub use stream::{Readiness, Stream};
 pub use tickwire_codec as codec;
 #[cfg(feature = "deflate")]
 pub use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PreparedMessage};

@@ -101,4 +101,40 @@ impl Stream for MaybeTlsStream {
             Self::Tls(s) => s.failure(),
         }
     }
+
+    fn try_write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Self::Plain(s) => Stream::try_write(s, buf),
+            #[cfg(feature = "tls")]
+            Self::Tls(s) => s.try_write(buf),
+        }
+    }
+
+    fn read_ready(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Self::Plain(s) => Stream::read_ready(s, buf),
+            #[cfg(feature = "tls")]
+            Self::Tls(s) => s.read_ready(buf),
+        }
+    }
+
+    fn has_pending_write(&self) -> bool {
+        match self {
+            Self::Plain(s) => Stream::has_pending_write(s),
+            #[cfg(feature = "tls")]
+            Self::Tls(s) => s.has_pending_write(),
+        }
+    }
+
+    fn wait_duplex(
+        &mut self,
+        write: bool,
+        timeout: Option<Duration>,
+    ) -> io::Result<crate::Readiness> {
+        match self {
+            Self::Plain(s) => Stream::wait_duplex(s, write, timeout),
+            #[cfg(feature = "tls")]
+            Self::Tls(s) => s.wait_duplex(write, timeout),
+        }
+    }
 }

@@ -46,6 +46,56 @@ pub trait Stream: Read + Write {
     fn failure(&self) -> Option<TransportError> {
         None
     }
+
+    /// Writes what the stream takes now without blocking; `WouldBlock` when it takes
+    /// nothing. Bytes it took are the stream's to deliver, in order, before anything written
+    /// later (a TLS stream keeps the ciphertext the socket did not take and sends it first,
+    /// see [`has_pending_write`](Self::has_pending_write)); an empty `buf` only pushes those.
+    /// `Ok(0)` for a non-empty `buf` (or `Ok` for an empty one) means those earlier bytes
+    /// moved on.
+    /// Used by a transport waiting for bytes while it still has bytes to send. Default: a
+    /// blocking `write`.
+    fn try_write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        self.write(buf)
+    }
+
+    /// Whether bytes an earlier write took still wait for the socket (a TLS stream's queued
+    /// ciphertext). `flush` and [`try_write`](Self::try_write) push them. Default: `false`.
+    fn has_pending_write(&self) -> bool {
+        false
+    }
+
+    /// Reads what is ready after [`wait_duplex`](Self::wait_duplex) reported the stream
+    /// readable, reading the socket at most once: `WouldBlock` when that was not enough for
+    /// any bytes (a TLS stream holding part of a record). Default: `read`.
+    fn read_ready(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.read(buf)
+    }
+
+    /// Blocks until a read would not block, or (with `write`) until the stream would take
+    /// bytes, or until `timeout` passes (`None`: no bound); returns which. A readiness may be
+    /// spurious: the read or write that follows must still handle a timeout. Default: no
+    /// wait, writable when `write` is asked, else readable (a stream that cannot wait for
+    /// both writes all it has before it reads).
+    fn wait_duplex(&mut self, write: bool, timeout: Option<Duration>) -> io::Result<Readiness> {
+        let _ = timeout;
+        Ok(Readiness {
+            readable: !write,
+            writable: write,
+        })
+    }
+}
+
+/// What [`Stream::wait_duplex`] found ready.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Readiness {
+    /// A read would return bytes (or the end of the stream, or an error) without blocking.
+    pub readable: bool,
+    /// A write would take some bytes without blocking.
+    pub writable: bool,
 }
 
 /// An I/O error from `stream`, typed: the stream's own [`failure`](Stream::failure) when it has
@@ -66,7 +116,49 @@ impl Stream for TcpStream {
     fn shutdown_write(&mut self) -> io::Result<()> {
         self.shutdown(Shutdown::Write)
     }
+
+    /// One `send` with `MSG_DONTWAIT`: the same single syscall a blocking write makes when
+    /// the socket has room.
+    #[cfg(unix)]
+    fn try_write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        socket2::SockRef::from(&*self).send_with_flags(buf, SEND_NOW)
+    }
+
+    /// `poll(2)` on the socket.
+    #[cfg(unix)]
+    fn wait_duplex(&mut self, write: bool, timeout: Option<Duration>) -> io::Result<Readiness> {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let mut interest = PollFlags::IN;
+        if write {
+            interest |= PollFlags::OUT;
+        }
+        // A bound too far to represent is no bound.
+        let timeout = timeout.and_then(|t| Timespec::try_from(t).ok());
+        let mut fds = [PollFd::new(&*self, interest)];
+        match poll(&mut fds, timeout.as_ref()) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => return Ok(Readiness::default()),
+            Err(e) => return Err(e.into()),
+        }
+        let ready = fds[0].revents();
+        // An error or a hang-up is reported by the read (or the write) that follows.
+        let failed = ready.intersects(PollFlags::ERR | PollFlags::HUP);
+        Ok(Readiness {
+            readable: failed || ready.contains(PollFlags::IN),
+            writable: write && (failed || ready.contains(PollFlags::OUT)),
+        })
+    }
 }
+
+/// Flags of [`Stream::try_write`] on a socket: do not block, and no SIGPIPE where the flag
+/// exists (elsewhere the Rust runtime ignores SIGPIPE).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const SEND_NOW: libc::c_int = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL;
+#[cfg(all(unix, not(any(target_os = "linux", target_os = "android"))))]
+const SEND_NOW: libc::c_int = libc::MSG_DONTWAIT;
 
 /// Reads once into `buf` before `deadline` (the opening handshake's bytes): the socket's read
 /// timeout is set to the time left. The codec bounds how far `buf` grows (head limits);

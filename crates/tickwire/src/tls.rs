@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tickwire_tls::{PLAINTEXT_ON_TLS_PORT, Plaintext, TlsCodec, TlsError};
 
-use crate::{Stream, TransportError};
+use crate::{Readiness, Stream, TransportError};
 
 /// A TLS connection over a blocking stream. Reads return plaintext; writes encrypt and write
 /// through at once (one record batch per `write` call, no implicit buffering).
@@ -95,6 +95,22 @@ impl<S: Stream> TlsStream<S> {
         Ok(())
     }
 
+    /// Writes the queued ciphertext the socket takes now ([`Stream::try_write`]); the rest
+    /// stays queued, first in line. Returns the bytes written.
+    fn push_queued(&mut self) -> io::Result<usize> {
+        let mut written = 0;
+        while self.codec.wants_write() {
+            match self.codec.write_tls_to(&mut TryWriter(&mut self.sock)) {
+                Ok(0) => return Err(ErrorKind::WriteZero.into()),
+                Ok(n) => written += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(written)
+    }
+
     /// The TLS state (negotiated version, cipher suite, ALPN, peer certificates).
     pub fn codec(&self) -> &TlsCodec {
         &self.codec
@@ -120,6 +136,19 @@ impl<S: Stream> TlsStream<S> {
     }
 }
 
+/// The socket's [`Stream::try_write`] as a `Write`, for rustls to write ciphertext through.
+struct TryWriter<'a, S>(&'a mut S);
+
+impl<S: Stream> Write for TryWriter<'_, S> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.try_write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 fn is_timeout(e: &io::Error) -> bool {
     matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
 }
@@ -138,8 +167,10 @@ impl<S: Stream> Read for TlsStream<S> {
                 Plaintext::CloseNotify | Plaintext::Eof => return Ok(0),
                 Plaintext::NeedMore => {}
             }
-            // A key update or a ticket may owe the peer a reply.
-            self.write_queued()?;
+            // A key update or a ticket may owe the peer a reply: written if the socket takes
+            // it now, else it stays queued for the next write (a read never blocks on a write:
+            // the peer may be waiting for us to read before it reads).
+            self.push_queued()?;
             match self.codec.read_tls_from(&mut self.sock) {
                 Ok(_) => {}
                 Err(e) if self.codec.error().is_some() => {
@@ -210,5 +241,70 @@ impl<S: Stream> Stream for TlsStream<S> {
     /// as the connection is finished.
     fn failure(&self) -> Option<TransportError> {
         self.codec.error().cloned().map(TransportError::Tls)
+    }
+
+    /// Pushes queued ciphertext first; new plaintext is taken (encrypted, queued, pushed)
+    /// only once none is left, so at most one write's records wait in the codec. A partial
+    /// record is finished before anything else goes out. `Ok(0)`: queued ciphertext went
+    /// out, but some is left, so none of `buf` was taken.
+    fn try_write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let pushed = self.push_queued()?;
+        if self.codec.wants_write() {
+            return if pushed > 0 {
+                Ok(0)
+            } else {
+                Err(ErrorKind::WouldBlock.into())
+            };
+        }
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let n = self.codec.write_plaintext(buf).map_err(TlsError::into_io)?;
+        self.push_queued()?;
+        if n == 0 {
+            return Err(ErrorKind::WouldBlock.into());
+        }
+        Ok(n)
+    }
+
+    fn has_pending_write(&self) -> bool {
+        self.codec.wants_write()
+    }
+
+    /// One socket read at most, so a wait never blocks on the rest of a record while this
+    /// end's own records wait to be written (the peer may be stuck the same way).
+    fn read_ready(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() || self.closed_for_writing {
+            return self.read(buf);
+        }
+        for socket_read in [true, false] {
+            match self.codec.read_plaintext(buf).map_err(TlsError::into_io)? {
+                Plaintext::Data(n) => return Ok(n),
+                Plaintext::CloseNotify | Plaintext::Eof => return Ok(0),
+                Plaintext::NeedMore if !socket_read => break,
+                Plaintext::NeedMore => {}
+            }
+            self.push_queued()?;
+            match self.codec.read_tls_from(&mut self.sock) {
+                Ok(_) => {}
+                Err(e) if self.codec.error().is_some() => {
+                    self.owe_peer();
+                    return Err(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(ErrorKind::WouldBlock.into())
+    }
+
+    /// Readable at once, without a syscall, while decrypted data waits in the codec.
+    fn wait_duplex(&mut self, write: bool, timeout: Option<Duration>) -> io::Result<Readiness> {
+        if self.codec.has_plaintext() {
+            return Ok(Readiness {
+                readable: true,
+                writable: false,
+            });
+        }
+        self.sock.wait_duplex(write, timeout)
     }
 }

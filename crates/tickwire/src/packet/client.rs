@@ -127,6 +127,7 @@ impl PacketClientBuilder {
                 self.packet.clone(),
                 self.keepalive,
                 self.read_timeout,
+                self.write_timeout,
             ),
             mux: mux::Client::new(self.mux),
             request_timeout: self.request_timeout,
@@ -204,7 +205,9 @@ impl<S: Stream> PacketClient<S> {
         Ok(id)
     }
 
-    /// Writes every queued request.
+    /// Writes every queued request, blocking (bounded by the write timeout) and reading
+    /// nothing meanwhile; [`recv_response`](Self::recv_response) writes what is queued while
+    /// it reads, which a batch larger than the socket buffers needs.
     pub fn flush(&mut self) -> Result<(), Error> {
         self.link.flush().map_err(|e| self.lost(e))
     }

@@ -37,6 +37,10 @@ pub(crate) struct Link<S> {
     stream: S,
     session: Session,
     read_timeout: Option<Duration>,
+    /// The user's write timeout: how long a wait may go on while queued bytes make no progress.
+    write_timeout: Option<Duration>,
+    /// When the socket last took queued bytes while more remained (`None`: nothing queued).
+    write_stalled: Option<Instant>,
 }
 
 impl<S: Stream> Link<S> {
@@ -45,11 +49,14 @@ impl<S: Stream> Link<S> {
         config: PacketConfig,
         keepalive: Option<Keepalive>,
         read_timeout: Option<Duration>,
+        write_timeout: Option<Duration>,
     ) -> Self {
         Self {
             stream,
             session: Session::new(config, keepalive, Instant::now()),
             read_timeout,
+            write_timeout,
+            write_stalled: None,
         }
     }
 
@@ -73,17 +80,22 @@ impl<S: Stream> Link<S> {
             .map_err(|e| self.lost(e))
     }
 
-    /// Writes everything queued (bounded by the stream's write timeout).
+    /// Writes everything queued, blocking (bounded by the stream's write timeout); reads
+    /// nothing meanwhile.
     pub(crate) fn flush(&mut self) -> Result<(), Error> {
         if self.session.is_failed() {
             return Err(Error::Closed);
         }
-        if !self.session.wants_write() {
-            return Ok(());
+        let mut result = Ok(());
+        if self.session.wants_write() {
+            result = self.stream.write_all(self.session.transmit());
+            let written = self.session.transmit().len();
+            self.session.wrote(written);
         }
-        let result = self.stream.write_all(self.session.transmit());
-        let written = self.session.transmit().len();
-        self.session.wrote(written);
+        if result.is_ok() && self.stream.has_pending_write() {
+            result = self.stream.flush();
+        }
+        self.write_stalled = None;
         result.map_err(|e| self.fail(crate::stream::io_error(&self.stream, e).into()))
     }
 
@@ -99,8 +111,9 @@ impl<S: Stream> Link<S> {
     }
 
     /// The next packet on a request id, a busy refusal, a pong, or [`Incoming::Deadline`] once
-    /// `deadline` passes. Writes what is queued before it blocks (an unsent request cannot be
-    /// answered), answers pings, takes pongs, sends keepalive pings and fails the link when a
+    /// `deadline` passes. Writes what is queued while it waits (an unsent request cannot be
+    /// answered), reading what arrives meanwhile, so two ends that both queue more than the
+    /// sockets hold cannot block each other (see [`wait`](Self::wait)); answers pings, takes pongs, sends keepalive pings and fails the link when a
     /// pong is overdue. Any error but [`Error::ReadTimeout`] leaves the link failed.
     pub(crate) fn next(&mut self, deadline: Option<Instant>) -> Result<Incoming, Error> {
         if self.session.is_failed() {
@@ -153,32 +166,55 @@ impl<S: Stream> Link<S> {
         error
     }
 
-    /// Flushes, then reads once (moving `last_byte` on when bytes came). A timer that has
-    /// passed fires only when a quick read finds nothing more in the socket: what arrived
-    /// while the caller was away (an answer, a pong) counts before a deadline does. `Some`
-    /// when the caller's deadline passed.
+    /// Writes what the socket takes now, then reads once (moving `last_byte` on when bytes
+    /// came). A timer that has passed fires only when a quick read finds nothing more in the
+    /// socket: what arrived while the caller was away (an answer, a pong) counts before a
+    /// deadline does. `Some` when the caller's deadline passed.
+    ///
+    /// While queued bytes remain (the socket's buffer is full), it waits for the socket to
+    /// be readable or writable and reads what arrived, at most what the session's reader
+    /// asks for: the peer may be writing to us before it reads again. The write timeout
+    /// bounds a wait in which the socket takes none of them. The fast path (the socket takes
+    /// everything at once) makes the same syscalls as a blocking write then a read.
     fn wait(
         &mut self,
         last_byte: &mut Instant,
         deadline: Option<Instant>,
     ) -> Result<Option<Incoming>, Error> {
-        self.flush()?;
+        let pending = self.write_now()?;
         let now = Instant::now();
         let keepalive = self.session.poll_timeout();
         let read_deadline = self.read_timeout.map(|t| *last_byte + t);
+        let write_deadline = self
+            .write_stalled
+            .zip(self.write_timeout)
+            .map(|(since, t)| since + t);
         let passed = |at: Option<Instant>| at.is_some_and(|at| now >= at);
+        if passed(write_deadline) {
+            let error = std::io::Error::from(ErrorKind::TimedOut);
+            return Err(self.fail(crate::TransportError::Io(error).into()));
+        }
         let timer_passed = passed(deadline) || passed(keepalive) || passed(read_deadline);
         let timeout = if timer_passed {
             Some(QUICK_READ)
         } else {
-            [deadline, keepalive, read_deadline]
+            [deadline, keepalive, read_deadline, write_deadline]
                 .into_iter()
                 .flatten()
                 .min()
                 // A zero timeout would mean "block forever" to the socket.
                 .map(|at| at.saturating_duration_since(now).max(QUICK_READ))
         };
-        if self.read_once(timeout)? {
+        // Writable only: the timers below are checked, then the next turn writes.
+        let readable = !pending
+            || match self.stream.wait_duplex(true, timeout) {
+                Ok(ready) => ready.readable,
+                Err(e) => {
+                    let error = crate::stream::io_error(&self.stream, e).into();
+                    return Err(self.fail(error));
+                }
+            };
+        if readable && self.read_once(timeout, pending)? {
             *last_byte = Instant::now();
             return Ok(None);
         }
@@ -194,11 +230,49 @@ impl<S: Stream> Link<S> {
         }
     }
 
+    /// Writes what is queued as far as the socket takes it without blocking; true when bytes
+    /// remain (in the session or in the stream, a TLS stream's ciphertext).
+    fn write_now(&mut self) -> Result<bool, Error> {
+        let mut progress = false;
+        let result = if self.session.wants_write() {
+            self.stream.try_write(self.session.transmit())
+        } else if self.stream.has_pending_write() {
+            self.stream.try_write(&[])
+        } else {
+            return Ok(false);
+        };
+        match result {
+            Ok(n) => {
+                self.session.wrote(n);
+                progress = true;
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+            Err(e) => {
+                let error = crate::stream::io_error(&self.stream, e).into();
+                return Err(self.fail(error));
+            }
+        }
+        let pending = self.session.wants_write() || self.stream.has_pending_write();
+        if !pending {
+            self.write_stalled = None;
+        } else if progress || self.write_stalled.is_none() {
+            // The write timeout counts from the last byte the socket took.
+            self.write_stalled = Some(Instant::now());
+        }
+        Ok(pending)
+    }
+
     /// One read into the session's spare space, bounded by `timeout`; false when it timed out.
-    fn read_once(&mut self, timeout: Option<Duration>) -> Result<bool, Error> {
+    /// `ready`: the stream reported itself readable, read only what that gives.
+    fn read_once(&mut self, timeout: Option<Duration>, ready: bool) -> Result<bool, Error> {
         self.stream.set_read_timeout(timeout)?;
         let spare = self.session.spare();
-        match self.stream.read(spare) {
+        let read = if ready {
+            self.stream.read_ready(spare)
+        } else {
+            self.stream.read(spare)
+        };
+        match read {
             Ok(0) => Err(self.fail(Error::Closed)),
             Ok(n) => {
                 self.session.received(n);

@@ -47,11 +47,16 @@
 //! bytes (a request that was not written cannot be answered, and answers queued while
 //! requests kept arriving go out in one write).
 //!
-//! A blocking link writes everything queued before it reads again: two ends that each queue
-//! more than their sockets' buffers hold without reading can block each other until a write
-//! timeout ends it. Flush every few requests when pipelining large batches, or use the tokio
-//! transport (`tickwire_tokio::packet`), which reads while a write waits (docs/PACKET.md,
-//! "Writes").
+//! While a call waits for bytes with bytes still queued, the link writes what the socket
+//! takes without blocking and reads what the peer sent meanwhile (only as much as the packet
+//! it waits for needs), so two ends that each queue more than their sockets' buffers hold do
+//! not block each other, over TCP or TLS. The write timeout bounds a wait in which the socket
+//! takes none of the queued bytes ([`Error::Io`], fatal). An explicit `flush` (and
+//! [`PacketClient::request`], [`PacketClient::ping`]) is a plain blocking write that reads
+//! nothing meanwhile: leave the writing of a large pipelined batch to
+//! [`recv_response`](PacketClient::recv_response). This needs Unix and a [`Stream`] that
+//! implements [`wait_duplex`](crate::Stream::wait_duplex) (`TcpStream`, the TLS stream);
+//! elsewhere everything queued is written before the next read (docs/PACKET.md, "Writes").
 
 /// The setters [`PacketClientBuilder`] and [`PacketServer`] share, on fields `packet`,
 /// `nodelay`, `write_timeout` and `keepalive`.

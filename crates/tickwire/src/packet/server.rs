@@ -116,6 +116,7 @@ impl PacketServer {
                 self.packet.clone(),
                 self.keepalive,
                 self.read_timeout,
+                self.write_timeout,
             ),
             mux: mux::Server::new(self.mux),
             last: None,
@@ -241,7 +242,8 @@ impl<S: Stream> PacketConnection<S> {
         self.mux.respond(id).map_err(Error::Mux)
     }
 
-    /// Writes every queued answer.
+    /// Writes every queued answer, blocking (bounded by the write timeout) and reading
+    /// nothing meanwhile; waiting for the next request writes what is queued while it reads.
     pub fn flush(&mut self) -> Result<(), Error> {
         self.link.flush()
     }
