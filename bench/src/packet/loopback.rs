@@ -13,6 +13,9 @@
 //!   `depth / 2` requests begun, and `recv_response` writes the rest before it waits), and
 //!   `PacketConnection::serve` as the echo server (requests that one read brought are
 //!   answered in one write). No keepalive pings and no request timeouts.
+//! - tickwire-tokio: its tokio `PacketClient` on a current-thread runtime, the same loop and
+//!   batches, against the same blocking echo server: the client side is what differs, so the
+//!   row compares tokio client with tokio client (network-protocol's is tokio only).
 //! - network-protocol: its `service::multiplex::Multiplexer` (tokio only: it spawns a send, a
 //!   receive and a clean-up task) on a current-thread tokio runtime, over a `TcpStream` split
 //!   into a `BufReader` and a `BufWriter` (so its frame of three writes and a flush is one
@@ -39,6 +42,31 @@ use crate::harness::{self, Plan};
 use crate::report::{self, Row, Table, round_order};
 use crate::ws_loopback::servers;
 
+/// A client row of the round-trip tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Client {
+    /// tickwire's blocking `PacketClient`.
+    Tickwire,
+    /// tickwire-tokio's `PacketClient` on a current-thread runtime, against the same blocking
+    /// echo server.
+    TickwireTokio,
+    /// network-protocol's `Multiplexer`.
+    NetworkProtocol,
+}
+
+impl Client {
+    /// Table order; network-protocol is the baseline.
+    const ALL: [Self; 3] = [Self::Tickwire, Self::TickwireTokio, Self::NetworkProtocol];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Tickwire => Library::Tickwire.name(),
+            Self::TickwireTokio => "tickwire-tokio",
+            Self::NetworkProtocol => Library::NetworkProtocol.name(),
+        }
+    }
+}
+
 /// Requests kept in flight.
 pub(crate) const DEPTHS: [usize; 3] = [1, 8, 64];
 
@@ -46,7 +74,7 @@ pub(crate) const DEPTHS: [usize; 3] = [1, 8, 64];
 pub(crate) const REQUEST_LEN: usize = 128;
 
 /// Progress steps per round.
-pub(crate) const STEPS: u64 = (DEPTHS.len() * Library::ALL.len()) as u64;
+pub(crate) const STEPS: u64 = (DEPTHS.len() * Client::ALL.len()) as u64;
 
 /// network-protocol's multiplex frame header: `u64` request id and `u32` payload length.
 const NP_FRAME_HEADER: usize = 12;
@@ -68,13 +96,13 @@ pub(crate) fn run(ctx: &Ctx) -> Vec<Table> {
         if !ctx.selected(&id) {
             continue;
         }
-        let mut latencies = [Vec::new(), Vec::new()];
-        let mut rates = [Vec::new(), Vec::new()];
+        let mut latencies = [Vec::new(), Vec::new(), Vec::new()];
+        let mut rates = [Vec::new(), Vec::new(), Vec::new()];
         for round in 1..=ctx.rounds {
-            for i in round_order(Library::ALL.len(), round) {
-                let library = Library::ALL[i];
-                ctx.step(&format!("{id} / {}", library.name()));
-                let measured = measure(library, depth, ctx, &payload);
+            for i in round_order(Client::ALL.len(), round) {
+                let client = Client::ALL[i];
+                ctx.step(&format!("{id} / {}", client.name()));
+                let measured = measure(client, depth, ctx, &payload);
                 latencies[i].push(measured.latency);
                 rates[i].push(measured.rate);
             }
@@ -82,37 +110,38 @@ pub(crate) fn run(ctx: &Ctx) -> Vec<Table> {
         let note = format!(
             "{REQUEST_LEN} B requests echoed over loopback TCP, {depth} in flight on one \
              connection; client on core {}, server on core {}. tickwire: its blocking \
-             PacketClient and PacketConnection::serve on std TcpStream. network-protocol: its \
-             Multiplexer, which needs tokio, on a current-thread runtime over a buffered split \
-             TcpStream. Ratios: tickwire ÷ network-protocol.",
+             PacketClient, and tickwire-tokio: its tokio PacketClient on a current-thread \
+             runtime, both against PacketConnection::serve on std TcpStream, writing half the \
+             window at a time. network-protocol: its Multiplexer, which needs tokio, on a \
+             current-thread runtime over a buffered split TcpStream. Ratios: each ÷ \
+             network-protocol.",
             ctx.core, ctx.peer_core
         );
+        let baseline = Client::NetworkProtocol.name();
         let mut latency = Table::new(
             &format!("{id}_latency"),
             &format!("Multiplexed round trip: {depth} in flight, ticks per request"),
-            Library::NetworkProtocol.name(),
+            baseline,
             &format!(
                 "{note} Latency from just before a request is begun to its response being \
                  matched, median round by p50."
             ),
         );
-        for (library, hists) in Library::ALL.iter().zip(latencies) {
-            latency.rows.push(Row::median_round(library.name(), hists));
+        for (client, hists) in Client::ALL.iter().zip(latencies) {
+            latency.rows.push(Row::median_round(client.name(), hists));
         }
-        let paired = report::paired_rates(
-            Library::Tickwire.name(),
-            &rates[0],
-            Library::NetworkProtocol.name(),
-            &rates[1],
-        );
+        let paired: String = [Client::Tickwire, Client::TickwireTokio]
+            .iter()
+            .map(|&c| report::paired_rates(c.name(), &rates[c as usize], baseline, &rates[2]))
+            .collect();
         let mut throughput = Table::new(
             &format!("{id}_rate"),
             &format!("Multiplexed requests/s: {depth} in flight"),
-            Library::NetworkProtocol.name(),
+            baseline,
             &format!("{note}{paired}"),
         );
-        for (library, rounds) in Library::ALL.iter().zip(rates) {
-            throughput.rows.push(Row::rate(library.name(), rounds));
+        for (client, rounds) in Client::ALL.iter().zip(rates) {
+            throughput.rows.push(Row::rate(client.name(), rounds));
         }
         tables.push(latency);
         tables.push(throughput);
@@ -122,15 +151,19 @@ pub(crate) fn run(ctx: &Ctx) -> Vec<Table> {
 
 /// One connection of `library` to a fresh echo server on the peer core: `ctx.plan.warmup`
 /// requests, then `ctx.plan.samples` recorded ones, `depth` in flight.
-fn measure(library: Library, depth: usize, ctx: &Ctx, payload: &[u8]) -> Measured {
-    let measured = match library {
-        Library::Tickwire => {
+fn measure(client: Client, depth: usize, ctx: &Ctx, payload: &[u8]) -> Measured {
+    let measured = match client {
+        Client::Tickwire | Client::TickwireTokio => {
             let server = servers::spawn("tickwire-packet-echo", ctx.peer_core, tickwire_echo);
-            let measured = tickwire_client(server.addr(), depth, ctx.plan, payload);
+            let measured = if client == Client::Tickwire {
+                tickwire_client(server.addr(), depth, ctx.plan, payload)
+            } else {
+                tickwire_tokio_client(server.addr(), depth, ctx.plan, payload)
+            };
             server.join();
             measured
         }
-        Library::NetworkProtocol => {
+        Client::NetworkProtocol => {
             let server = servers::spawn("np-multiplex-echo", ctx.peer_core, np_echo);
             let measured = np_client(server.addr(), depth, ctx.plan, payload);
             server.join();
@@ -242,6 +275,64 @@ fn tickwire_client(addr: SocketAddr, depth: usize, plan: Plan, payload: &[u8]) -
         recorder.finished(began.swap_remove(slot).1, ended);
     }
     recorder.measured()
+}
+
+/// tickwire-tokio's client: its `PacketClient` on a current-thread runtime, the same loop
+/// as [`tickwire_client`].
+fn tickwire_tokio_client(addr: SocketAddr, depth: usize, plan: Plan, payload: &[u8]) -> Measured {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tickwire-tokio: a tokio runtime");
+    runtime.block_on(async {
+        let stream = tokio::net::TcpStream::from_std(connect_nonblocking(addr))
+            .expect("tickwire-tokio: register the socket");
+        let mut client = tickwire_tokio::packet::PacketClientBuilder::new()
+            .keepalive(None)
+            .request_timeout(None)
+            .client_over(stream);
+        let echo = client
+            .request(payload)
+            .await
+            .expect("tickwire-tokio: the first request");
+        assert_eq!(echo, payload, "tickwire-tokio: the echo differs");
+        let batch = (depth / 2).max(1);
+        let mut unwritten = 0;
+        let mut recorder = Recorder::new(plan);
+        let mut began: Vec<(RequestId, u64)> = Vec::with_capacity(depth);
+        let mut begun = 0;
+        while !recorder.done() {
+            while began.len() < depth && begun < recorder.total() {
+                let at = harness::ticks_start();
+                let id = client
+                    .send_request(payload)
+                    .expect("tickwire-tokio: send a request");
+                began.push((id, at));
+                begun += 1;
+                unwritten += 1;
+                if unwritten == batch {
+                    client.flush().await.expect("tickwire-tokio: write a batch");
+                    unwritten = 0;
+                }
+            }
+            let (id, echo) = client
+                .recv_response()
+                .await
+                .expect("tickwire-tokio: a response");
+            let ended = harness::ticks_end();
+            assert_eq!(
+                echo.len(),
+                payload.len(),
+                "tickwire-tokio: the echo's length"
+            );
+            let slot = began
+                .iter()
+                .position(|&(sent, _)| sent == id)
+                .expect("tickwire-tokio: a response to a request in flight");
+            recorder.finished(began.swap_remove(slot).1, ended);
+        }
+        recorder.measured()
+    })
 }
 
 /// tickwire's echo server: its blocking `PacketConnection::serve`, which answers what one
