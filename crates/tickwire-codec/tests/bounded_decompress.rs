@@ -1,7 +1,7 @@
 //! The `BoundedDecompress` contract, held by every implementation compiled in: the output is
-//! appended after what `out` held (or replaces it, through `decompress_replacing`), at most
-//! `limit` bytes of it; one byte over the limit is `TooLarge` with `out` as it was (empty when
-//! replacing); corrupt input is a typed error with `out` as it was.
+//! appended after what `out` held (or put at an offset, through `decompress_at`), at most
+//! `limit` bytes of it; one byte over the limit is `TooLarge` with `out` as it was (cut back to
+//! the offset); corrupt input is a typed error with `out` as it was.
 #![cfg(any(feature = "deflate", feature = "lz4", feature = "zstd"))]
 
 use tickwire_codec::compress::{BoundedDecompress, DecompressError};
@@ -61,23 +61,36 @@ fn holds_within_limits(
     );
     assert_eq!(out, prefix, "{name}: out as it was");
 
-    // Replacing: whatever `out` held before, shorter or longer than the output (a reader
-    // reusing one buffer across packets), it ends up exactly the output.
-    for held in [0, 1, plain.len() / 2, plain.len(), plain.len() + 100] {
-        let mut out = vec![0xA5; held];
-        assert_eq!(
-            decompressor.decompress_replacing(compressed, &mut out, plain.len()),
-            Ok(plain.len()),
-            "{name}: replacing {held} bytes"
-        );
-        assert_eq!(out, plain, "{name}: replacing {held} bytes");
-        let mut out = vec![0xA5; held];
-        assert_eq!(
-            decompressor.decompress_replacing(compressed, &mut out, under),
-            Err(DecompressError::TooLarge { limit: under }),
-            "{name}: replacing {held} bytes, one byte under"
-        );
-        assert!(out.is_empty(), "{name}: empty after the error");
+    // At an offset: whatever `out` held past it before, shorter or longer than the output
+    // (a reader reusing one buffer across packets), the output replaces it and what came
+    // before the offset stays.
+    for start in [0, 5, 64] {
+        for held in [0, 1, plain.len() / 2, plain.len(), plain.len() + 100] {
+            let mut out = vec![0xA5; held];
+            let kept: Vec<u8> = out.iter().copied().chain([0; 64]).take(start).collect();
+            assert_eq!(
+                decompressor.decompress_at(compressed, &mut out, start, plain.len()),
+                Ok(plain.len()),
+                "{name}: at {start} over {held} bytes"
+            );
+            assert_eq!(
+                &out[..start],
+                &kept[..],
+                "{name}: at {start} over {held} bytes"
+            );
+            assert_eq!(&out[start..], plain, "{name}: at {start} over {held} bytes");
+            let mut out = vec![0xA5; held];
+            assert_eq!(
+                decompressor.decompress_at(compressed, &mut out, start, under),
+                Err(DecompressError::TooLarge { limit: under }),
+                "{name}: at {start} over {held} bytes, one byte under"
+            );
+            assert_eq!(
+                out.len(),
+                start,
+                "{name}: cut back to the offset after the error"
+            );
+        }
     }
 }
 

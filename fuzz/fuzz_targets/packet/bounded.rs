@@ -61,13 +61,13 @@ pub(crate) fn round_trip(decompressor: &mut dyn BoundedDecompress, data: &[u8], 
         );
         assert!(out.is_empty());
     }
-    // Replacing what a reused buffer held, shorter or longer than the output.
-    for held in [data.len() / 2, data.len() + 7] {
+    // At an offset, over what a reused buffer held, shorter or longer than the output.
+    for (start, held) in [(0, data.len() / 2), (3, data.len() + 7)] {
         let mut out = vec![0x5A; held];
         assert_eq!(
-            decompressor.decompress_replacing(compressed, &mut out, data.len()),
+            decompressor.decompress_at(compressed, &mut out, start, data.len()),
             Ok(data.len())
         );
-        assert_eq!(out, data);
+        assert_eq!(&out[start..], data);
     }
 }

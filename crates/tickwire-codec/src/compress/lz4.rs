@@ -35,20 +35,22 @@ impl BoundedDecompress for Lz4Decompressor {
         finish(out, start, result, window == limit, limit)
     }
 
-    /// Decodes into the bytes `out` already holds: only the part of the window past
-    /// `out.len()` is zeroed first (none at all when the previous packet was as long).
-    fn decompress_replacing(
+    /// Decodes into the bytes `out` already holds past `start`: only the part of the window
+    /// past `out.len()` is zeroed first (none at all when the previous packet was as long).
+    fn decompress_at(
         &mut self,
         input: &[u8],
         out: &mut Vec<u8>,
+        start: usize,
         limit: usize,
     ) -> Result<usize, DecompressError> {
         let window = limit.min(max_expansion(input.len()));
-        if out.len() < window {
-            zeroed_tail(out, window - out.len());
+        let end = start.saturating_add(window);
+        if out.len() < end {
+            zeroed_tail(out, end - out.len());
         }
-        let result = block::decompress_into(input, &mut out[..window]);
-        finish(out, 0, result, window == limit, limit)
+        let result = block::decompress_into(input, &mut out[start..end]);
+        finish(out, start, result, window == limit, limit)
     }
 }
 

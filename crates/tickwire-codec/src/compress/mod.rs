@@ -78,20 +78,24 @@ pub trait BoundedDecompress {
         limit: usize,
     ) -> Result<usize, DecompressError>;
 
-    /// Like [`decompress`](Self::decompress), but the output replaces what `out` held
-    /// instead of following it: after `Ok(n)`, `out` is exactly the `n` output bytes; after
-    /// an error it is empty. The same limit and memory bound apply.
+    /// Like [`decompress`](Self::decompress), but the output goes at `out[start..]`,
+    /// replacing what `out` held from there on (`out` is zero-extended to `start` first if
+    /// shorter; the bytes before `start` are kept): after `Ok(n)`, `out.len()` is
+    /// `start + n`; after an error it is `start`. The same limit and memory bound apply to
+    /// the output. A caller picks `start` to place the output (the packet reader aligns it
+    /// to a cache line).
     ///
     /// A decoder that writes into an initialised slice overrides this to reuse the bytes
-    /// `out` already holds as its window (zeroing only where the window is longer than
-    /// `out`), so a stream of similar-sized packets pays nothing to prepare the output.
-    fn decompress_replacing(
+    /// `out` already holds past `start` as its window (zeroing only where the window is
+    /// longer), so a stream of similar-sized packets pays nothing to prepare the output.
+    fn decompress_at(
         &mut self,
         input: &[u8],
         out: &mut Vec<u8>,
+        start: usize,
         limit: usize,
     ) -> Result<usize, DecompressError> {
-        out.clear();
+        out.resize(start, 0);
         self.decompress(input, out, limit)
     }
 }

@@ -370,7 +370,8 @@ impl Session {
 /// (which still starts at the packet: the reader releases it on its next call).
 fn payload_of<'a>(header: &Header, received: &'a ReadBuf, inflated: &'a [u8]) -> &'a [u8] {
     if header.codec.is_compressed() {
-        inflated
+        // The reader puts the payload at the end of `inflated`, after alignment padding.
+        &inflated[inflated.len() - header.payload_len as usize..]
     } else {
         &received.data()[header.header_len()..header.packet_len()]
     }

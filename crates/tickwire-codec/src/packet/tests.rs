@@ -297,6 +297,32 @@ mod lz4 {
     }
 
     #[test]
+    fn decompressed_payloads_start_on_a_cache_line_in_a_reused_buffer() {
+        let reader_config = PacketConfig::client();
+        let mut reader = PacketReader::new(reader_config);
+        let mut out = Vec::new();
+        // Longer, shorter, then longer again than what the buffer held: each payload whole,
+        // aligned, and the buffer never past the limit and the padding.
+        for len in [800, 600, 5_000, 700, 5_000] {
+            let payload: Vec<u8> = b"0123456789abcdef"
+                .iter()
+                .copied()
+                .cycle()
+                .take(len)
+                .collect();
+            let bytes = lz4_packet(&payload);
+            match reader.decode(&bytes, &mut out) {
+                Ok(ReadEvent::Packet(packet)) => {
+                    assert_eq!(packet.payload, &payload[..]);
+                    assert_eq!(packet.payload.as_ptr() as usize % 64, 0, "{len} bytes");
+                }
+                other => panic!("{len} bytes: {other:?}"),
+            }
+        }
+        assert!(out.capacity() <= 5_000 + 63 + 1);
+    }
+
+    #[test]
     fn incompressible_data_is_probed_and_sent_uncompressed() {
         let config = PacketConfig::client().with_compression(CompressionPolicy::lz4());
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
