@@ -54,8 +54,9 @@
 //! takes none of the queued bytes ([`Error::Io`], fatal). An explicit `flush` (and
 //! [`PacketClient::request`], [`PacketClient::ping`]) is a plain blocking write that reads
 //! nothing meanwhile: leave the writing of a large pipelined batch to
-//! [`recv_response`](PacketClient::recv_response). This needs Unix and a [`Stream`] that
-//! implements [`wait_duplex`](crate::Stream::wait_duplex) (`TcpStream`, the TLS stream);
+//! [`recv_response`](PacketClient::recv_response). This needs Unix and a
+//! [`Stream`](crate::Stream) that implements [`wait_duplex`](crate::Stream::wait_duplex)
+//! (`TcpStream`, the TLS stream);
 //! elsewhere everything queued is written before the next read (docs/PACKET.md, "Writes").
 
 /// The setters [`PacketClientBuilder`] and [`PacketServer`] share, on fields `packet`,
