@@ -4,7 +4,7 @@
 //! the writer encodes (arbitrary payloads and policies) with arbitrary bytes flipped.
 //!
 //! Oracle: never a panic; every packet's payload is the length its header declares and
-//! within the limit; the output buffer never grows past the limit; the same packets and
+//! within the limit; the output buffer never grows past the limit (and the alignment padding); the same packets and
 //! the same final error whether the stream is decoded whole from a slice or fed to a
 //! `ReadBuf` in pieces; unflipped encoded packets come back as they were written.
 #![no_main]
@@ -45,8 +45,10 @@ fn config(mode: u8) -> PacketConfig {
 fn check(config: &PacketConfig, header: &Header, payload: &[u8], out_capacity: usize) {
     assert_eq!(payload.len(), header.payload_len as usize);
     assert!(payload.len() <= config.max_payload_len);
+    // The limit, one byte a decompressor may hold past it, and the up to 63 bytes of padding
+    // the reader puts before a payload to start it on a cache line.
     assert!(
-        out_capacity <= config.max_payload_len + 1,
+        out_capacity <= config.max_payload_len + 64,
         "out grew to {out_capacity}"
     );
 }
