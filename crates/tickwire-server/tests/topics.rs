@@ -17,7 +17,7 @@ use tickwire::{ClientBuilder, MaybeTlsStream, Message, Recv, WebSocket};
 type Ws = WebSocket<MaybeTlsStream>;
 use tickwire_server::{
     CloseCode, Conn, ConnId, Decision, Disconnect, Gap, Handler, Request, ServerBuilder,
-    ServerHandle, SharedFrame, SlowConsumer, Topic,
+    ServerHandle, SharedFrame, SlowConsumer, Topic, TopicStats,
 };
 
 /// What the handler reports to the test.
@@ -277,6 +277,20 @@ fn drain_until(stream: &mut TcpStream, last: u64) -> Vec<(u64, u64)> {
     }
 }
 
+/// The topic's counters once `done` holds for them (or 5 s pass). A worker adds a round's
+/// counts after the round, and it writes each subscriber's messages during the round, so a
+/// reader can see its last message a moment before the counters include it.
+fn settled(topic: &Topic, done: impl Fn(&TopicStats) -> bool) -> TopicStats {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let stats = topic.stats();
+        if done(&stats) || Instant::now() >= deadline {
+            return stats;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// Sums the gaps reported until `dropped` are accounted for (or 5 s pass).
 fn gaps(events: &mpsc::Receiver<Event>, dropped: u64) -> (u64, Vec<Gap>) {
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -313,7 +327,9 @@ fn drop_oldest_keeps_the_newest_and_reports_every_dropped_message() {
     );
     let dropped = COUNT - got.len() as u64;
     assert!(dropped > 0, "the silent subscriber fell behind");
-    let stats = fixture.topics[0].stats();
+    let stats = settled(&fixture.topics[0], |s| {
+        s.dropped >= dropped && s.queued >= 2 * COUNT
+    });
     assert_eq!(
         stats.dropped, dropped,
         "every message is received or counted"
@@ -362,7 +378,11 @@ fn conflate_keeps_the_newest_message_of_every_key() {
     }
     let dropped = COUNT - got.len() as u64;
     assert!(dropped > 0, "the silent subscriber fell behind");
-    assert_eq!(fixture.topics[0].stats().dropped, dropped);
+    let stats = settled(&fixture.topics[0], |s| s.dropped >= dropped);
+    assert_eq!(
+        stats.dropped, dropped,
+        "every message is received or counted"
+    );
     assert_eq!(gaps(&fixture.events.lock().unwrap(), dropped).0, dropped);
 }
 
