@@ -47,14 +47,15 @@
 //!   message that arrives with RSV1 set anyway is a protocol error (close code 1002), as for
 //!   any unnegotiated RSV bit.
 //! - `lz4` (off by default): LZ4 packets ([`packet::Compression`]) and
-//!   `compress::Lz4Decompressor`, through `lz4_flex` (pure Rust).
+//!   `compress::Lz4Decompressor`: `lz4_flex` compresses, the reference C library (`lz4-sys`)
+//!   decodes.
 //! - `zstd` (off by default): Zstd packets, with or without a shared dictionary, and
 //!   `compress::ZstdDecompressor`, through the `zstd` crate (the reference C library, so it
 //!   needs a C compiler to build). Without these features the packet reader refuses
 //!   compressed packets with [`packet::PacketError::UnsupportedCodec`]; the two are off by
 //!   default because only packet links use them and each adds a dependency the WebSocket and
 //!   HTTP users do not need.
-#![deny(unsafe_code)] // allowed in one module: ws::mask::simd (docs/UNSAFE.md)
+#![deny(unsafe_code)] // allowed in two modules: ws::mask::simd, compress::lz4 (docs/UNSAFE.md)
 
 /// Builder-style methods for the public fields of a `#[non_exhaustive]` configuration struct
 /// (which callers cannot build with a struct literal): `set with_x => x: T` sets field `x`,
