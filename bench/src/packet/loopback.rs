@@ -234,6 +234,58 @@ fn batch_len(depth: usize) -> usize {
     (depth / 4).max(1)
 }
 
+/// The books both tickwire client loops keep: the requests in flight with the tick each
+/// began at, and when a batch is complete and due to be written.
+struct Window {
+    depth: usize,
+    batch: usize,
+    /// Requests queued since the last batch was written.
+    unwritten: usize,
+    /// (request id, ticks when begun) of the requests in flight: at most 64, so a scan.
+    began: Vec<(RequestId, u64)>,
+    begun: usize,
+}
+
+impl Window {
+    fn new(depth: usize) -> Self {
+        Self {
+            depth,
+            batch: batch_len(depth),
+            unwritten: 0,
+            began: Vec::with_capacity(depth),
+            begun: 0,
+        }
+    }
+
+    /// Whether another request may begin: the window has room and the run wants more.
+    fn has_room(&self, recorder: &Recorder) -> bool {
+        self.began.len() < self.depth && self.begun < recorder.total()
+    }
+
+    /// Request `id` was queued, begun at `at`; true when it completes a batch, which the
+    /// caller then writes.
+    fn sent(&mut self, id: RequestId, at: u64) -> bool {
+        self.began.push((id, at));
+        self.begun += 1;
+        self.unwritten += 1;
+        let due = self.unwritten == self.batch;
+        if due {
+            self.unwritten = 0;
+        }
+        due
+    }
+
+    /// The response to `id` arrived at `ended`.
+    fn answered(&mut self, id: RequestId, ended: u64, recorder: &mut Recorder, who: &str) {
+        let slot = self
+            .began
+            .iter()
+            .position(|&(sent, _)| sent == id)
+            .unwrap_or_else(|| panic!("{who}: a response to a request in flight"));
+        recorder.finished(self.began.swap_remove(slot).1, ended);
+    }
+}
+
 /// tickwire's client: its blocking `PacketClient` over the connected socket (no keepalive
 /// pings, no request timeout: neither side arms timers the other does not).
 fn tickwire_client(addr: SocketAddr, depth: usize, plan: Plan, payload: &[u8]) -> Measured {
@@ -249,36 +301,23 @@ fn tickwire_client(addr: SocketAddr, depth: usize, plan: Plan, payload: &[u8]) -
         payload,
         "tickwire: the echo differs"
     );
-    let batch = batch_len(depth);
-    let mut unwritten = 0;
+    let mut window = Window::new(depth);
     let mut recorder = Recorder::new(plan);
-    // (request id, ticks when begun) of the requests in flight: at most 64, so a scan.
-    let mut began: Vec<(RequestId, u64)> = Vec::with_capacity(depth);
-    let mut begun = 0;
     while !recorder.done() {
-        while began.len() < depth && begun < recorder.total() {
+        while window.has_room(&recorder) {
             let at = harness::ticks_start();
             let id = client
                 .send_request(payload)
                 .expect("tickwire: send a request");
-            unwritten += 1;
-            if unwritten == batch {
+            if window.sent(id, at) {
                 client.flush().expect("tickwire: write a batch");
-                unwritten = 0;
             }
-            began.push((id, at));
-            begun += 1;
         }
-        // Whatever is still queued goes out before this waits (the count above may then
-        // run ahead of what is queued: an early flush, no harm).
+        // Whatever is still queued goes out before this waits.
         let (id, echo) = client.recv_response().expect("tickwire: a response");
         let ended = harness::ticks_end();
         assert_eq!(echo.len(), payload.len(), "tickwire: the echo's length");
-        let slot = began
-            .iter()
-            .position(|&(sent, _)| sent == id)
-            .expect("tickwire: a response to a request in flight");
-        recorder.finished(began.swap_remove(slot).1, ended);
+        window.answered(id, ended, &mut recorder, "tickwire");
     }
     recorder.measured()
 }
@@ -302,23 +341,16 @@ fn tickwire_tokio_client(addr: SocketAddr, depth: usize, plan: Plan, payload: &[
             .await
             .expect("tickwire-tokio: the first request");
         assert_eq!(echo, payload, "tickwire-tokio: the echo differs");
-        let batch = batch_len(depth);
-        let mut unwritten = 0;
+        let mut window = Window::new(depth);
         let mut recorder = Recorder::new(plan);
-        let mut began: Vec<(RequestId, u64)> = Vec::with_capacity(depth);
-        let mut begun = 0;
         while !recorder.done() {
-            while began.len() < depth && begun < recorder.total() {
+            while window.has_room(&recorder) {
                 let at = harness::ticks_start();
                 let id = client
                     .send_request(payload)
                     .expect("tickwire-tokio: send a request");
-                began.push((id, at));
-                begun += 1;
-                unwritten += 1;
-                if unwritten == batch {
+                if window.sent(id, at) {
                     client.flush().await.expect("tickwire-tokio: write a batch");
-                    unwritten = 0;
                 }
             }
             let (id, echo) = client
@@ -331,11 +363,7 @@ fn tickwire_tokio_client(addr: SocketAddr, depth: usize, plan: Plan, payload: &[
                 payload.len(),
                 "tickwire-tokio: the echo's length"
             );
-            let slot = began
-                .iter()
-                .position(|&(sent, _)| sent == id)
-                .expect("tickwire-tokio: a response to a request in flight");
-            recorder.finished(began.swap_remove(slot).1, ended);
+            window.answered(id, ended, &mut recorder, "tickwire-tokio");
         }
         recorder.measured()
     })
@@ -510,5 +538,41 @@ mod tests {
         assert_eq!(measured.latency.len(), 3);
         assert_eq!(measured.latency.max(), 40);
         assert!(measured.rate > 0.0);
+    }
+
+    #[test]
+    fn the_window_writes_every_quarter_and_stays_within_its_depth() {
+        let mut recorder = Recorder::new(Plan {
+            warmup: 0,
+            samples: 10,
+        });
+        let mut window = Window::new(8);
+        let mut due = Vec::new();
+        let mut next = 0;
+        while window.has_room(&recorder) {
+            next += 1;
+            due.push(window.sent(RequestId(next), 100));
+        }
+        assert_eq!(window.began.len(), 8, "stops at the depth");
+        assert_eq!(
+            due,
+            [false, true, false, true, false, true, false, true],
+            "a batch of 2 (a quarter of 8) is due every second request"
+        );
+        window.answered(RequestId(3), 150, &mut recorder, "test");
+        assert_eq!(recorder.finished, 1);
+        assert_eq!(recorder.latency.max(), 50);
+        assert!(window.began.iter().all(|&(id, _)| id != RequestId(3)));
+        // Room for the last two of the run's ten, then none.
+        let mut more = 0;
+        while window.has_room(&recorder) {
+            next += 1;
+            window.sent(RequestId(next), 200);
+            more += 1;
+            if window.began.len() == 8 {
+                window.answered(RequestId(next), 250, &mut recorder, "test");
+            }
+        }
+        assert_eq!(more, 2, "the run begins ten requests in all");
     }
 }
