@@ -106,7 +106,7 @@ enum Command {
     /// clients (a few slow), a live progress line, a summary and an HTML report.
     Demo(demo::DemoArgs),
     /// Binary packet links: `packet serve` (an echo server) and `packet send HOST:PORT`, on
-    /// the blocking transports whatever `--runtime` says.
+    /// the blocking transports or (`--runtime tokio`) tickwire-tokio's.
     Packet(packet_cmd::PacketArgs),
 }
 
@@ -214,7 +214,10 @@ fn main() -> ExitCode {
                     .to_owned(),
             )
         }
-        (_, Command::Packet(args)) => packet_cmd::run(&args),
+        (Runtime::Reactor, Command::Packet(_)) => Err(
+            "--runtime reactor runs `serve` only; `packet` runs on blocking or tokio".to_owned(),
+        ),
+        (runtime, Command::Packet(args)) => packet_cmd::run(&args, runtime == Runtime::Tokio),
         (Runtime::Blocking, Command::Serve(args)) => serve(&args),
         (Runtime::Blocking, Command::Connect(args)) => connect(&args),
         (Runtime::Blocking, Command::Http(args)) => http_cmd::run(&args),
