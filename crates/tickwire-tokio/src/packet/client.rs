@@ -6,10 +6,8 @@
 
 use std::time::Duration;
 
-use tickwire_codec::mux::{self, ClientConfig, Disconnect, RequestId, Response};
-use tickwire_codec::packet::{Header, Keepalive, PacketConfig};
-#[cfg(feature = "tls")]
-use tickwire_tls::ClientTlsConfig;
+use tickwire_codec::mux::{self, Disconnect, RequestId, Response};
+use tickwire_codec::packet::Header;
 
 use super::Error;
 use super::link::{Incoming, Link};
@@ -23,91 +21,37 @@ use crate::{MaybeTlsStream, Transport};
 /// read timeout, a 30 s request timeout, keepalive pings every 30 s with a 10 s pong
 /// deadline, buffers kept while idle ([`release_idle_buffers`](Self::release_idle_buffers)
 /// off).
-#[derive(Debug, Clone)]
+///
+/// [`PacketConfig::client`]: tickwire_codec::packet::PacketConfig::client
+/// [`ClientConfig::new`]: tickwire_codec::mux::ClientConfig::new
+#[derive(Debug, Clone, Default)]
 pub struct PacketClientBuilder {
-    packet: PacketConfig,
-    mux: ClientConfig,
-    nodelay: bool,
-    connect_timeout: Duration,
-    read_timeout: Option<Duration>,
-    request_timeout: Option<Duration>,
-    keepalive: Option<Keepalive>,
+    /// What the blocking client builder has too, with its defaults.
+    options: tickwire::packet::PacketClientOptions,
+    /// Off by default: a client holds a few connections, and each round trip counts.
     release_idle_buffers: bool,
-    #[cfg(feature = "tls")]
-    tls: Option<ClientTlsConfig>,
-}
-
-impl Default for PacketClientBuilder {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 impl PacketClientBuilder {
     /// The defaults above.
     pub fn new() -> Self {
-        Self {
-            packet: PacketConfig::client(),
-            mux: ClientConfig::new(),
-            nodelay: true,
-            connect_timeout: Duration::from_secs(10),
-            read_timeout: None,
-            request_timeout: Some(Duration::from_secs(30)),
-            keepalive: Some(Keepalive {
-                interval: Duration::from_secs(30),
-                timeout: Duration::from_secs(10),
-            }),
-            release_idle_buffers: false,
-            #[cfg(feature = "tls")]
-            tls: None,
-        }
+        Self::default()
     }
 
-    super::shared_setters!();
-
-    /// Multiplexer caps: requests in flight, request and response sizes.
-    pub fn mux_config(mut self, config: ClientConfig) -> Self {
-        self.mux = config;
-        self
-    }
-
-    /// Bounds the TCP connect (per resolved address) and the TLS handshake together.
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// A wait for a response that receives nothing for this long returns
-    /// [`Error::ReadTimeout`] (the connection carries on). Default none.
-    pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.read_timeout = timeout;
-        self
-    }
-
-    /// Each request fails with [`Error::TimedOut`] when its response has not come within
-    /// this (default 30 s; `None`: never).
-    pub fn request_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
-
-    /// Connect with TLS under this configuration (its roots, and a client certificate for
-    /// mutual TLS).
-    #[cfg(feature = "tls")]
-    pub fn tls(mut self, config: ClientTlsConfig) -> Self {
-        self.tls = Some(config);
-        self
-    }
+    tickwire::__packet_client_builder_options!();
+    super::release_idle_buffers_setter!();
 
     /// Connects to `host:port` (TCP, then TLS when configured, checked against `host`).
     /// Cancel safe: a dropped connect closes the half-open socket.
     pub async fn connect(&self, host: &str, port: u16) -> Result<PacketClient, Error> {
-        let deadline = tokio::time::Instant::now() + self.connect_timeout;
-        let tcp = crate::net::tcp_connect(host, port, Some(self.connect_timeout), self.nodelay)
-            .await
-            .map_err(connect_error)?;
+        let options = &self.options;
+        let deadline = tokio::time::Instant::now() + options.connect_timeout;
+        let tcp =
+            crate::net::tcp_connect(host, port, Some(options.connect_timeout), options.nodelay)
+                .await
+                .map_err(connect_error)?;
         #[cfg(feature = "tls")]
-        let stream = match &self.tls {
+        let stream = match &options.tls {
             Some(tls) => crate::net::tls_connect(tcp, host, Some(tls), deadline).await?,
             None => MaybeTls::Plain(tcp),
         };
@@ -121,16 +65,17 @@ impl PacketClientBuilder {
 
     /// A client over an already connected stream (socket options are the caller's).
     pub fn client_over<S: Transport>(&self, stream: S) -> PacketClient<S> {
+        let options = &self.options;
         PacketClient {
             link: Link::new(
                 stream,
-                self.packet.clone(),
-                self.keepalive,
-                self.read_timeout,
+                options.packet.clone(),
+                options.keepalive,
+                options.read_timeout,
                 self.release_idle_buffers,
             ),
-            mux: mux::Client::new(self.mux),
-            request_timeout: self.request_timeout,
+            mux: mux::Client::new(options.mux),
+            request_timeout: options.request_timeout,
             last: None,
             pending_request: None,
             scratch: Vec::new(),

@@ -68,29 +68,11 @@
 //! | [`ServerHandle::shutdown`] | The server is stopped either way (the listener closes when its task ends). |
 //! | `send_request`, `respond`, `cancel` | Not async. |
 
-/// The setters [`PacketClientBuilder`] and [`PacketServer`] share, on fields `packet`,
-/// `nodelay`, `keepalive` and `release_idle_buffers`.
-macro_rules! shared_setters {
+/// The setter the async [`PacketClientBuilder`] and [`PacketServer`] add to those both
+/// transports share (`tickwire::__packet_client_builder_options` and the server's), on
+/// field `release_idle_buffers`.
+macro_rules! release_idle_buffers_setter {
     () => {
-        /// Packet limits, checksum and compression policy of this end's reader and writer.
-        pub fn packet_config(mut self, config: tickwire_codec::packet::PacketConfig) -> Self {
-            self.packet = config;
-            self
-        }
-
-        /// TCP_NODELAY (default on).
-        pub fn nodelay(mut self, on: bool) -> Self {
-            self.nodelay = on;
-            self
-        }
-
-        /// This end's keepalive pings (`None`: none; pings from the peer are answered
-        /// either way).
-        pub fn keepalive(mut self, keepalive: Option<super::Keepalive>) -> Self {
-            self.keepalive = keepalive;
-            self
-        }
-
         /// Whether an idle connection lends its buffers out while it waits (default on for
         /// servers, off for clients; plain TCP only; the cost: module docs, "Idle
         /// connections and their buffers").
@@ -100,7 +82,7 @@ macro_rules! shared_setters {
         }
     };
 }
-use shared_setters;
+use release_idle_buffers_setter;
 
 mod client;
 mod link;

@@ -4,11 +4,11 @@
 //! is ever answered twice.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::sync::{Mutex, MutexGuard};
 
-use tickwire_codec::mux::{Breaker, BreakerConfig, BreakerState};
+use tickwire_codec::mux::{Breaker, BreakerState};
 
 use super::{Error, PacketClient, PacketClientBuilder};
 use crate::core::now;
@@ -16,69 +16,33 @@ use crate::core::now;
 /// Options for a [`PacketPool`]. Defaults: 4 connections, the default
 /// [`PacketClientBuilder`], [`BreakerConfig::new`] (open after 5 consecutive failures, 1 s
 /// cool-down doubling to 30 s), reconnect backoff from 50 ms doubling to 5 s.
-#[derive(Debug, Clone)]
+///
+/// [`BreakerConfig::new`]: tickwire_codec::mux::BreakerConfig::new
+#[derive(Debug, Clone, Default)]
 pub struct PacketPoolBuilder {
     client: PacketClientBuilder,
-    size: usize,
-    breaker: BreakerConfig,
-    backoff_initial: Duration,
-    backoff_max: Duration,
-}
-
-impl Default for PacketPoolBuilder {
-    fn default() -> Self {
-        Self::new()
-    }
+    /// What the blocking pool builder has too, with its defaults.
+    options: tickwire::packet::PacketPoolOptions,
 }
 
 impl PacketPoolBuilder {
     /// The defaults above.
     pub fn new() -> Self {
-        Self {
-            client: PacketClientBuilder::new(),
-            size: 4,
-            breaker: BreakerConfig::new(),
-            backoff_initial: Duration::from_millis(50),
-            backoff_max: Duration::from_secs(5),
-        }
+        Self::default()
     }
 
-    /// How each connection is made (timeouts, TLS, limits, keepalive).
-    pub fn client(mut self, client: PacketClientBuilder) -> Self {
-        self.client = client;
-        self
-    }
-
-    /// Connections in the pool (at least 1).
-    pub fn size(mut self, size: usize) -> Self {
-        self.size = size.max(1);
-        self
-    }
-
-    /// The circuit breaker's thresholds.
-    pub fn breaker(mut self, config: BreakerConfig) -> Self {
-        self.breaker = config;
-        self
-    }
-
-    /// After a failed connection attempt a slot waits `initial`, doubling per further
-    /// failure up to `max`, before it tries again ([`Error::Reconnecting`] meanwhile).
-    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.backoff_initial = initial;
-        self.backoff_max = max.max(initial);
-        self
-    }
+    tickwire::__packet_pool_builder_options!(PacketClientBuilder);
 
     /// A pool for `host:port`. Connects lazily: the first request on each slot connects.
     pub fn build(self, host: &str, port: u16) -> PacketPool {
-        let slots = (0..self.size)
+        let slots = (0..self.options.size)
             .map(|_| Mutex::new(Slot::default()))
             .collect();
         PacketPool {
             host: host.to_owned(),
             port,
-            breaker: std::sync::Mutex::new(Breaker::new(self.breaker)),
-            options: self,
+            breaker: std::sync::Mutex::new(Breaker::new(self.options.breaker)),
+            builder: self,
             slots,
             next: AtomicUsize::new(0),
         }
@@ -96,7 +60,7 @@ impl PacketPoolBuilder {
 pub struct PacketPool {
     host: String,
     port: u16,
-    options: PacketPoolBuilder,
+    builder: PacketPoolBuilder,
     slots: Vec<Mutex<Slot>>,
     next: AtomicUsize,
     breaker: std::sync::Mutex<Breaker>,
@@ -242,20 +206,15 @@ impl PacketPool {
         if let Some(retry_at) = slot.retry_at.filter(|&retry| retry > at && !probe) {
             return Err(Error::Reconnecting { retry_at });
         }
-        match self.options.client.connect(&self.host, self.port).await {
+        match self.builder.client.connect(&self.host, self.port).await {
             Ok(client) => {
                 slot.connect_failures = 0;
                 slot.retry_at = None;
                 Ok(slot.client.insert(client))
             }
             Err(error) => {
-                let doublings = slot.connect_failures.min(20);
+                let delay = self.builder.options.reconnect_delay(slot.connect_failures);
                 slot.connect_failures += 1;
-                let delay = self
-                    .options
-                    .backoff_initial
-                    .saturating_mul(1 << doublings)
-                    .min(self.options.backoff_max);
                 slot.retry_at = Some(now() + delay);
                 Err(error)
             }

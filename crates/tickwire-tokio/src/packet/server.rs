@@ -10,10 +10,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
 use tickwire_codec::buf::WriteBuf;
-use tickwire_codec::mux::{self, RequestId, ServerConfig};
-use tickwire_codec::packet::{Control, Header, Keepalive, PacketConfig, PacketWriter};
-#[cfg(feature = "tls")]
-use tickwire_tls::ServerTlsConfig;
+use tickwire_codec::mux::{self, RequestId};
+use tickwire_codec::packet::{Control, Header, PacketWriter};
 
 use super::Error;
 use super::link::{Incoming, Link};
@@ -26,17 +24,14 @@ use crate::{MaybeTlsStream, Transport};
 /// pings of its own (clients' pings are answered), plain TCP, buffers lent out while idle
 /// ([`release_idle_buffers`](Self::release_idle_buffers) on: a server holds many mostly idle
 /// connections).
+///
+/// [`PacketConfig::server`]: tickwire_codec::packet::PacketConfig::server
+/// [`ServerConfig::new`]: tickwire_codec::mux::ServerConfig::new
 #[derive(Debug, Clone)]
 pub struct PacketServer {
-    packet: PacketConfig,
-    mux: ServerConfig,
-    nodelay: bool,
-    handshake_timeout: Duration,
-    read_timeout: Option<Duration>,
-    keepalive: Option<Keepalive>,
+    /// What the blocking server builder has too, with its defaults.
+    options: tickwire::packet::PacketServerOptions,
     release_idle_buffers: bool,
-    #[cfg(feature = "tls")]
-    tls: Option<ServerTlsConfig>,
 }
 
 impl Default for PacketServer {
@@ -49,55 +44,24 @@ impl PacketServer {
     /// The defaults above.
     pub fn new() -> Self {
         Self {
-            packet: PacketConfig::server(),
-            mux: ServerConfig::new(),
-            nodelay: true,
-            handshake_timeout: Duration::from_secs(10),
-            read_timeout: None,
-            keepalive: None,
+            options: tickwire::packet::PacketServerOptions::default(),
+            // On, unlike a client's: a server holds many mostly idle connections.
             release_idle_buffers: true,
-            #[cfg(feature = "tls")]
-            tls: None,
         }
     }
 
-    super::shared_setters!();
-
-    /// Multiplexer caps: requests in flight per connection (past it: "busy") and request size.
-    pub fn mux_config(mut self, config: ServerConfig) -> Self {
-        self.mux = config;
-        self
-    }
-
-    /// Bounds the TLS handshake.
-    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
-        self.handshake_timeout = timeout;
-        self
-    }
-
-    /// A connection that sends nothing for this long while the server waits for a request
-    /// ends with [`Error::ReadTimeout`]. Default none.
-    pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.read_timeout = timeout;
-        self
-    }
-
-    /// Serve TLS with this configuration (mutual TLS when it requires client certificates).
-    #[cfg(feature = "tls")]
-    pub fn tls(mut self, config: ServerTlsConfig) -> Self {
-        self.tls = Some(config);
-        self
-    }
+    tickwire::__packet_server_builder_options!();
+    super::release_idle_buffers_setter!();
 
     /// Sets up an accepted connection: socket options, then the TLS handshake when
     /// configured (bounded by the handshake timeout). Cancel safe: a dropped accept closes
     /// the socket.
     pub async fn accept(&self, tcp: TcpStream) -> Result<PacketConnection, Error> {
-        tcp.set_nodelay(self.nodelay)?;
+        tcp.set_nodelay(self.options.nodelay)?;
         #[cfg(feature = "tls")]
-        let stream = match &self.tls {
+        let stream = match &self.options.tls {
             Some(tls) => {
-                let deadline = tokio::time::Instant::now() + self.handshake_timeout;
+                let deadline = tokio::time::Instant::now() + self.options.handshake_timeout;
                 crate::net::tls_accept(tcp, tls, deadline).await?
             }
             None => MaybeTls::Plain(tcp),
@@ -109,15 +73,16 @@ impl PacketServer {
 
     /// A connection over an already set-up stream.
     pub fn connection_over<S: Transport>(&self, stream: S) -> PacketConnection<S> {
+        let options = &self.options;
         PacketConnection {
             link: Link::new(
                 stream,
-                self.packet.clone(),
-                self.keepalive,
-                self.read_timeout,
+                options.packet.clone(),
+                options.keepalive,
+                options.read_timeout,
                 self.release_idle_buffers,
             ),
-            mux: mux::Server::new(self.mux),
+            mux: mux::Server::new(options.mux),
             last: None,
             scratch: Vec::new(),
         }

@@ -7,105 +7,45 @@
 
 use std::time::{Duration, Instant};
 
-use tickwire_codec::mux::{self, ClientConfig, Disconnect, RequestId, Response};
-use tickwire_codec::packet::{Header, PacketConfig};
+use tickwire_codec::mux::{self, Disconnect, RequestId, Response};
+use tickwire_codec::packet::Header;
 
-#[cfg(feature = "tls")]
-use tickwire_tls::ClientTlsConfig;
-
-use super::Error;
-use super::Keepalive;
 use super::link::{Incoming, Link};
+use super::{Error, PacketClientOptions};
 use crate::{MaybeTlsStream, Stream};
 
 /// Options for a [`PacketClient`]. Defaults: [`PacketConfig::client`] (16 MiB packets, no
 /// compression), [`ClientConfig::new`] (1 024 requests in flight), TCP_NODELAY on, a 10 s
 /// connect timeout (TCP and TLS together), no read or write timeout, a 30 s request
 /// timeout, keepalive pings every 30 s with a 10 s pong deadline.
-#[derive(Debug, Clone)]
+///
+/// [`PacketConfig::client`]: tickwire_codec::packet::PacketConfig::client
+/// [`ClientConfig::new`]: tickwire_codec::mux::ClientConfig::new
+#[derive(Debug, Clone, Default)]
 pub struct PacketClientBuilder {
-    packet: PacketConfig,
-    mux: ClientConfig,
-    nodelay: bool,
-    connect_timeout: Duration,
-    read_timeout: Option<Duration>,
+    /// What the tokio client builder has too, with its defaults.
+    options: PacketClientOptions,
     write_timeout: Option<Duration>,
-    request_timeout: Option<Duration>,
-    keepalive: Option<Keepalive>,
-    #[cfg(feature = "tls")]
-    tls: Option<ClientTlsConfig>,
-}
-
-impl Default for PacketClientBuilder {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 impl PacketClientBuilder {
     /// The defaults above.
     pub fn new() -> Self {
-        Self {
-            packet: PacketConfig::client(),
-            mux: ClientConfig::new(),
-            nodelay: true,
-            connect_timeout: Duration::from_secs(10),
-            read_timeout: None,
-            write_timeout: None,
-            request_timeout: Some(Duration::from_secs(30)),
-            keepalive: Some(Keepalive {
-                interval: Duration::from_secs(30),
-                timeout: Duration::from_secs(10),
-            }),
-            #[cfg(feature = "tls")]
-            tls: None,
-        }
+        Self::default()
     }
 
-    super::shared_setters!();
-
-    /// Multiplexer caps: requests in flight, request and response sizes.
-    pub fn mux_config(mut self, config: ClientConfig) -> Self {
-        self.mux = config;
-        self
-    }
-
-    /// Bounds the TCP connect (per resolved address) and the TLS handshake together.
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// A wait for a response that receives nothing for this long returns
-    /// [`Error::ReadTimeout`] (the connection carries on). Default none.
-    pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.read_timeout = timeout;
-        self
-    }
-
-    /// Each request fails with [`Error::TimedOut`] when its response has not come within
-    /// this (default 30 s; `None`: never).
-    pub fn request_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
-
-    /// Connect with TLS under this configuration (its roots, and a client certificate for
-    /// mutual TLS).
-    #[cfg(feature = "tls")]
-    pub fn tls(mut self, config: ClientTlsConfig) -> Self {
-        self.tls = Some(config);
-        self
-    }
+    crate::__packet_client_builder_options!();
+    super::write_timeout_setter!();
 
     /// Connects to `host:port` (TCP, then TLS when configured, checked against `host`).
     pub fn connect(&self, host: &str, port: u16) -> Result<PacketClient, Error> {
-        let deadline = Instant::now() + self.connect_timeout;
-        let tcp = crate::net::tcp_connect(host, port, Some(self.connect_timeout))
+        let options = &self.options;
+        let deadline = Instant::now() + options.connect_timeout;
+        let tcp = crate::net::tcp_connect(host, port, Some(options.connect_timeout))
             .map_err(connect_error)?;
-        tcp.set_nodelay(self.nodelay)?;
+        tcp.set_nodelay(options.nodelay)?;
         #[cfg(feature = "tls")]
-        let stream = match &self.tls {
+        let stream = match &options.tls {
             Some(tls) => crate::net::tls_connect(tcp, host, Some(tls), deadline)?,
             None => MaybeTlsStream::Plain(tcp),
         };
@@ -121,16 +61,17 @@ impl PacketClientBuilder {
     /// the write timeout, which this sets).
     pub fn client_over<S: Stream>(&self, mut stream: S) -> Result<PacketClient<S>, Error> {
         stream.set_write_timeout(self.write_timeout)?;
+        let options = &self.options;
         Ok(PacketClient {
             link: Link::new(
                 stream,
-                self.packet.clone(),
-                self.keepalive,
-                self.read_timeout,
+                options.packet.clone(),
+                options.keepalive,
+                options.read_timeout,
                 self.write_timeout,
             ),
-            mux: mux::Client::new(self.mux),
-            request_timeout: self.request_timeout,
+            mux: mux::Client::new(options.mux),
+            request_timeout: options.request_timeout,
             last: None,
             scratch: Vec::new(),
         })

@@ -59,42 +59,24 @@
 //! (`TcpStream`, the TLS stream);
 //! elsewhere everything queued is written before the next read (docs/PACKET.md, "Writes").
 
-/// The setters [`PacketClientBuilder`] and [`PacketServer`] share, on fields `packet`,
-/// `nodelay`, `write_timeout` and `keepalive`.
-macro_rules! shared_setters {
+/// The setter the blocking [`PacketClientBuilder`] and [`PacketServer`] add to those both
+/// transports share (`options.rs`), on field `write_timeout`.
+macro_rules! write_timeout_setter {
     () => {
-        /// Packet limits, checksum and compression policy of this end's reader and writer.
-        pub fn packet_config(mut self, config: tickwire_codec::packet::PacketConfig) -> Self {
-            self.packet = config;
-            self
-        }
-
-        /// TCP_NODELAY (default on).
-        pub fn nodelay(mut self, on: bool) -> Self {
-            self.nodelay = on;
-            self
-        }
-
         /// Bounds each write; a write that times out is [`Error::Io`](super::Error::Io)
         /// and fatal. Default none.
         pub fn write_timeout(mut self, timeout: Option<std::time::Duration>) -> Self {
             self.write_timeout = timeout;
             self
         }
-
-        /// This end's keepalive pings (`None`: none; pings from the peer are answered
-        /// either way).
-        pub fn keepalive(mut self, keepalive: Option<super::Keepalive>) -> Self {
-            self.keepalive = keepalive;
-            self
-        }
     };
 }
-use shared_setters;
+use write_timeout_setter;
 
 mod client;
 mod error;
 mod link;
+mod options;
 mod pool;
 mod server;
 #[cfg(any(feature = "serde-json", feature = "bincode"))]
@@ -102,6 +84,9 @@ mod typed;
 
 pub use client::{PacketClient, PacketClientBuilder};
 pub use error::Error;
+// What tickwire-tokio's packet builders share with these; not API.
+#[doc(hidden)]
+pub use options::{PacketClientOptions, PacketPoolOptions, PacketServerOptions};
 pub use pool::{PacketPool, PacketPoolBuilder};
 pub use server::{PacketConnection, PacketServer, Responder, ServerHandle};
 pub use tickwire_codec::mux::RequestId;

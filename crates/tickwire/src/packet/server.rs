@@ -10,15 +10,14 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use tickwire_codec::buf::WriteBuf;
-use tickwire_codec::mux::{self, RequestId, ServerConfig};
-use tickwire_codec::packet::{Control, Header, PacketConfig, PacketWriter};
+use tickwire_codec::mux::{self, RequestId};
+use tickwire_codec::packet::{Control, Header, PacketWriter};
 
 #[cfg(feature = "tls")]
-use tickwire_tls::{ServerTlsConfig, TlsCodec};
+use tickwire_tls::TlsCodec;
 
-use super::Keepalive;
 use super::link::{Incoming, Link};
-use super::{Error, lock};
+use super::{Error, PacketServerOptions, lock};
 use crate::{MaybeTlsStream, Stream};
 
 /// Options for the accept side. Defaults: [`PacketConfig::server`] (1 MiB packets),
@@ -26,78 +25,34 @@ use crate::{MaybeTlsStream, Stream};
 /// TCP_NODELAY on, a 10 s TLS handshake timeout, no read timeout (an idle client that
 /// keeps its connection open is served), no write timeout, no keepalive pings of its own
 /// (clients' pings are answered), plain TCP.
-#[derive(Debug, Clone)]
+///
+/// [`PacketConfig::server`]: tickwire_codec::packet::PacketConfig::server
+/// [`ServerConfig::new`]: tickwire_codec::mux::ServerConfig::new
+#[derive(Debug, Clone, Default)]
 pub struct PacketServer {
-    packet: PacketConfig,
-    mux: ServerConfig,
-    nodelay: bool,
-    handshake_timeout: Duration,
-    read_timeout: Option<Duration>,
+    /// What the tokio server builder has too, with its defaults.
+    options: PacketServerOptions,
     write_timeout: Option<Duration>,
-    keepalive: Option<Keepalive>,
-    #[cfg(feature = "tls")]
-    tls: Option<ServerTlsConfig>,
-}
-
-impl Default for PacketServer {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 impl PacketServer {
     /// The defaults above.
     pub fn new() -> Self {
-        Self {
-            packet: PacketConfig::server(),
-            mux: ServerConfig::new(),
-            nodelay: true,
-            handshake_timeout: Duration::from_secs(10),
-            read_timeout: None,
-            write_timeout: None,
-            keepalive: None,
-            #[cfg(feature = "tls")]
-            tls: None,
-        }
+        Self::default()
     }
 
-    super::shared_setters!();
-
-    /// Multiplexer caps: requests in flight per connection (past it: "busy") and request size.
-    pub fn mux_config(mut self, config: ServerConfig) -> Self {
-        self.mux = config;
-        self
-    }
-
-    /// Bounds the TLS handshake.
-    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
-        self.handshake_timeout = timeout;
-        self
-    }
-
-    /// A connection that sends nothing for this long while the server waits for a request
-    /// ends with [`Error::ReadTimeout`]. Default none.
-    pub fn read_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.read_timeout = timeout;
-        self
-    }
-
-    /// Serve TLS with this configuration (mutual TLS when it requires client certificates).
-    #[cfg(feature = "tls")]
-    pub fn tls(mut self, config: ServerTlsConfig) -> Self {
-        self.tls = Some(config);
-        self
-    }
+    crate::__packet_server_builder_options!();
+    super::write_timeout_setter!();
 
     /// Sets up an accepted connection: socket options, then the TLS handshake when
     /// configured (bounded by the handshake timeout).
     pub fn accept(&self, tcp: TcpStream) -> Result<PacketConnection, Error> {
-        tcp.set_nodelay(self.nodelay)?;
+        tcp.set_nodelay(self.options.nodelay)?;
         #[cfg(feature = "tls")]
-        let stream = match &self.tls {
+        let stream = match &self.options.tls {
             Some(tls) => {
                 let mut stream = crate::TlsStream::new(tcp, TlsCodec::server(tls)?);
-                stream.handshake(std::time::Instant::now() + self.handshake_timeout)?;
+                stream.handshake(std::time::Instant::now() + self.options.handshake_timeout)?;
                 MaybeTlsStream::Tls(Box::new(stream))
             }
             None => MaybeTlsStream::Plain(tcp),
@@ -110,15 +65,16 @@ impl PacketServer {
     /// A connection over an already set-up stream (the write timeout is set here).
     pub fn connection_over<S: Stream>(&self, mut stream: S) -> Result<PacketConnection<S>, Error> {
         stream.set_write_timeout(self.write_timeout)?;
+        let options = &self.options;
         Ok(PacketConnection {
             link: Link::new(
                 stream,
-                self.packet.clone(),
-                self.keepalive,
-                self.read_timeout,
+                options.packet.clone(),
+                options.keepalive,
+                options.read_timeout,
                 self.write_timeout,
             ),
-            mux: mux::Server::new(self.mux),
+            mux: mux::Server::new(options.mux),
             last: None,
             scratch: Vec::new(),
         })
