@@ -38,6 +38,16 @@ pub trait Transport: AsyncRead + AsyncWrite + Unpin {
     fn can_signal_read_ready(&self) -> bool {
         false
     }
+
+    /// One non-blocking read that does not consult tokio's cached readiness: `Some` with its
+    /// result (`WouldBlock` when nothing is there) where the stream is a socket, `None`
+    /// elsewhere (default). tokio clears a socket's readiness after a read that did not
+    /// fill the buffer, so its next `poll_read` waits for the reactor even when more bytes
+    /// have arrived since; a pipelined link tries this first and skips that turn.
+    fn read_now(&mut self, buf: &mut [u8]) -> Option<io::Result<usize>> {
+        let _ = buf;
+        None
+    }
 }
 
 impl Transport for TcpStream {
@@ -47,6 +57,11 @@ impl Transport for TcpStream {
 
     fn can_signal_read_ready(&self) -> bool {
         true
+    }
+
+    fn read_now(&mut self, buf: &mut [u8]) -> Option<io::Result<usize>> {
+        use std::io::Read;
+        Some((&*socket2::SockRef::from(&*self)).read(buf))
     }
 }
 
