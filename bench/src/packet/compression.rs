@@ -1,5 +1,8 @@
 //! Compression: compress and decompress MB/s and the size ratio, LZ4 and Zstd (level 1 on both
 //! sides), on one 64 KiB payload of each kind of data, each library through its own API.
+//! LZ4 is not the same code on both sides: network-protocol calls lz4_flex 0.11 (its checked
+//! encoder and decoder), tickwire compresses with lz4_flex 0.14's unchecked encoder and decodes
+//! with the reference C library (docs/PACKET.md, "Which LZ4").
 //!
 //! Two ways of calling each library, each its own row:
 //!
@@ -131,7 +134,9 @@ pub(crate) fn run(ctx: &Ctx, clock: &Clock, budget: Budget) -> Vec<Table> {
                 "size ratio",
             ],
             "MB/s of uncompressed bytes, median of the rounds (range); Zstd at level 1 on both \
-             sides, both on the same lz4_flex and zstd crates. \"always\": every payload \
+             sides, on the same zstd crate. LZ4: network-protocol on lz4_flex 0.11 (checked \
+             encoder and decoder), tickwire compressing with lz4_flex 0.14's unchecked encoder \
+             and decoding with the C library (lz4 1.10). \"always\": every payload \
              compressed (tickwire: threshold and probe off, its writer still sends a payload \
              that did not shrink uncompressed; network-protocol: `compress` / `decompress`). \
              \"adaptive\": each library's own decision (tickwire: default policy, an LZ4 probe \
