@@ -4,6 +4,8 @@
 //! write timeout. Every wait is bounded by a watchdog, so a regression fails instead of
 //! hanging.
 
+#[path = "packet_support/flood.rs"]
+mod flood;
 mod packet_support;
 #[expect(dead_code, reason = "shared with tests/tls.rs, which uses the rest")]
 mod tls_support;
@@ -148,4 +150,14 @@ fn a_write_the_peer_never_reads_ends_at_the_write_timeout() {
     }
     drop(hold);
     peer.join().unwrap();
+}
+
+#[test]
+fn a_client_that_never_reads_stalls_on_tcp_instead_of_growing_the_servers_queue() {
+    use tickwire::codec::packet::PacketConfig;
+
+    let config = PacketConfig::server().with_max_queued(256 << 10);
+    let (server, port) = echo_server(PacketServer::new().packet_config(config));
+    within_patience(move || flood::never_reading_client(port, PATIENCE));
+    server.shutdown();
 }

@@ -28,6 +28,14 @@ pub struct PacketConfig {
     /// the reader decompresses packets that name its id. Both ends must configure the same.
     #[cfg(feature = "zstd")]
     pub dictionary: Option<ZstdDictionary>,
+    /// Most bytes queued for the socket before this end stops taking packets in: past it
+    /// ([`Session::output_full`](super::Session::output_full)) the transports neither read
+    /// nor parse and write until the queue is empty (bounded by their write timeouts), so a
+    /// peer that sends requests without reading the answers meets TCP's flow control instead
+    /// of growing this end's memory. Server default 4 MiB. Client default unlimited: a
+    /// client's queue holds its own requests (bounded by the multiplexer's caps), and a
+    /// client that stopped reading while a server did the same would wait forever.
+    pub max_queued: usize,
 }
 
 impl PacketConfig {
@@ -40,14 +48,16 @@ impl PacketConfig {
             compression: CompressionPolicy::none(),
             #[cfg(feature = "zstd")]
             dictionary: None,
+            max_queued: usize::MAX,
         }
     }
 
     /// Server defaults, tighter because clients are untrusted: 1 MiB payloads, no checksum,
-    /// no compression.
+    /// no compression, reading paused while more than 4 MiB of answers wait for the socket.
     pub fn server() -> Self {
         Self {
             max_payload_len: 1 << 20,
+            max_queued: 4 << 20,
             ..Self::client()
         }
     }
@@ -61,6 +71,7 @@ impl PacketConfig {
         set with_max_payload_len => max_payload_len: usize,
         set with_checksum => checksum: bool,
         set with_compression => compression: CompressionPolicy,
+        set with_max_queued => max_queued: usize,
         #[cfg(feature = "zstd")]
         set with_dictionary => dictionary: Option<ZstdDictionary>,
     }

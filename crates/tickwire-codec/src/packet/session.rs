@@ -145,6 +145,8 @@ pub struct Session {
     pong_due: Option<Instant>,
     nonce: u64,
     failed: bool,
+    /// [`PacketConfig::max_queued`].
+    max_queued: usize,
 }
 
 impl Session {
@@ -152,6 +154,7 @@ impl Session {
     /// `now`.
     pub fn new(config: PacketConfig, keepalive: Option<Keepalive>, now: Instant) -> Self {
         Self {
+            max_queued: config.max_queued,
             reader: PacketReader::new(config.clone()),
             writer: PacketWriter::new(config),
             buffers: SessionBuffers::new(),
@@ -311,6 +314,14 @@ impl Session {
     /// Whether bytes are queued for the socket.
     pub fn wants_write(&self) -> bool {
         !self.buffers.queued.is_empty()
+    }
+
+    /// Whether more than [`PacketConfig::max_queued`] bytes are queued: the transport
+    /// should stop reading and parsing (no [`poll_event`](Self::poll_event)) and write until
+    /// the queue is empty, so the peer's sending waits on TCP instead of on this end's
+    /// memory.
+    pub fn output_full(&self) -> bool {
+        self.buffers.queued.len() > self.max_queued
     }
 
     /// Whether nothing is partly received (once the packet returned last is released) and

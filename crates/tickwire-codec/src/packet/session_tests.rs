@@ -181,3 +181,29 @@ fn an_oversize_payload_is_refused_without_failing_the_session() {
     assert!(!a.is_failed() && !a.wants_write());
     a.queue(1, &[0; 8]).unwrap();
 }
+
+#[test]
+fn output_is_full_past_max_queued_until_written() {
+    let config = PacketConfig::server().with_max_queued(1_000);
+    let mut session = Session::new(config, None, Instant::now());
+    session.queue(1, &[7; 900]).unwrap();
+    assert!(!session.output_full(), "916 bytes queued, under the cap");
+    session.queue(2, &[7; 100]).unwrap();
+    assert!(session.output_full(), "1,032 bytes queued, over the cap");
+    let some = session.transmit().len() - 900;
+    session.wrote(some);
+    assert!(!session.output_full(), "back under once written");
+    assert!(
+        !session_with_defaults_is_ever_full(),
+        "a client is never full by default"
+    );
+}
+
+/// A client session with 64 MiB queued is not full: clients are uncapped by default.
+fn session_with_defaults_is_ever_full() -> bool {
+    let mut session = Session::new(PacketConfig::client(), None, Instant::now());
+    for id in 1..=64 {
+        session.queue(id, &[0; 1 << 20]).unwrap();
+    }
+    session.output_full()
+}

@@ -204,29 +204,39 @@ impl<S: Transport> Link<S> {
         last_byte: &mut Instant,
     ) -> Poll<Result<Incoming, Error>> {
         loop {
-            match self.session.poll_event() {
-                Ok(SessionEvent::Packet(header)) => {
-                    return Poll::Ready(Ok(Incoming::Packet(header)));
+            if self.session.output_full() {
+                // The peer sends faster than it reads: nothing is read or parsed until the
+                // queue is written, so its sending waits on TCP. Timers still run below.
+                match self.poll_flush(cx) {
+                    Poll::Ready(Ok(())) => continue,
+                    Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                    Poll::Pending => {}
                 }
-                Ok(SessionEvent::Busy(id)) => {
-                    return Poll::Ready(Ok(Incoming::Busy(RequestId(id))));
+            } else {
+                match self.session.poll_event() {
+                    Ok(SessionEvent::Packet(header)) => {
+                        return Poll::Ready(Ok(Incoming::Packet(header)));
+                    }
+                    Ok(SessionEvent::Busy(id)) => {
+                        return Poll::Ready(Ok(Incoming::Busy(RequestId(id))));
+                    }
+                    Ok(SessionEvent::Pong) => return Poll::Ready(Ok(Incoming::Pong)),
+                    Ok(SessionEvent::NeedMore) => {}
+                    Err(error) => return Poll::Ready(Err(Error::from(error))),
                 }
-                Ok(SessionEvent::Pong) => return Poll::Ready(Ok(Incoming::Pong)),
-                Ok(SessionEvent::NeedMore) => {}
-                Err(error) => return Poll::Ready(Err(Error::from(error))),
-            }
-            // A write the socket does not take yet does not stop the reads: a peer that
-            // waits for us to read before it reads our bytes cannot deadlock the two.
-            if let Poll::Ready(Err(error)) = self.poll_flush(cx) {
-                return Poll::Ready(Err(error));
-            }
-            match self.poll_read(cx) {
-                Poll::Ready(Ok(())) => {
-                    *last_byte = now();
-                    continue;
+                // A write the socket does not take yet does not stop the reads: a peer that
+                // waits for us to read before it reads our bytes cannot deadlock the two.
+                if let Poll::Ready(Err(error)) = self.poll_flush(cx) {
+                    return Poll::Ready(Err(error));
                 }
-                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
-                Poll::Pending => {}
+                match self.poll_read(cx) {
+                    Poll::Ready(Ok(())) => {
+                        *last_byte = now();
+                        continue;
+                    }
+                    Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                    Poll::Pending => {}
+                }
             }
             // Nothing to read: the timers. An answer that arrived was read above, so it
             // wins over a deadline that passed meanwhile.

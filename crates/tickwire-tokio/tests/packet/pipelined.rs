@@ -292,3 +292,22 @@ async fn a_read_timeout_is_reported_and_the_connection_carries_on() {
     };
     assert_eq!(answered, (id, b"slow but sure".to_vec()));
 }
+
+#[path = "../../../tickwire/tests/packet_support/flood.rs"]
+mod flood;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_stalls_on_tcp_instead_of_growing_the_servers_queue() {
+    use tickwire_tokio::codec::packet::PacketConfig;
+
+    let config = PacketConfig::server().with_max_queued(256 << 10);
+    let (server, port) = echo_server(PacketServer::new().packet_config(config)).await;
+    tokio::time::timeout(
+        PATIENCE,
+        tokio::task::spawn_blocking(move || flood::never_reading_client(port, PATIENCE)),
+    )
+    .await
+    .expect("the flood and its answers within the patience")
+    .unwrap();
+    server.shutdown().await;
+}

@@ -121,6 +121,11 @@ impl<S: Stream> Link<S> {
         }
         let mut last_byte = Instant::now();
         loop {
+            if self.session.output_full() {
+                // The peer sends faster than it reads: stop taking packets in until the queue
+                // is written (the write timeout bounds it), so its sending waits on TCP.
+                self.flush()?;
+            }
             match self.session.poll_event().map_err(|e| self.lost(e))? {
                 SessionEvent::Packet(header) => return Ok(Incoming::Packet(header)),
                 SessionEvent::Busy(id) => return Ok(Incoming::Busy(RequestId(id))),
