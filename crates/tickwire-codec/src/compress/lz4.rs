@@ -79,11 +79,10 @@ impl BoundedDecompress for Lz4Decompressor {
         let window = limit.min(max_expansion(input.len())).min(MAX_INPUT);
         out.reserve_exact(window);
         let src = input.as_ptr().cast::<c_char>();
-        // SAFETY: `out` holds `start` initialised bytes and at least `window` bytes of spare
-        // capacity after them (`reserve_exact` above), so `dst` points at `window` writable
-        // bytes; `src` points at `input.len()` readable bytes. Both lengths fit an `int`
-        // (at most `MAX_INPUT`). The decoder reads and writes nothing outside those two
-        // ranges, whatever `input` holds (its contract for untrusted input).
+        // The decoder reads and writes nothing outside the two ranges it is given, whatever
+        // `input` holds (its contract for untrusted input); both lengths fit an `int`.
+        // SAFETY: `dst` points at the `window` writable bytes of spare capacity after the
+        // `start` initialised ones (`reserve_exact` above); `src` at `input.len()` bytes.
         let decoded = unsafe {
             let dst = out.as_mut_ptr().add(start).cast::<c_char>();
             lz4_sys::LZ4_decompress_safe(src, dst, input.len() as c_int, window as c_int)
