@@ -102,7 +102,7 @@ pub trait BoundedDecompress {
 
 /// Appends `len` zeroed bytes to `out` without letting its capacity grow past what they need
 /// (`reserve_exact`, unlike `resize`, does not double), and returns where they start.
-#[cfg(any(feature = "lz4", feature = "zstd"))]
+#[cfg(feature = "zstd")]
 fn zeroed_tail(out: &mut Vec<u8>, len: usize) -> usize {
     let start = out.len();
     out.reserve_exact(len);
