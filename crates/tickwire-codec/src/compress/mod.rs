@@ -85,9 +85,9 @@ pub trait BoundedDecompress {
     /// the output. A caller picks `start` to place the output (the packet reader aligns it
     /// to a cache line).
     ///
-    /// A decoder that writes into an initialised slice overrides this to reuse the bytes
-    /// `out` already holds past `start` as its window (zeroing only where the window is
-    /// longer), so a stream of similar-sized packets pays nothing to prepare the output.
+    /// A decoder that can write into reserved capacity overrides this to decode straight at
+    /// `start` (`Lz4Decompressor` does, zeroing nothing), so a stream of similar-sized
+    /// packets pays nothing to prepare the output.
     fn decompress_at(
         &mut self,
         input: &[u8],
