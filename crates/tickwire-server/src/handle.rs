@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tickwire_codec::ws::{CloseCode, OpCode, SharedFrame};
 
-use crate::topic::{Publication, Registry, SlowConsumer, Topic};
+use crate::topic::{Gap, Publication, Registry, SlowConsumer, Topic};
 
 /// A connection's identity: its worker, its slot in the worker and the slot's generation, so
 /// an id kept after its connection closed never reaches the connection that reuses the slot.
@@ -67,6 +67,9 @@ pub(crate) enum Command {
     Subscribe(ConnId, Topic),
     Unsubscribe(ConnId, Topic),
     Publish(Arc<Publication>),
+    /// Subscribes the connection, delivering only numbers above the given one from its
+    /// subscription's topic, after the replayed messages (and gap notice) given.
+    Resume(ConnId, Topic, u64, Vec<Arc<Publication>>),
     Shutdown(Duration),
 }
 
@@ -119,6 +122,9 @@ pub enum HandleError {
     PolicyMismatch(SlowConsumer),
     /// The server has shut down (its workers are gone).
     Stopped,
+    /// [`ServerHandle::publish_at`] was given a sequence number not above the topic's last
+    /// (the one given): messages of a topic go out in sequence order.
+    StaleSequence(u64),
 }
 
 impl fmt::Display for HandleError {
@@ -127,6 +133,7 @@ impl fmt::Display for HandleError {
             Self::NoSuchWorker => "no such worker",
             Self::PolicyMismatch(_) => "the topic exists with another slow-consumer policy",
             Self::Stopped => "the server has stopped",
+            Self::StaleSequence(_) => "the sequence number is not above the topic's last",
         })
     }
 }
@@ -252,6 +259,108 @@ impl ServerHandle {
         self.publish_inner(topic, Some(sender), key, encode)
     }
 
+    /// As [`publish`](Self::publish), with the sequence number given rather than the next
+    /// one: the feed numbers its messages (a bus relaying another server's topic, a
+    /// JetStream stream). It must be above the topic's last
+    /// ([`HandleError::StaleSequence`] otherwise); numbers skipped are not reported (say
+    /// so with [`report_gap`](Self::report_gap), before this message).
+    pub fn publish_at(
+        &self,
+        topic: &Topic,
+        seq: u64,
+        key: u64,
+        encode: impl FnOnce(u64) -> SharedFrame,
+    ) -> Result<(), HandleError> {
+        if self.shared.stopping.load(Ordering::Acquire) {
+            return Err(HandleError::Stopped);
+        }
+        let mut last = topic
+            .inner
+            .last_seq
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if seq <= *last {
+            return Err(HandleError::StaleSequence(*last));
+        }
+        let publication = Arc::new(Publication::new(topic.clone(), seq, key, encode(seq), None));
+        *last = seq;
+        self.to_every_worker(&publication)
+    }
+
+    /// Tells every subscriber of `topic` ([`Handler::on_gap`](crate::Handler::on_gap)) that
+    /// the messages `gap` names were lost before they reached this server: the call comes in
+    /// order with the topic's messages, after those published before this call and before
+    /// those published after it. The topic's numbering moves past the gap, so that a later
+    /// [`publish`](Self::publish) goes on after it.
+    pub fn report_gap(&self, topic: &Topic, gap: Gap) -> Result<(), HandleError> {
+        if self.shared.stopping.load(Ordering::Acquire) {
+            return Err(HandleError::Stopped);
+        }
+        let mut last = topic
+            .inner
+            .last_seq
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *last = (*last).max(gap.last_seq);
+        let notice = Arc::new(Publication::notice(topic.clone(), gap, None));
+        self.to_every_worker(&notice)
+    }
+
+    /// Subscribes `id` to `topic` after handing it the messages it missed: `missed` (if
+    /// any) is reported to [`Handler::on_gap`](crate::Handler::on_gap) first, then each
+    /// `(sequence number, key, frame)` of `replay` is queued, in the order of their numbers,
+    /// then the topic's live messages follow, without repeating a number already delivered
+    /// and without any above `after` skipped. `after` is the last number the client has;
+    /// `replay` should cover from there to [`Topic::last_seq`] (read after the last message
+    /// the caller published), or the rest is missed.
+    ///
+    /// This is how a client that reconnects (to this server or another one fed by the same
+    /// bus) resumes where it left off. Replayed messages count against the send budget like
+    /// live ones (the topic's [`SlowConsumer`] policy applies to them).
+    pub fn resume(
+        &self,
+        id: ConnId,
+        topic: &Topic,
+        after: u64,
+        missed: Option<Gap>,
+        replay: impl IntoIterator<Item = (u64, u64, SharedFrame)>,
+    ) -> Result<(), HandleError> {
+        let mut items: Vec<Arc<Publication>> = Vec::new();
+        if let Some(gap) = missed {
+            items.push(Arc::new(Publication::notice(topic.clone(), gap, Some(id))));
+        }
+        for (seq, key, frame) in replay {
+            let mut publication = Publication::new(topic.clone(), seq, key, frame, None);
+            publication.only = Some(id);
+            items.push(Arc::new(publication));
+        }
+        // Under the topic's lock: the worker sees the replay between the messages published
+        // before this call and those after it.
+        let _last = topic
+            .inner
+            .last_seq
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.command(
+            id.worker(),
+            Command::Resume(id, topic.clone(), after, items),
+        )
+    }
+
+    /// Calls `listener` whenever a topic's subscriber count ([`Topic::subscribers`]) goes
+    /// from 0 to 1 or from 1 to 0 (replacing any listener set before). It runs on a worker
+    /// thread, in the middle of the worker's round: it must not block (hand the topic to
+    /// another thread). Calls for one topic from different workers can arrive out of order,
+    /// so the listener should read the count rather than count the calls.
+    pub fn watch_interest(&self, listener: impl Fn(&Topic) + Send + Sync + 'static) {
+        self.shared.topics.watch.set(Arc::new(listener));
+    }
+
+    /// Every topic made so far, in no particular order.
+    pub fn topics(&self) -> Vec<Topic> {
+        self.shared.topics.all()
+    }
+
     fn publish_inner(
         &self,
         topic: &Topic,
@@ -278,10 +387,16 @@ impl ServerHandle {
         // The number is used even if a worker is gone (the server is stopping): a later
         // publication never reuses it.
         *last = seq;
-        for worker in 0..self.shared.workers.len() {
-            self.command(worker, Command::Publish(Arc::clone(&publication)))?;
-        }
+        self.to_every_worker(&publication)?;
         Ok(seq)
+    }
+
+    /// Hands `publication` to every worker (the caller holds its topic's lock).
+    fn to_every_worker(&self, publication: &Arc<Publication>) -> Result<(), HandleError> {
+        for worker in 0..self.shared.workers.len() {
+            self.command(worker, Command::Publish(Arc::clone(publication)))?;
+        }
+        Ok(())
     }
 
     /// Number of worker threads.

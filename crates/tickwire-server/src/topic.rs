@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use tickwire_codec::ws::{CloseCode, SharedFrame};
 
@@ -62,11 +62,15 @@ pub enum SlowConsumer {
 
 /// Messages of one topic a subscriber did not get, reported to
 /// [`Handler::on_gap`](crate::Handler::on_gap) (so that the application can tell the client,
-/// which sees the gap in the sequence numbers it was sent).
+/// which sees the gap in the sequence numbers it was sent): dropped because the subscriber
+/// fell behind (its topic's [`SlowConsumer`] policy), or never received by the server
+/// ([`ServerHandle::report_gap`](crate::ServerHandle::report_gap): a feed that lost
+/// messages upstream, a resume past what can be replayed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Gap {
-    /// How many were dropped.
+    /// How many were missed (conflation keeps some numbers of a range, so this is a count,
+    /// not always `last_seq - first_seq + 1`).
     pub dropped: u64,
     /// The lowest sequence number among them.
     pub first_seq: u64,
@@ -75,6 +79,16 @@ pub struct Gap {
 }
 
 impl Gap {
+    /// Every number from `first_seq` to `last_seq` (both included; `None` when `last_seq`
+    /// is below `first_seq`).
+    pub fn range(first_seq: u64, last_seq: u64) -> Option<Self> {
+        (first_seq <= last_seq).then(|| Self {
+            dropped: last_seq - first_seq + 1,
+            first_seq,
+            last_seq,
+        })
+    }
+
     pub(crate) fn one(seq: u64) -> Self {
         Self {
             dropped: 1,
@@ -94,7 +108,9 @@ impl Gap {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TopicStats {
-    /// Messages published.
+    /// Messages published: the last sequence number given out (with numbers given by a
+    /// feed, [`ServerHandle::publish_at`](crate::ServerHandle::publish_at), the feed's last,
+    /// which counts the messages it skipped too).
     pub published: u64,
     /// Messages queued on subscribers (one per subscriber). A message dropped later for a
     /// slow subscriber counts here and in `dropped`.
@@ -124,6 +140,46 @@ pub(crate) struct TopicInner {
     pub(crate) queued: AtomicU64,
     pub(crate) dropped: AtomicU64,
     pub(crate) closed: AtomicU64,
+    /// Subscribers on every worker (each worker adds and removes its own).
+    subscribers: AtomicU64,
+    /// The server's interest listener (one for every topic of the server).
+    watch: Arc<Watch>,
+}
+
+/// Called with a topic whose subscriber count went from 0 to 1 or from 1 to 0
+/// ([`ServerHandle::watch_interest`](crate::ServerHandle::watch_interest)).
+pub(crate) type Listener = Arc<dyn Fn(&Topic) + Send + Sync>;
+
+/// The interest listener of a server, if one is set.
+#[derive(Default)]
+pub(crate) struct Watch {
+    listener: RwLock<Option<Listener>>,
+}
+
+impl Watch {
+    pub(crate) fn set(&self, listener: Listener) {
+        *self
+            .listener
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(listener);
+    }
+
+    fn notify(&self, topic: &Topic) {
+        let listener = self
+            .listener
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(listener) = listener {
+            listener(topic);
+        }
+    }
+}
+
+impl fmt::Debug for Watch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Watch")
+    }
 }
 
 impl Topic {
@@ -152,8 +208,41 @@ impl Topic {
         }
     }
 
+    /// Connections subscribed to it, on every worker. Each worker updates the count when it
+    /// applies a subscription change or a connection closes, so it trails
+    /// [`Conn::subscribe`](crate::Conn::subscribe) and
+    /// [`ServerHandle::subscribe`](crate::ServerHandle::subscribe) slightly.
+    pub fn subscribers(&self) -> u64 {
+        self.inner.subscribers.load(Ordering::Acquire)
+    }
+
+    /// The last sequence number given out (by [`ServerHandle::publish`](crate::ServerHandle::publish)
+    /// or set by [`ServerHandle::publish_at`](crate::ServerHandle::publish_at)); 0 before the
+    /// first message.
+    pub fn last_seq(&self) -> u64 {
+        *self
+            .inner
+            .last_seq
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     pub(crate) fn id(&self) -> u32 {
         self.inner.id
+    }
+
+    /// A worker gained a subscriber of this topic.
+    pub(crate) fn joined(&self) {
+        if self.inner.subscribers.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.inner.watch.notify(self);
+        }
+    }
+
+    /// A worker lost a subscriber of this topic.
+    pub(crate) fn left(&self) {
+        if self.inner.subscribers.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.inner.watch.notify(self);
+        }
     }
 }
 
@@ -174,15 +263,25 @@ impl fmt::Debug for Topic {
     }
 }
 
-/// One published message, handed to every worker (shared: one allocation per publish).
+/// One published message, handed to every worker (shared: one allocation per publish); or
+/// a message replayed to one subscriber; or a gap notice, delivered in its place among the
+/// topic's messages.
 #[derive(Debug)]
 pub(crate) struct Publication {
     pub(crate) topic: Topic,
+    /// Its sequence number; a gap notice's is the first number missed, so that sorting by
+    /// number puts it where the missed messages would have been.
     pub(crate) seq: u64,
     pub(crate) key: u64,
+    /// The message (empty for a gap notice).
     pub(crate) frame: SharedFrame,
     /// A subscriber that does not get it (the connection that sent it, relaying).
     pub(crate) except: Option<ConnId>,
+    /// The one subscriber that gets it (a replay), when not every subscriber does.
+    pub(crate) only: Option<ConnId>,
+    /// Not a message: the subscribers are told ([`Handler::on_gap`](crate::Handler::on_gap))
+    /// that these were missed.
+    pub(crate) notice: Option<Gap>,
     /// The message compressed once, by the first worker with a subscriber that negotiated
     /// permessage-deflate, for all of them.
     #[cfg(feature = "deflate")]
@@ -203,9 +302,19 @@ impl Publication {
             key,
             frame,
             except,
+            only: None,
+            notice: None,
             #[cfg(feature = "deflate")]
             deflated: std::sync::OnceLock::new(),
         }
+    }
+
+    /// `topic`'s messages `gap` were missed (by `only`, or by every subscriber).
+    pub(crate) fn notice(topic: Topic, gap: Gap, only: Option<ConnId>) -> Self {
+        let mut notice = Self::new(topic, gap.first_seq, 0, SharedFrame::binary(&[]), None);
+        notice.notice = Some(gap);
+        notice.only = only;
+        notice
     }
 }
 
@@ -213,6 +322,7 @@ impl Publication {
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     by_name: Mutex<HashMap<Box<str>, Topic>>,
+    pub(crate) watch: Arc<Watch>,
 }
 
 impl Registry {
@@ -240,9 +350,17 @@ impl Registry {
                 queued: AtomicU64::new(0),
                 dropped: AtomicU64::new(0),
                 closed: AtomicU64::new(0),
+                subscribers: AtomicU64::new(0),
+                watch: Arc::clone(&self.watch),
             }),
         };
         topics.insert(name.into(), topic.clone());
         Ok(topic)
+    }
+
+    /// Every topic, in no particular order.
+    pub(crate) fn all(&self) -> Vec<Topic> {
+        let topics = self.by_name.lock().unwrap_or_else(PoisonError::into_inner);
+        topics.values().cloned().collect()
     }
 }

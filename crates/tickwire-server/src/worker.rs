@@ -486,6 +486,9 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                     });
                 }
                 Command::Publish(publication) => self.topics.queue(publication),
+                Command::Resume(id, topic, after, items) => {
+                    self.resume(id, &topic, after, items);
+                }
                 Command::Close(id, code, reason) => {
                     self.with_open(id, |conn, bufs, now| {
                         let _ = conn.close(bufs, code, &reason, now);

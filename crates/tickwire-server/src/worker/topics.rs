@@ -44,9 +44,14 @@ pub(super) struct Topics {
 /// One topic's subscribers on this worker.
 #[derive(Debug, Default)]
 struct Members {
+    /// The topic (set by its first subscription).
+    topic: Option<Topic>,
     ids: Vec<ConnId>,
     /// Slot -> index in `ids` (removal in O(1)).
     at: HashMap<u32, u32>,
+    /// Resumed subscribers not yet caught up with the live messages: slot -> the last
+    /// number delivered (nothing at or below it goes out again).
+    after: HashMap<u32, u64>,
 }
 
 impl Topics {
@@ -59,18 +64,25 @@ impl Topics {
         self.pending.push(publication);
     }
 
-    fn subscribe(&mut self, id: ConnId, topic: &Topic) {
+    /// Subscribes `id`; with `after`, a resumed subscription that delivers no number at or
+    /// below it.
+    fn subscribe(&mut self, id: ConnId, topic: &Topic, after: Option<u64>) {
         let index = topic.id() as usize;
         if self.members.len() <= index {
             self.members.resize_with(index + 1, Members::default);
         }
         let members = &mut self.members[index];
+        if let Some(after) = after {
+            members.after.insert(id.slot(), after);
+        }
         if members.at.contains_key(&id.slot()) {
             return;
         }
+        members.topic.get_or_insert_with(|| topic.clone());
         members.at.insert(id.slot(), members.ids.len() as u32);
         members.ids.push(id);
         self.of_slot.entry(id.slot()).or_default().push(topic.id());
+        topic.joined();
     }
 
     fn unsubscribe(&mut self, slot: u32, topic: u32) {
@@ -91,9 +103,13 @@ impl Topics {
         let Some(at) = members.at.remove(&slot) else {
             return;
         };
+        members.after.remove(&slot);
         members.ids.swap_remove(at as usize);
         if let Some(moved) = members.ids.get(at as usize) {
             members.at.insert(moved.slot(), at);
+        }
+        if let Some(topic) = &members.topic {
+            topic.left();
         }
     }
 
@@ -122,10 +138,26 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             return;
         }
         if change.subscribe {
-            self.topics.subscribe(change.id, &change.topic);
+            self.topics.subscribe(change.id, &change.topic, None);
         } else {
             self.topics.unsubscribe(change.id.slot(), change.topic.id());
         }
+    }
+
+    /// Subscribes `id` (if it is still open) to `topic` past `after`, with `items` (replayed
+    /// messages, a gap notice) queued for the next round.
+    pub(super) fn resume(
+        &mut self,
+        id: ConnId,
+        topic: &Topic,
+        after: u64,
+        items: Vec<Arc<Publication>>,
+    ) {
+        if self.lend(id).is_none() {
+            return;
+        }
+        self.topics.subscribe(id, topic, Some(after));
+        self.topics.pending.extend(items);
     }
 
     /// Applies the subscription changes handlers asked for on this thread.
@@ -162,8 +194,15 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 }
             });
             walk.clear();
+            // Resumed subscribers, or a replay or a gap notice in the batch, take the careful
+            // path: the batch in number order, each subscriber filtered by what it was given.
+            let mut careful = batch.iter().any(|p| p.only.is_some() || p.notice.is_some());
             if let Some(members) = self.topics.members.get(topic.id() as usize) {
                 walk.extend_from_slice(&members.ids);
+                careful |= !members.after.is_empty();
+            }
+            if careful {
+                batch.sort_by_key(|p| p.seq);
             }
             let mut counts = Counts::default();
             let options = Arc::clone(&self.options);
@@ -175,17 +214,21 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             for &id in &walk {
                 let mut gap = None;
                 let closed_before = counts.closed;
-                self.with_open(id, |conn, bufs, _| {
-                    for publication in &batch {
-                        if conn.state() != ConnectionState::Open {
-                            break;
+                if careful {
+                    self.deliver_careful(id, &topic, &batch, &round, &mut counts, &mut gap);
+                } else {
+                    self.with_open(id, |conn, bufs, _| {
+                        for publication in &batch {
+                            if conn.state() != ConnectionState::Open {
+                                break;
+                            }
+                            if publication.except == Some(id) {
+                                continue;
+                            }
+                            queue_on(conn, bufs, &round, publication, &mut counts, &mut gap);
                         }
-                        if publication.except == Some(id) {
-                            continue;
-                        }
-                        queue_on(conn, bufs, &round, publication, &mut counts, &mut gap);
-                    }
-                });
+                    });
+                }
                 if counts.closed > closed_before {
                     self.record_slow_close(id, &topic);
                 }
@@ -207,6 +250,77 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             self.report_gap(id, &topic, gap);
         }
         self.topics.gaps = gaps;
+    }
+
+    /// One subscriber's share of a batch in number order: replays for others and numbers it
+    /// was already given skipped, gap notices reported in their place.
+    fn deliver_careful(
+        &mut self,
+        id: ConnId,
+        topic: &Topic,
+        batch: &[Arc<Publication>],
+        round: &Round<'_>,
+        counts: &mut Counts,
+        gap: &mut Option<Gap>,
+    ) {
+        let index = topic.id() as usize;
+        let mut after = self.topics.members[index].after.get(&id.slot()).copied();
+        let mut live = false;
+        let mut next = 0;
+        while next < batch.len() {
+            let mut notice = None;
+            self.with_open(id, |conn, bufs, _| {
+                while let Some(publication) = batch.get(next) {
+                    next += 1;
+                    if conn.state() != ConnectionState::Open {
+                        next = batch.len();
+                        break;
+                    }
+                    if publication.except == Some(id)
+                        || publication.only.is_some_and(|only| only != id)
+                    {
+                        continue;
+                    }
+                    if let Some(missed) = publication.notice {
+                        // Only what this subscriber was not given already.
+                        let missed = match after {
+                            Some(after) if missed.first_seq <= after => {
+                                Gap::range(after + 1, missed.last_seq)
+                            }
+                            _ => Some(missed),
+                        };
+                        if let Some(missed) = missed {
+                            after = after.map(|_| missed.last_seq);
+                            notice = Some(missed);
+                            break;
+                        }
+                        continue;
+                    }
+                    if after.is_some_and(|after| publication.seq <= after) {
+                        continue;
+                    }
+                    if after.is_some() {
+                        after = Some(publication.seq);
+                    }
+                    live |= publication.only.is_none();
+                    queue_on(conn, bufs, round, publication, counts, gap);
+                }
+            });
+            if let Some(missed) = notice {
+                self.report_gap(id, topic, missed);
+            }
+        }
+        let members = &mut self.topics.members[index];
+        match after {
+            // Caught up: live messages only from here on, each above the last.
+            Some(_) if live => {
+                members.after.remove(&id.slot());
+            }
+            Some(after) if members.at.contains_key(&id.slot()) => {
+                members.after.insert(id.slot(), after);
+            }
+            _ => {}
+        }
     }
 
     /// Records why `id` (if it is still there) is closing: the topic's policy closed it with
