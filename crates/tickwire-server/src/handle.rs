@@ -140,6 +140,22 @@ impl fmt::Display for HandleError {
 
 impl std::error::Error for HandleError {}
 
+/// One item of a [`ServerHandle::resume`].
+#[derive(Debug, Clone)]
+pub enum Replay {
+    /// A message of the topic, as it was published.
+    Message {
+        /// Its sequence number.
+        seq: u64,
+        /// Its conflation key.
+        key: u64,
+        /// The frame.
+        frame: SharedFrame,
+    },
+    /// Numbers that cannot be replayed (gone from the feed's history, or never received).
+    Missed(Gap),
+}
+
 /// Sends to any connection, closes it, or shuts the server down, from any thread (handlers
 /// included). Cheap to clone. A command for a connection that has closed meanwhile is
 /// dropped: ids are never reused, so it cannot reach another connection.
@@ -306,13 +322,13 @@ impl ServerHandle {
         self.to_every_worker(&notice)
     }
 
-    /// Subscribes `id` to `topic` after handing it the messages it missed: `missed` (if
-    /// any) is reported to [`Handler::on_gap`](crate::Handler::on_gap) first, then each
-    /// `(sequence number, key, frame)` of `replay` is queued, in the order of their numbers,
-    /// then the topic's live messages follow, without repeating a number already delivered
-    /// and without any above `after` skipped. `after` is the last number the client has;
-    /// `replay` should cover from there to [`Topic::last_seq`] (read after the last message
-    /// the caller published), or the rest is missed.
+    /// Subscribes `id` to `topic` after handing it what it missed: each item of `replay`
+    /// in the order of its numbers (a [`Replay::Message`] queued, a [`Replay::Missed`]
+    /// reported to [`Handler::on_gap`](crate::Handler::on_gap)), then the topic's live
+    /// messages, without repeating a number already delivered and without skipping one
+    /// above `after`. `after` is the last number the client has; `replay` should cover from
+    /// there to [`Topic::last_seq`] (read after the last message the caller published), or
+    /// the rest is missed without a notice.
     ///
     /// This is how a client that reconnects (to this server or another one fed by the same
     /// bus) resumes where it left off. Replayed messages count against the send budget like
@@ -322,18 +338,22 @@ impl ServerHandle {
         id: ConnId,
         topic: &Topic,
         after: u64,
-        missed: Option<Gap>,
-        replay: impl IntoIterator<Item = (u64, u64, SharedFrame)>,
+        replay: impl IntoIterator<Item = Replay>,
     ) -> Result<(), HandleError> {
-        let mut items: Vec<Arc<Publication>> = Vec::new();
-        if let Some(gap) = missed {
-            items.push(Arc::new(Publication::notice(topic.clone(), gap, Some(id))));
-        }
-        for (seq, key, frame) in replay {
-            let mut publication = Publication::new(topic.clone(), seq, key, frame, None);
-            publication.only = Some(id);
-            items.push(Arc::new(publication));
-        }
+        let items: Vec<Arc<Publication>> = replay
+            .into_iter()
+            .map(|item| {
+                Arc::new(match item {
+                    Replay::Missed(gap) => Publication::notice(topic.clone(), gap, Some(id)),
+                    Replay::Message { seq, key, frame } => {
+                        let mut publication =
+                            Publication::new(topic.clone(), seq, key, frame, None);
+                        publication.only = Some(id);
+                        publication
+                    }
+                })
+            })
+            .collect();
         // Under the topic's lock: the worker sees the replay between the messages published
         // before this call and those after it.
         let _last = topic

@@ -111,7 +111,7 @@ mod transport;
 mod wheel;
 mod worker;
 
-pub use handle::{ConnId, HandleError, ServerHandle};
+pub use handle::{ConnId, HandleError, Replay, ServerHandle};
 pub use handler::{
     Conn, Decision, Disconnect, DisconnectKind, Handler, HandshakeFailure, WorkerContext,
 };

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tickwire::{ClientBuilder, MaybeTlsStream, Message, Recv, WebSocket};
 use tickwire_server::{
-    Conn, ConnId, Decision, Gap, HandleError, Handler, Request, ServerBuilder, ServerHandle,
-    SharedFrame, SlowConsumer, Topic,
+    Conn, ConnId, Decision, Gap, HandleError, Handler, Replay, Request, ServerBuilder,
+    ServerHandle, SharedFrame, SlowConsumer, Topic,
 };
 
 type Ws = WebSocket<MaybeTlsStream>;
@@ -211,9 +211,15 @@ fn feed_with_resumes(
         handle.publish_at(topic, seq, 0, frame).unwrap();
         while let Ok((id, after)) = resumes.try_recv() {
             let first_kept = (after + 1).max(kept_from);
-            let missed = Gap::range(after + 1, first_kept - 1);
-            let replay = (first_kept..=seq).map(|n| (n, 0, frame(n)));
-            handle.resume(id, topic, after, missed, replay).unwrap();
+            let missed = Gap::range(after + 1, first_kept - 1).map(Replay::Missed);
+            let replay = (first_kept..=seq).map(|seq| Replay::Message {
+                seq,
+                key: 0,
+                frame: frame(seq),
+            });
+            handle
+                .resume(id, topic, after, missed.into_iter().chain(replay))
+                .unwrap();
         }
         if seq % 64 == 0 {
             thread::sleep(Duration::from_micros(200));

@@ -269,7 +269,10 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         let mut next = 0;
         while next < batch.len() {
             let mut notice = None;
+            // Not run when the connection has gone: nothing more to deliver.
+            let mut ran = false;
             self.with_open(id, |conn, bufs, _| {
+                ran = true;
                 while let Some(publication) = batch.get(next) {
                     next += 1;
                     if conn.state() != ConnectionState::Open {
@@ -306,6 +309,9 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                     queue_on(conn, bufs, round, publication, counts, gap);
                 }
             });
+            if !ran {
+                return;
+            }
             if let Some(missed) = notice {
                 self.report_gap(id, topic, missed);
             }
