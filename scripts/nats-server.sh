@@ -89,6 +89,7 @@ download_go() {
   fi
   rm -rf "$root" && mkdir -p "$root"
   tmp=$(mktemp -d "$cache/download.XXXXXX")
+  trap "rm -rf '$tmp'" EXIT # download_go runs in a subshell: this fires when it returns
   tarball=go$go_download.linux-$arch.tar.gz
   url=https://dl.google.com/go/$tarball
   note "downloading $url"
