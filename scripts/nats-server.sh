@@ -39,6 +39,9 @@ tools=$(cd "$tools" && pwd)
 cache=$tools/nats-server-$nats_version
 bin=$cache/bin/nats-server
 mkdir -p "$cache/bin" || give_up "cannot create $cache"
+# Every go command below, version checks included, keeps its configuration and telemetry
+# counters (os.UserConfigDir) in the cache directory and ignores the user's go env file.
+export XDG_CONFIG_HOME=$cache/config GOENV=off GOTOOLCHAIN=local
 
 installed() {
   [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -qF "$nats_version"
