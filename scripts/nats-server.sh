@@ -39,6 +39,9 @@ tools=$(cd "$tools" && pwd)
 cache=$tools/nats-server-$nats_version
 bin=$cache/bin/nats-server
 mkdir -p "$cache/bin" || give_up "cannot create $cache"
+# Every go command below, version checks included, keeps its configuration and telemetry
+# counters (os.UserConfigDir) in the cache directory and ignores the user's go env file.
+export XDG_CONFIG_HOME=$cache/config GOENV=off GOTOOLCHAIN=local
 
 installed() {
   [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -qF "$nats_version"
@@ -89,6 +92,7 @@ download_go() {
   fi
   rm -rf "$root" && mkdir -p "$root"
   tmp=$(mktemp -d "$cache/download.XXXXXX")
+  trap "rm -rf '$tmp'" EXIT # download_go runs in a subshell: this fires when it returns
   tarball=go$go_download.linux-$arch.tar.gz
   url=https://dl.google.com/go/$tarball
   note "downloading $url"
