@@ -80,6 +80,13 @@ struct Numbering {
     last: u64,
     /// The stream, for a JetStream topic.
     stream: Option<String>,
+    /// A stored message was not acknowledged: the stream's last number must be read again
+    /// before the next message.
+    resync: bool,
+    /// Numbers given out (nodes may have relayed them) that the stream lost, up to this
+    /// one: markers saying so go into the stream before the next message, so that no
+    /// number is given to two messages.
+    lost_until: Option<u64>,
 }
 
 /// Publishes numbered topic messages to NATS. One publisher per topic: the numbers are its
@@ -135,6 +142,8 @@ impl Publisher {
                 subject,
                 last: first_seq.max(1) - 1,
                 stream: None,
+                resync: false,
+                lost_until: None,
             },
             Backing::JetStream {
                 max_age,
@@ -158,6 +167,8 @@ impl Publisher {
                     subject,
                     last,
                     stream: Some(name),
+                    resync: false,
+                    lost_until: None,
                 }
             }
         };
@@ -186,6 +197,7 @@ impl Publisher {
         while self.acks.len() >= self.window {
             self.await_oldest_ack().await?;
         }
+        self.settle(topic).await?;
         let numbering = self
             .topics
             .get_mut(topic)
@@ -220,36 +232,99 @@ impl Publisher {
     }
 
     /// Waits until every message published so far is on the server (and, for JetStream
-    /// topics, stored).
+    /// topics, stored); numbers a stream lost meanwhile are marked lost in it (see
+    /// [`wire`](crate::wire)), so that the nodes report them.
     pub async fn flush(&mut self) -> Result<(), PublishError> {
-        while !self.acks.is_empty() {
-            self.await_oldest_ack().await?;
+        loop {
+            while !self.acks.is_empty() {
+                // A failed acknowledgement leaves its topic to settle below.
+                let _ = self.await_oldest_ack().await;
+            }
+            let unsettled: Vec<String> = self
+                .topics
+                .iter()
+                .filter(|(_, n)| n.resync || n.lost_until.is_some())
+                .map(|(name, _)| name.clone())
+                .collect();
+            if unsettled.is_empty() {
+                return self.client.flush().await.map_err(nats);
+            }
+            for topic in unsettled {
+                self.settle(&topic).await?;
+            }
         }
-        self.client.flush().await.map_err(nats)
     }
 
     async fn await_oldest_ack(&mut self) -> Result<(), PublishError> {
         let Some((stream, ack)) = self.acks.pop_front() else {
             return Ok(());
         };
-        match ack.await {
-            Ok(_) => Ok(()),
-            Err(error) => {
-                // Read the stream's number again, so that the next message fits.
-                self.acks.clear();
-                let mut info = self.jetstream.get_stream(&stream).await.map_err(nats)?;
-                let last = info.info().await.map_err(nats)?.state.last_sequence;
-                for numbering in self.topics.values_mut() {
-                    if numbering.stream.as_deref() == Some(stream.as_str()) {
-                        numbering.last = last;
-                    }
-                }
-                if error.kind() == jetstream::context::PublishErrorKind::WrongLastSequence {
-                    Err(PublishError::Raced { stream })
-                } else {
-                    Err(nats(error))
-                }
+        let Err(error) = ack.await else {
+            return Ok(());
+        };
+        // The stream's later acknowledgements are moot: its number is read again before
+        // the topic's next message.
+        self.acks.retain(|(other, _)| *other != stream);
+        for numbering in self.topics.values_mut() {
+            if numbering.stream.as_deref() == Some(stream.as_str()) {
+                numbering.resync = true;
             }
         }
+        if error.kind() == jetstream::context::PublishErrorKind::WrongLastSequence {
+            Err(PublishError::Raced { stream })
+        } else {
+            Err(nats(error))
+        }
+    }
+
+    /// Before `topic`'s next message: reads its stream's last number again after a failed
+    /// acknowledgement, and marks as lost the numbers given out that the stream does not
+    /// hold (a NATS server that restarted can lose the last messages it took).
+    async fn settle(&mut self, topic: &str) -> Result<(), PublishError> {
+        let Some(numbering) = self.topics.get_mut(topic) else {
+            return Ok(());
+        };
+        let Some(stream) = numbering.stream.clone() else {
+            return Ok(());
+        };
+        if numbering.resync {
+            let mut info = self.jetstream.get_stream(&stream).await.map_err(nats)?;
+            let stored = info.info().await.map_err(nats)?.state.last_sequence;
+            if stored < numbering.last {
+                let lost = numbering.lost_until.unwrap_or(0).max(numbering.last);
+                numbering.lost_until = Some(lost);
+            }
+            numbering.last = stored;
+            numbering.resync = false;
+        }
+        let Some(lost) = numbering.lost_until else {
+            return Ok(());
+        };
+        // One marker per number (the stream's numbers are the topic's); each says where
+        // the loss ends, so a node reports the whole range at the first marker it sees.
+        let mut acks = Vec::new();
+        for seq in numbering.last + 1..=lost {
+            let mut headers = wire::headers(seq, 0, Kind::Binary);
+            headers.insert(wire::LOST_HEADER, lost.to_string().as_str());
+            headers.insert(
+                async_nats::header::NATS_EXPECTED_LAST_SEQUENCE,
+                (seq - 1).to_string().as_str(),
+            );
+            let ack = self
+                .jetstream
+                .publish_with_headers(numbering.subject.clone(), headers, Bytes::new())
+                .await
+                .map_err(nats)?;
+            acks.push(ack);
+        }
+        for ack in acks {
+            if let Err(error) = ack.await {
+                numbering.resync = true;
+                return Err(nats(error));
+            }
+        }
+        numbering.last = lost;
+        numbering.lost_until = None;
+        Ok(())
     }
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use async_nats::jetstream::context::GetStreamErrorKind;
 use async_nats::jetstream::{self, consumer, stream::Stream};
 use async_nats::{Client, Event, Subscriber};
 use futures_util::StreamExt;
@@ -89,6 +90,9 @@ struct TopicState {
     subscribed: bool,
     /// The stream that backs the topic, looked up when subscribing.
     stream: Option<Stream>,
+    /// Whether a stream was looked for and JetStream answered (found, or not there); a
+    /// lookup that could not reach JetStream is tried again at the next connect.
+    looked_up: bool,
     /// The last number relayed (or reported missed) since subscribing; `None` until known
     /// (a core topic learns it from its first message).
     last: Option<u64>,
@@ -104,6 +108,7 @@ impl TopicState {
             topic,
             subscribed: false,
             stream: None,
+            looked_up: false,
             last: None,
             history: VecDeque::new(),
             parked: Vec::new(),
@@ -256,30 +261,55 @@ impl Relay {
 
     async fn subscribe(&mut self, name: &str) -> Result<(), Stopped> {
         let subject = wire::subject(&self.settings.prefix, name);
+        // Queued while the client is away: it subscribes again on every connect.
         let subscriber = match self.client.subscribe(subject).await {
             Ok(subscriber) => subscriber,
             // The client is closed for good: nothing will come.
             Err(_) => return Ok(()),
         };
         self.live.insert(name.to_owned(), subscriber);
-        let stream = self
-            .jetstream
-            .get_stream(wire::stream_name(&self.settings.prefix, name))
-            .await
-            .ok();
         let state = self.topics.get_mut(name).expect("known topic");
         state.subscribed = true;
-        state.stream = stream;
-        if state.stream.is_some() {
-            // The subscription is on the server once flushed: from the stream's last number
-            // on, every message reaches this node live or is a gap it will see.
-            let _ = self.client.flush().await;
-            let last = self.stream_last(name).await;
-            let state = self.topics.get_mut(name).expect("known topic");
-            state.last = last.or(state.last);
-            self.serve_parked(name).await?;
+        state.looked_up = false;
+        if self.connected() {
+            self.look_up_stream(name).await?;
         }
         Ok(())
+    }
+
+    fn connected(&self) -> bool {
+        self.client.connection_state() == async_nats::connection::State::Connected
+    }
+
+    /// Finds the stream that backs the topic, if any. Once found, the topic's last number is
+    /// the stream's (when not known already) and waiting resumes are served.
+    async fn look_up_stream(&mut self, name: &str) -> Result<(), Stopped> {
+        let timeout = self.settings.fetch_timeout;
+        let lookup = self
+            .jetstream
+            .get_stream(wire::stream_name(&self.settings.prefix, name));
+        let found = match tokio::time::timeout(timeout, lookup).await {
+            Ok(Ok(stream)) => Some(stream),
+            // JetStream answered: no such stream (or no JetStream), a core topic.
+            Ok(Err(error)) if matches!(error.kind(), GetStreamErrorKind::JetStream(_)) => None,
+            // No answer: try again at the next connect.
+            _ => return Ok(()),
+        };
+        let state = self.topics.get_mut(name).expect("known topic");
+        state.looked_up = true;
+        state.stream = found;
+        if state.stream.is_none() {
+            return Ok(());
+        }
+        // The subscription is on the server once flushed: from the stream's last number on,
+        // every message reaches this node live or is a gap it will see.
+        let _ = tokio::time::timeout(timeout, self.client.flush()).await;
+        let last = self.stream_last(name).await;
+        let state = self.topics.get_mut(name).expect("known topic");
+        if state.last.is_none() {
+            state.last = last;
+        }
+        self.serve_parked(name).await
     }
 
     /// The last number of the topic's stream (`None` when it cannot be read).
@@ -305,6 +335,9 @@ impl Relay {
                 return Ok(());
             }
             Err(Refused::Malformed(seq)) => Entry::Missed(Gap::range(seq, seq).expect("one")),
+            Err(Refused::Lost { first, last }) => {
+                Entry::Missed(Gap::range(first, last).expect("checked by wire"))
+            }
         };
         let seq = match &entry {
             Entry::Message(m) => m.seq,
@@ -501,6 +534,16 @@ impl Relay {
         count_event(&self.stats, &event);
         if !matches!(event, Event::Connected) {
             return Ok(());
+        }
+        // Topics subscribed while NATS was away: find their streams now.
+        let unknown: Vec<String> = self
+            .topics
+            .iter()
+            .filter(|(_, s)| s.subscribed && !s.looked_up)
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in unknown {
+            self.look_up_stream(&name).await?;
         }
         // Messages of a stream-backed topic published while this node was away are in the
         // stream: fill them now rather than at the next live message.

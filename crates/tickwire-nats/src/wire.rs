@@ -9,6 +9,7 @@
 //! | `Tw-Seq` | the topic's sequence number, decimal, from 1 | the message is refused |
 //! | `Tw-Key` | the conflation key, decimal | key 0 |
 //! | `Tw-Kind` | `text` or `binary` | binary |
+//! | `Tw-Lost` | on a marker with no payload: numbers from `Tw-Seq` to this one were lost | a message |
 
 use async_nats::HeaderMap;
 use tickwire_server::SharedFrame;
@@ -19,6 +20,8 @@ pub const SEQ_HEADER: &str = "Tw-Seq";
 pub const KEY_HEADER: &str = "Tw-Key";
 /// The header with the message kind.
 pub const KIND_HEADER: &str = "Tw-Kind";
+/// The header of a marker: the last number of a range the feed lost.
+pub const LOST_HEADER: &str = "Tw-Lost";
 
 /// The NATS subject of `topic` under `prefix` (`tw` by default): `tw.book`.
 pub fn subject(prefix: &str, topic: &str) -> String {
@@ -78,6 +81,8 @@ pub(crate) enum Refused {
     /// It has a number, but its key or kind header is not understood, or it says text and
     /// is not UTF-8: it is counted as missed.
     Malformed(u64),
+    /// A marker: the feed lost the numbers `first..=last`.
+    Lost { first: u64, last: u64 },
 }
 
 /// Reads a message's number, key and kind, and frames its payload once for every client.
@@ -87,6 +92,12 @@ pub(crate) fn incoming(headers: Option<&HeaderMap>, payload: &[u8]) -> Result<In
         .and_then(|v| v.parse::<u64>().ok())
         .filter(|&seq| seq > 0)
         .ok_or(Refused::NoSequence)?;
+    if let Some(lost) = header(LOST_HEADER) {
+        return match lost.parse::<u64>() {
+            Ok(last) if last >= seq => Err(Refused::Lost { first: seq, last }),
+            _ => Err(Refused::Malformed(seq)),
+        };
+    }
     let key = match header(KEY_HEADER) {
         None => 0,
         Some(v) => v.parse().map_err(|_| Refused::Malformed(seq))?,
@@ -145,6 +156,21 @@ mod tests {
         assert_eq!(
             incoming(Some(&headers), b"{}").unwrap_err(),
             Refused::Malformed(9)
+        );
+    }
+
+    #[test]
+    fn a_marker_names_the_range_the_feed_lost() {
+        let mut headers = super::headers(7, 0, Kind::Binary);
+        headers.insert(LOST_HEADER, "9");
+        assert_eq!(
+            incoming(Some(&headers), b"").unwrap_err(),
+            Refused::Lost { first: 7, last: 9 }
+        );
+        headers.insert(LOST_HEADER, "6");
+        assert_eq!(
+            incoming(Some(&headers), b"").unwrap_err(),
+            Refused::Malformed(7)
         );
     }
 
