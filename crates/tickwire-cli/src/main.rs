@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod demo;
+mod fleet;
 mod http_cmd;
 mod packet_cmd;
 mod reactor;
@@ -108,6 +109,12 @@ enum Command {
     /// Binary packet links: `packet serve` (an echo server) and `packet send HOST:PORT`, on
     /// the blocking transports or (`--runtime tokio`) tickwire-tokio's.
     Packet(packet_cmd::PacketArgs),
+    /// A fan-out node of a fleet: the reactor server fed by NATS (topics book, trades,
+    /// status by path; `?resume=book:N` resumes after number N). Runs until SIGTERM, then
+    /// closes its clients with 1001 so they move to another node.
+    Node(fleet::NodeArgs),
+    /// Publish the demo's synthetic market-data feed to NATS, for a fleet of nodes.
+    Publish(fleet::PublishArgs),
 }
 
 #[derive(Args)]
@@ -227,6 +234,9 @@ fn main() -> ExitCode {
         (Runtime::Reactor, Command::Serve(args)) => reactor::serve(&args),
         // The demo always runs the reactor server and its own client loop.
         (_, Command::Demo(args)) => demo::run(&args),
+        // A node is the reactor server; the publisher, a NATS client.
+        (_, Command::Node(args)) => fleet::node(&args),
+        (_, Command::Publish(args)) => fleet::publish(&args),
         (Runtime::Reactor, Command::Connect(_) | Command::Http(_)) => Err(
             "--runtime reactor runs `serve` only; `connect` and `http` run on blocking or tokio"
                 .to_owned(),

@@ -9,11 +9,11 @@
 //! checker), `stats` (histograms and the timeline), `report`, `charts` and `svg` (the summary
 //! and the HTML page). See docs/DEMO.md.
 
-mod app;
+pub(crate) mod app;
 mod charts;
 mod check;
 mod client;
-mod feed;
+pub(crate) mod feed;
 mod report;
 mod stats;
 mod svg;

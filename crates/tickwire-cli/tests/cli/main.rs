@@ -9,6 +9,11 @@ mod support;
 #[path = "../../../tickwire/tests/tls_support/mod.rs"]
 mod tls_support;
 
+mod fleet;
+// nats-server for the fleet test: the NATS bridge's own test helpers, included.
+#[path = "../../../tickwire-nats/tests/support/mod.rs"]
+mod nats_support;
+
 mod http;
 mod packet;
 mod tls;
