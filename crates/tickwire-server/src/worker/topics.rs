@@ -39,6 +39,8 @@ pub(super) struct Topics {
     batch: Vec<Arc<Publication>>,
     /// Reused: gaps to report once the round is over.
     gaps: Vec<(ConnId, Topic, Gap)>,
+    /// Reused: where each piece of the batch being delivered ends (see `piece_end`).
+    pieces: Vec<usize>,
 }
 
 /// One topic's subscribers on this worker.
@@ -181,6 +183,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         let mut batch = std::mem::take(&mut self.topics.batch);
         let mut walk = std::mem::take(&mut self.topics.walk);
         let mut gaps = std::mem::take(&mut self.topics.gaps);
+        let mut pieces = std::mem::take(&mut self.topics.pieces);
         // Topic by topic, in the order they first appear; each topic's messages in order.
         while let Some(first) = pending.first() {
             let topic = first.topic.clone();
@@ -205,6 +208,12 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 batch.sort_by_key(|p| p.seq);
             }
             let mut counts = Counts::default();
+            pieces.clear();
+            let mut start = 0;
+            while start < batch.len() {
+                start = piece_end(&batch, start, self.settings.send_budget);
+                pieces.push(start);
+            }
             let options = Arc::clone(&self.options);
             let round = Round {
                 budget: self.settings.send_budget,
@@ -217,17 +226,29 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 if careful {
                     self.deliver_careful(id, &topic, &batch, &round, &mut counts, &mut gap);
                 } else {
-                    self.with_open(id, |conn, bufs, _| {
-                        for publication in &batch {
-                            if conn.state() != ConnectionState::Open {
-                                break;
+                    // A batch bigger than half the send budget goes out in pieces, each
+                    // written before the next is queued: only a subscriber whose socket does
+                    // not take them falls behind (a burst alone does not make one slow).
+                    let mut start = 0;
+                    for &end in &pieces {
+                        let mut open = false;
+                        self.with_open(id, |conn, bufs, _| {
+                            for publication in &batch[start..end] {
+                                if conn.state() != ConnectionState::Open {
+                                    return;
+                                }
+                                if publication.except == Some(id) {
+                                    continue;
+                                }
+                                queue_on(conn, bufs, &round, publication, &mut counts, &mut gap);
                             }
-                            if publication.except == Some(id) {
-                                continue;
-                            }
-                            queue_on(conn, bufs, &round, publication, &mut counts, &mut gap);
+                            open = conn.state() == ConnectionState::Open;
+                        });
+                        if !open {
+                            break;
                         }
-                    });
+                        start = end;
+                    }
                 }
                 if counts.closed > closed_before {
                     self.record_slow_close(id, &topic);
@@ -250,6 +271,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             self.report_gap(id, &topic, gap);
         }
         self.topics.gaps = gaps;
+        self.topics.pieces = pieces;
     }
 
     /// One subscriber's share of a batch in number order: replays for others and numbers it
@@ -271,6 +293,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             let mut notice = None;
             // Not run when the connection has gone: nothing more to deliver.
             let mut ran = false;
+            let mut piece = 0;
             self.with_open(id, |conn, bufs, _| {
                 ran = true;
                 while let Some(publication) = batch.get(next) {
@@ -307,6 +330,11 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                     }
                     live |= publication.only.is_none();
                     queue_on(conn, bufs, round, publication, counts, gap);
+                    // Written before more is queued, as in the plain path.
+                    piece += publication.frame.wire().len() + Buffers::SHARED_ENTRY_BYTES;
+                    if piece >= round.budget / 2 {
+                        break;
+                    }
                 }
             });
             if !ran {
@@ -370,6 +398,21 @@ fn deflate_config(options: &ServerOptions) -> Option<&DeflateConfig> {
 #[cfg(not(feature = "deflate"))]
 fn deflate_config(_: &ServerOptions) -> std::marker::PhantomData<&()> {
     std::marker::PhantomData
+}
+
+/// Where the piece of `batch` that starts at `start` ends: at least one publication, and
+/// no more than half of `budget` in wire bytes after the first.
+fn piece_end(batch: &[Arc<Publication>], start: usize, budget: usize) -> usize {
+    let mut bytes = 0;
+    let mut end = start;
+    while let Some(publication) = batch.get(end) {
+        bytes += publication.frame.wire().len() + Buffers::SHARED_ENTRY_BYTES;
+        if end > start && bytes > budget / 2 {
+            break;
+        }
+        end += 1;
+    }
+    end
 }
 
 /// Queues `publication` on one subscriber, or applies the topic's policy when it would take
