@@ -2,12 +2,17 @@
 //! the subject (core NATS) or through the topic's JetStream stream, whose sequence numbers
 //! then are the topic's.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 use std::time::Duration;
 
-use async_nats::jetstream::{self, context::PublishAckFuture, stream};
+use async_nats::HeaderMap;
+use async_nats::jetstream::context::PublishError as AckError;
+use async_nats::jetstream::{self, stream};
 use bytes::Bytes;
+use futures_util::FutureExt;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
 
 use crate::wire::{self, Kind};
 
@@ -49,9 +54,11 @@ impl Backing {
 pub enum PublishError {
     /// NATS refused or could not take the message (the client's error, as text).
     Nats(String),
-    /// The stream's last number is not the one this publisher expected: another publisher
-    /// wrote to it. The publisher has read the stream's number again; messages that went out
-    /// numbered from the old one may have reached the nodes under wrong numbers.
+    /// The stream's last number is not the one this publisher expected: it lost messages
+    /// (a NATS server that restarted), or another publisher wrote to it. The publisher reads
+    /// the stream's number again before the topic's next message and stores again, under
+    /// their own numbers, the messages it lacks; with another publisher writing to the same
+    /// stream, numbers can be given to two messages, so do not run two.
     Raced {
         /// The stream.
         stream: String,
@@ -69,8 +76,30 @@ impl fmt::Display for PublishError {
 
 impl std::error::Error for PublishError {}
 
+/// See [`Publisher::ack_timeout`].
+const DEFAULT_ACK_TIMEOUT: Duration = Duration::from_secs(1);
+
+fn context(client: &async_nats::Client, timeout: Duration) -> jetstream::Context {
+    jetstream::ContextBuilder::new()
+        .timeout(timeout)
+        .build(client.clone())
+}
+
 fn nats(error: impl fmt::Display) -> PublishError {
     PublishError::Nats(error.to_string())
+}
+
+/// A stored message's acknowledgement: polled without waiting before each publish, so that
+/// a failure is noticed at once rather than when the window fills.
+type Ack = Pin<Box<dyn Future<Output = Result<jetstream::publish::PublishAck, AckError>> + Send>>;
+
+/// A message sent to a stream, waiting for its acknowledgement.
+struct Unacked {
+    stream: String,
+    seq: u64,
+    headers: HeaderMap,
+    payload: Bytes,
+    ack: Ack,
 }
 
 /// One topic's numbering.
@@ -84,9 +113,11 @@ struct Numbering {
     /// before the next message.
     resync: bool,
     /// Numbers given out (nodes may have relayed them) that the stream lost, up to this
-    /// one: markers saying so go into the stream before the next message, so that no
-    /// number is given to two messages.
+    /// one: they go into the stream again before the next message (or, for those no longer
+    /// held, markers saying they were lost), so that no number is given to two messages.
     lost_until: Option<u64>,
+    /// Messages whose acknowledgement failed, by number, to store again.
+    unstored: BTreeMap<u64, (HeaderMap, Bytes)>,
 }
 
 /// Publishes numbered topic messages to NATS. One publisher per topic: the numbers are its
@@ -97,8 +128,9 @@ pub struct Publisher {
     jetstream: jetstream::Context,
     prefix: String,
     topics: HashMap<String, Numbering>,
-    /// Stream acknowledgements not yet received, oldest first.
-    acks: VecDeque<(String, PublishAckFuture)>,
+    /// Stored messages not yet acknowledged, oldest first, kept until they are: a stream
+    /// that loses them gets them again under the same numbers.
+    acks: VecDeque<Unacked>,
     window: usize,
 }
 
@@ -117,13 +149,23 @@ impl Publisher {
     /// `tw.book`).
     pub fn new(client: async_nats::Client, prefix: &str) -> Self {
         Self {
-            jetstream: jetstream::new(client.clone()),
+            jetstream: context(&client, DEFAULT_ACK_TIMEOUT),
             client,
             prefix: prefix.to_owned(),
             topics: HashMap::new(),
             acks: VecDeque::new(),
             window: 4096,
         }
+    }
+
+    /// How long a stored message's acknowledgement (and any JetStream request) may take
+    /// before the publisher reads the stream's number again and stores what it lost (1 s
+    /// by default): after a NATS restart, messages the stream refused meanwhile reach it
+    /// this much later, and a node waiting to fill a gap waits that long for them
+    /// ([`BridgeBuilder::fetch_timeout`](crate::BridgeBuilder::fetch_timeout), 2 s).
+    pub fn ack_timeout(mut self, timeout: Duration) -> Self {
+        self.jetstream = context(&self.client, timeout);
+        self
     }
 
     /// How many stream acknowledgements may be outstanding before
@@ -144,6 +186,7 @@ impl Publisher {
                 stream: None,
                 resync: false,
                 lost_until: None,
+                unstored: BTreeMap::new(),
             },
             Backing::JetStream {
                 max_age,
@@ -169,6 +212,7 @@ impl Publisher {
                     stream: Some(name),
                     resync: false,
                     lost_until: None,
+                    unstored: BTreeMap::new(),
                 }
             }
         };
@@ -194,6 +238,7 @@ impl Publisher {
         kind: Kind,
         encode: impl FnOnce(u64) -> Bytes,
     ) -> Result<u64, PublishError> {
+        self.take_settled_acks()?;
         while self.acks.len() >= self.window {
             self.await_oldest_ack().await?;
         }
@@ -221,10 +266,20 @@ impl Publisher {
                 );
                 let ack = self
                     .jetstream
-                    .publish_with_headers(numbering.subject.clone(), headers, payload)
+                    .publish_with_headers(
+                        numbering.subject.clone(),
+                        headers.clone(),
+                        payload.clone(),
+                    )
                     .await
                     .map_err(nats)?;
-                self.acks.push_back((stream.clone(), ack));
+                self.acks.push_back(Unacked {
+                    stream: stream.clone(),
+                    seq,
+                    headers,
+                    payload,
+                    ack: ack.into_future(),
+                });
             }
         }
         numbering.last = seq;
@@ -255,25 +310,61 @@ impl Publisher {
         }
     }
 
+    /// Drops the acknowledgements already received from the front of the queue, and
+    /// handles the first failed one.
+    fn take_settled_acks(&mut self) -> Result<(), PublishError> {
+        while let Some(front) = self.acks.front_mut() {
+            match (&mut front.ack).now_or_never() {
+                None => return Ok(()),
+                Some(Ok(_)) => {
+                    self.acks.pop_front();
+                }
+                Some(Err(error)) => {
+                    let failed = self.acks.pop_front().expect("the front");
+                    return Err(self.ack_failed(failed, error));
+                }
+            }
+        }
+        Ok(())
+    }
+
     async fn await_oldest_ack(&mut self) -> Result<(), PublishError> {
-        let Some((stream, ack)) = self.acks.pop_front() else {
+        let Some(mut oldest) = self.acks.pop_front() else {
             return Ok(());
         };
-        let Err(error) = ack.await else {
-            return Ok(());
-        };
+        match (&mut oldest.ack).await {
+            Ok(_) => Ok(()),
+            Err(error) => Err(self.ack_failed(oldest, error)),
+        }
+    }
+
+    /// `oldest`'s stream did not store it: every unacknowledged message of the stream is
+    /// kept to store again, and the stream's number is read again before its next message.
+    fn ack_failed(&mut self, oldest: Unacked, error: AckError) -> PublishError {
         // The stream's later acknowledgements are moot: its number is read again before
-        // the topic's next message.
-        self.acks.retain(|(other, _)| *other != stream);
+        // the topic's next message, and what it does not hold is stored again.
+        let stream = oldest.stream;
+        let mut unstored = BTreeMap::new();
+        unstored.insert(oldest.seq, (oldest.headers, oldest.payload));
+        let mut kept = VecDeque::with_capacity(self.acks.len());
+        for unacked in self.acks.drain(..) {
+            if unacked.stream == stream {
+                unstored.insert(unacked.seq, (unacked.headers, unacked.payload));
+            } else {
+                kept.push_back(unacked);
+            }
+        }
+        self.acks = kept;
         for numbering in self.topics.values_mut() {
             if numbering.stream.as_deref() == Some(stream.as_str()) {
                 numbering.resync = true;
+                numbering.unstored.append(&mut unstored);
             }
         }
         if error.kind() == jetstream::context::PublishErrorKind::WrongLastSequence {
-            Err(PublishError::Raced { stream })
+            PublishError::Raced { stream }
         } else {
-            Err(nats(error))
+            nats(error)
         }
     }
 
@@ -296,33 +387,45 @@ impl Publisher {
             }
             numbering.last = stored;
             numbering.resync = false;
+            // What the stream holds needs nothing more.
+            numbering.unstored.retain(|&seq, _| seq > stored);
         }
         let Some(lost) = numbering.lost_until else {
             return Ok(());
         };
-        // One marker per number (the stream's numbers are the topic's); each says where
-        // the loss ends, so a node reports the whole range at the first marker it sees.
+        // Each lost number again, in order: its message if this publisher still has it,
+        // else a marker (the stream's numbers are the topic's, so every number needs one
+        // message); a marker says where the loss ends, so a node reports the whole range
+        // at the first marker it meets.
         let mut acks = Vec::new();
         for seq in numbering.last + 1..=lost {
-            let mut headers = wire::headers(seq, 0, Kind::Binary);
-            headers.insert(wire::LOST_HEADER, lost.to_string().as_str());
+            let (mut headers, payload) = match numbering.unstored.get(&seq).cloned() {
+                Some(message) => message,
+                None => {
+                    let mut headers = wire::headers(seq, 0, Kind::Binary);
+                    headers.insert(wire::LOST_HEADER, lost.to_string().as_str());
+                    (headers, Bytes::new())
+                }
+            };
             headers.insert(
                 async_nats::header::NATS_EXPECTED_LAST_SEQUENCE,
                 (seq - 1).to_string().as_str(),
             );
             let ack = self
                 .jetstream
-                .publish_with_headers(numbering.subject.clone(), headers, Bytes::new())
+                .publish_with_headers(numbering.subject.clone(), headers, payload)
                 .await
                 .map_err(nats)?;
             acks.push(ack);
         }
         for ack in acks {
             if let Err(error) = ack.await {
+                // Kept in `unstored`: the next try stores what the stream still lacks.
                 numbering.resync = true;
                 return Err(nats(error));
             }
         }
+        numbering.unstored.clear();
         numbering.last = lost;
         numbering.lost_until = None;
         Ok(())

@@ -413,6 +413,18 @@ impl Relay {
     /// topic or when JetStream does not answer within the fetch timeout.
     async fn fetch(&mut self, name: &str, first: u64, last: u64) -> Vec<Entry> {
         let timeout = self.settings.fetch_timeout;
+        if self.topics.get(name).is_some_and(|s| s.stream.is_none()) {
+            // The stream may have been made since the topic was subscribed (a publisher
+            // that started after the node's first client): look again.
+            let lookup = self
+                .jetstream
+                .get_stream(wire::stream_name(&self.settings.prefix, name));
+            if let Ok(Ok(stream)) = tokio::time::timeout(timeout, lookup).await {
+                if let Some(state) = self.topics.get_mut(name) {
+                    state.stream = Some(stream);
+                }
+            }
+        }
         let Some(stream) = self.topics.get(name).and_then(|s| s.stream.clone()) else {
             return Vec::new();
         };
