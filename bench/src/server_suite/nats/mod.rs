@@ -17,8 +17,9 @@
 //!
 //! Tables (medians over rounds; the rows of a table interleaved, their order rotating each
 //! round; a fresh nats-server and fresh nodes per row and round):
-//! - `nats_latency_n{S}` (S = 100, 1,000): 100 B at `--rate` (2,000 msg/s), publish-to-
-//!   receive p50 / p99 / p99.9 after warm-up, in-process against NATS with one node;
+//! - `nats_latency_n{S}` (S = 100, 1,000): 100 B at `--latency-deliveries` / S msg/s
+//!   (200,000 deliveries/s: 2,000 msg/s to 100 subscribers, 200 to 1,000), publish-to-receive
+//!   p50 / p99 / p99.9 after warm-up, in-process against NATS with one node;
 //! - `nats_throughput_n{S}` (S = 1,000): 100 B offered at `--throughput-rate` (10,000 msg/s,
 //!   about twice what one node delivers to 1,000 subscribers here), deliveries/s, the rate
 //!   the feed achieved and everything lost, for in-process, NATS with one node and NATS
@@ -53,9 +54,11 @@ use crate::report::{self, Table};
 /// Subscribers in the latency tables (full and quick runs alike: the points are short).
 const LATENCY_SUBSCRIBERS: [usize; 2] = [100, 1_000];
 
-/// The latency tables' rate: below saturation at 1,000 subscribers (2 M deliveries/s against
-/// the about 5 M/s the pub/sub suite measured for one tickwire server).
-const LATENCY_RATE: f64 = 2_000.0;
+/// The latency tables' load in deliveries per second (the rate is this divided by the
+/// subscribers: 2,000 msg/s to 100, 200 msg/s to 1,000): about 4% of the 5 M/s the pub/sub
+/// suite measured for one tickwire server, so that latency is the path's and not a queue's.
+/// 2,000 msg/s to 1,000 subscribers (2 M/s) put a quick run's in-process p50 at 13 ms.
+const LATENCY_DELIVERIES: f64 = 200_000.0;
 
 /// The throughput table's offered rate: 10 M deliveries/s to 1,000 subscribers, about twice
 /// what one node delivers here, so every row runs at its own limit.
@@ -78,9 +81,10 @@ pub struct Settings {
     /// Subscriber counts of the latency tables (comma-separated).
     #[arg(long, default_value = "100,1000")]
     subscribers: String,
-    /// Messages per second in the latency tables.
-    #[arg(long, default_value_t = LATENCY_RATE)]
-    rate: f64,
+    /// Deliveries per second in the latency tables: the feed publishes this divided by the
+    /// subscribers, messages per second.
+    #[arg(long, default_value_t = LATENCY_DELIVERIES)]
+    latency_deliveries: f64,
     /// Subscribers in the throughput table.
     #[arg(long, default_value_t = 1_000)]
     throughput_subscribers: usize,
@@ -200,7 +204,8 @@ pub fn describe(ctx: &Ctx, settings: &Settings, quick: bool) -> String {
          subscriber thread to core {}: on this 2-vCPU machine three nodes share the one core \
          a single node has, so '{} nodes vs 1' measures what the bus path costs, not \
          scale-out (docs/SCALING.md extrapolates); {:.1} s warm-up + {:.1} s measured per \
-         point; {} round(s), medians over rounds",
+         point; {} round(s), medians over rounds; latencies are CLOCK_MONOTONIC ns (send \
+         and receive may be in different processes), not TSC ticks",
         load.join(" "),
         ctx.core,
         ctx.peer_core,
@@ -226,7 +231,7 @@ pub fn run(ctx: &Ctx, settings: &Settings, clock: &Clock, quick: bool) -> Vec<Ta
     for subscribers in settings.latency_counts() {
         let point = Point {
             subscribers,
-            rate: settings.rate,
+            rate: settings.latency_deliveries / subscribers.max(1) as f64,
             window,
         };
         schedule.push((

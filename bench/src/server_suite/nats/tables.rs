@@ -27,8 +27,16 @@ pub(super) fn latency_table(
         point.subscribers
     );
     let mut columns: Vec<String> = QUANTILES.iter().map(|(_, q)| format!("{q} µs")).collect();
-    columns.extend(["deliveries/s".to_owned(), "lost".to_owned()]);
     columns.extend(QUANTILES.iter().map(|(_, q)| format!("{q} ÷ in-process")));
+    columns.extend(
+        [
+            "deliveries/s",
+            "lost",
+            "subscriber core idle %",
+            "node core idle %",
+        ]
+        .map(str::to_owned),
+    );
     let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
     let mut table = Table::with_columns(id, &title, &columns, "");
     let baseline: Vec<Option<f64>> = QUANTILES
@@ -45,11 +53,13 @@ pub(super) fn latency_table(
                 .map(|&(q, _)| quantile_median(&histograms(rounds), q))
                 .collect();
             let mut cells: Vec<String> = quantiles.iter().map(|&ns| micros(ns)).collect();
+            cells.extend(quantiles.iter().zip(&baseline).map(|(&v, &b)| ratio(v, b)));
             cells.push(report::human(
                 median(ok.iter().map(|o| o.seen.rate).collect()).unwrap_or(0.0),
             ));
             cells.push(lost(&ok));
-            cells.extend(quantiles.iter().zip(&baseline).map(|(&v, &b)| ratio(v, b)));
+            cells.push(idle_percent(&ok, |o| o.seen.subscriber_core_idle));
+            cells.push(idle_percent(&ok, |o| o.seen.node_core_idle));
             cells
         };
         table.rows.push(Row {
@@ -65,9 +75,13 @@ pub(super) fn latency_table(
          Publisher in the bench process. Both publish at {} msg/s on an open-loop schedule \
          (what is due is sent back to back), the send time (CLOCK_MONOTONIC ns) taken as each \
          message is made; latency = CLOCK_MONOTONIC after the subscriber's read minus it, every \
-         delivery of the measured window. {}{}",
+         delivery of the measured window. The rate is {} deliveries/s divided by the \
+         subscribers, well below what a node delivers, so that the latency is the path's, not a \
+         queue's; core idle % (idle jiffies of the core over the window) shows the headroom \
+         left. {}{}",
         point.subscribers,
         report::human(point.rate),
+        report::human(point.rate * point.subscribers as f64),
         common_note(ctx, point),
         failures(names, results),
     );
@@ -120,10 +134,6 @@ pub(super) fn throughput_table(
                     quantile_median(&histograms(rounds), q)
                         .map_or("-".to_owned(), |ns| format!("{:.2}", ns / 1e6))
                 };
-                let percent = |f: fn(&Outcome) -> Option<f64>| {
-                    median(ok.iter().filter_map(|o| f(o)).collect())
-                        .map_or("-".to_owned(), |share| format!("{:.0}", share * 100.0))
-                };
                 let expected: u64 = ok.iter().map(|o| o.last() * o.seen.subscribers).sum();
                 let delivered: u64 = ok.iter().map(|o| o.seen.delivered).sum();
                 vec![
@@ -140,8 +150,8 @@ pub(super) fn throughput_table(
                     lost(&ok),
                     millis(0.5),
                     millis(0.99),
-                    percent(|o| o.seen.subscriber_core_idle),
-                    percent(|o| o.seen.node_core_idle),
+                    idle_percent(&ok, |o| o.seen.subscriber_core_idle),
+                    idle_percent(&ok, |o| o.seen.node_core_idle),
                     ratio(Some(median_rate), one_node),
                 ]
             }
@@ -218,6 +228,12 @@ fn lost(ok: &[&Outcome]) -> String {
         cell.push_str(&format!(", {out_of_order} out of order"));
     }
     cell
+}
+
+/// The median over rounds of a core's idle share, in %.
+fn idle_percent(ok: &[&Outcome], share: fn(&Outcome) -> Option<f64>) -> String {
+    median(ok.iter().filter_map(|o| share(o)).collect())
+        .map_or("-".to_owned(), |share| format!("{:.0}", share * 100.0))
 }
 
 /// The failed rounds, one sentence each.
