@@ -145,6 +145,9 @@ impl Subscribers {
     /// Reads until the feed has run its course: from the first message on, `window.warmup`
     /// untimed, `window.measure` timed, then until the connections are quiet. Err when no
     /// message arrives, a connection closes, or a frame is not the feed's.
+    ///
+    /// Near 80 lines on purpose, like the pub/sub generator's `run`: the phases, the counters
+    /// they snapshot and the read loop stay in one place.
     pub(super) fn run(&mut self, window: Window) -> Result<Seen, String> {
         let mut latency = harness::new_histogram();
         let mut delivered = 0u64;
