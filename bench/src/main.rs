@@ -9,6 +9,7 @@
 //! cargo run --release -p tickwire-bench -- tokio         # tickwire-tokio vs blocking and async peers
 //! cargo run --release -p tickwire-bench -- server        # echo servers (processes) under load
 //! cargo run --release -p tickwire-bench -- pubsub        # pub/sub fan-out servers under load
+//! cargo run --release -p tickwire-bench -- nats          # NATS-fed nodes against in-process
 //! ```
 //!
 //! Tables go to stdout and to `target/bench-report/` (report.md, one SVG per latency table,
@@ -79,6 +80,16 @@ enum Suite {
     /// permessage-deflate) and uWebSockets `--pubsub`; deliveries/s, publish-to-receive
     /// latency, CPU.
     Pubsub(PubsubOptions),
+    /// tickwire-nats: publish-to-client latency through NATS against the in-process path, and
+    /// deliveries/s with several nodes against one, in the same run. nats-server, the nodes
+    /// (tickwire-server processes) and the feed share `--core`, the subscribers' thread is on
+    /// `--peer-core`: on a 2-vCPU machine three nodes share the core one node had, so "3 nodes
+    /// vs 1" measures what the bus path costs, not scale-out (docs/SCALING.md extrapolates).
+    Nats(NatsOptions),
+    /// One node of the NATS suite: tickwire-server with a NATS bridge, or publishing itself
+    /// with `--local` (not for direct use).
+    #[command(hide = true)]
+    NatsNode(server_suite::nats::NodeOptions),
     /// The server suite's fastwebsockets echo server (not for direct use).
     #[command(hide = true)]
     FastwebsocketsEchoServer {
@@ -192,6 +203,16 @@ struct PubsubOptions {
     settings: server_suite::pubsub::Settings,
 }
 
+/// The NATS suite's options: the common ones (`--core` is the nodes' and nats-server's core,
+/// `--peer-core` the subscribers') and its own.
+#[derive(clap::Args, Clone)]
+struct NatsOptions {
+    #[command(flatten)]
+    common: Options,
+    #[command(flatten)]
+    settings: server_suite::nats::Settings,
+}
+
 /// The settings of a suite whose servers are processes of their own.
 #[derive(Clone, Copy)]
 enum ProcessSuite<'a> {
@@ -199,6 +220,8 @@ enum ProcessSuite<'a> {
     Server(&'a server_suite::Settings),
     /// The pub/sub suite.
     Pubsub(&'a server_suite::pubsub::Settings),
+    /// The NATS suite.
+    Nats(&'a server_suite::nats::Settings),
 }
 
 /// What every workload module gets: the sampling plan, the clock and where to report progress.
@@ -256,6 +279,17 @@ fn main() {
             &options.common,
             Some(ProcessSuite::Pubsub(&options.settings)),
         ),
+        Suite::Nats(options) => run_suite(
+            "nats",
+            &options.common,
+            Some(ProcessSuite::Nats(&options.settings)),
+        ),
+        Suite::NatsNode(options) => {
+            if let Err(message) = server_suite::nats::nats_node(&options) {
+                eprintln!("nats-node: {message}");
+                std::process::exit(2);
+            }
+        }
         Suite::FastwebsocketsEchoServer { port, core } => {
             if let Err(message) = server_suite::fastwebsockets_server(port, core) {
                 eprintln!("fastwebsockets-echo-server: {message}");
@@ -325,7 +359,7 @@ fn run_suite(suite: &str, options: &Options, processes: Option<ProcessSuite<'_>>
         }
         "http" => http::STEPS,
         "tokio" => tokio_suite::STEPS,
-        "server" | "pubsub" => server_suite::STEPS,
+        "server" | "pubsub" | "nats" => server_suite::STEPS,
         "packet" => packet::STEPS,
         _ => spsc::STEPS,
     } * rounds as u64;
@@ -365,12 +399,20 @@ fn run_suite(suite: &str, options: &Options, processes: Option<ProcessSuite<'_>>
         "http" => tables.extend(http::run(&ctx, options.callgrind, !options.no_loopback)),
         "tokio" => tables.extend(tokio_suite::run(&ctx)),
         "packet" => tables.extend(packet::run(&ctx, options.no_loopback)),
-        "server" | "pubsub" => match processes {
+        "server" | "pubsub" | "nats" => match processes {
             Some(ProcessSuite::Server(settings)) => {
                 tables.extend(server_suite::run(&ctx, settings, &clock, options.quick));
             }
             Some(ProcessSuite::Pubsub(settings)) => {
                 tables.extend(server_suite::pubsub::run(
+                    &ctx,
+                    settings,
+                    &clock,
+                    options.quick,
+                ));
+            }
+            Some(ProcessSuite::Nats(settings)) => {
+                tables.extend(server_suite::nats::run(
                     &ctx,
                     settings,
                     &clock,
@@ -390,6 +432,9 @@ fn run_suite(suite: &str, options: &Options, processes: Option<ProcessSuite<'_>>
             ProcessSuite::Server(settings) => server_suite::describe(&ctx, settings, options.quick),
             ProcessSuite::Pubsub(settings) => {
                 server_suite::pubsub::describe(&ctx, settings, options.quick)
+            }
+            ProcessSuite::Nats(settings) => {
+                server_suite::nats::describe(&ctx, settings, options.quick)
             }
         });
     }

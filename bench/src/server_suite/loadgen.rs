@@ -325,7 +325,7 @@ impl Snapshot {
 }
 
 /// The idle share of a core between two (idle, total) jiffy readings.
-fn idle_share(first: Option<(u64, u64)>, last: Option<(u64, u64)>) -> Option<f64> {
+pub(super) fn idle_share(first: Option<(u64, u64)>, last: Option<(u64, u64)>) -> Option<f64> {
     let ((idle_a, total_a), (idle_b, total_b)) = (first?, last?);
     let total = total_b.checked_sub(total_a).filter(|t| *t > 0)?;
     Some(idle_b.saturating_sub(idle_a) as f64 / total as f64)

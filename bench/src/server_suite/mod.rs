@@ -21,6 +21,7 @@ mod connection;
 mod dial;
 mod echo;
 mod loadgen;
+pub mod nats;
 pub mod pubsub;
 mod servers;
 mod tables;

@@ -122,12 +122,20 @@ impl ServerProcess {
             }
         };
         command.args(extra);
+        Self::spawn(library.name(), command)
+    }
+
+    /// Runs `command` (a server called `name` in messages) and waits (up to 10 s) for its
+    /// first stdout line, whose last number is the port: [`start`](Self::start) for the
+    /// suites' libraries, the NATS suite for its nodes.
+    pub(super) fn spawn(name: &str, mut command: Command) -> Result<Self, String> {
         // stderr goes to a file: a server that fails to start says why there, and one that
-        // logs every reset connection cannot fill a pipe nobody reads.
+        // logs every reset connection cannot fill a pipe nobody reads. The port in the name
+        // of a free port keeps the logs of several servers of one run apart.
         let log = std::env::temp_dir().join(format!(
-            "tickwire-bench-{}-{}.log",
-            library.name(),
-            std::process::id()
+            "tickwire-bench-{name}-{}-{}.log",
+            std::process::id(),
+            free_port()?
         ));
         let stderr = std::fs::File::create(&log)
             .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
@@ -136,7 +144,7 @@ impl ServerProcess {
             .stdout(Stdio::piped())
             .stderr(stderr)
             .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", library.name()))?;
+            .map_err(|e| format!("cannot start {name}: {e}"))?;
         let stdout = child.stdout.take().expect("stdout was piped");
         let (sender, receiver) = mpsc::channel();
         std::thread::spawn(move || {
@@ -164,8 +172,7 @@ impl ServerProcess {
                 let said = std::fs::read_to_string(&log).unwrap_or_default();
                 let said = said.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
                 Err(format!(
-                    "{} printed no port (stdout: {:?}; stderr: {said:?}; {})",
-                    library.name(),
+                    "{name} printed no port (stdout: {:?}; stderr: {said:?}; {})",
                     line.trim(),
                     status.map_or("no exit status".to_owned(), |s| s.to_string())
                 ))
@@ -244,7 +251,7 @@ pub(super) fn core_jiffies(core: usize) -> Option<(u64, u64)> {
 }
 
 /// `taskset -c CORE BINARY`, or Err when the binary is missing.
-fn pinned(binary: &Path, core: &str) -> Result<Command, String> {
+pub(super) fn pinned(binary: &Path, core: &str) -> Result<Command, String> {
     if !binary.exists() {
         return Err(format!("{} not found", binary.display()));
     }
@@ -255,7 +262,7 @@ fn pinned(binary: &Path, core: &str) -> Result<Command, String> {
 
 /// A port free on 127.0.0.1 right now (bound with port 0, then released), for servers that
 /// cannot pick their own.
-fn free_port() -> Result<u16, String> {
+pub(super) fn free_port() -> Result<u16, String> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| format!("bind: {e}"))?;
     listener
         .local_addr()

@@ -20,7 +20,7 @@
 
 mod generator;
 mod window;
-mod wire;
+pub(super) mod wire;
 
 use generator::{Generator, Load};
 

@@ -5,13 +5,15 @@
 //! message sent without context takeover.
 //!
 //! Owns no socket and no clock: the generator (`generator.rs`) passes bytes and times in.
+//! The NATS suite (`../nats/`) reuses the stamp and the frame reader, its send times being
+//! CLOCK_MONOTONIC ns rather than rdtsc.
 
 use std::sync::LazyLock;
 
 use tickwire_codec::deflate::{DeflateConfig, PayloadInflater};
 
 /// Bytes of payload per published message (the 100 B).
-pub(super) const PAYLOAD_LEN: usize = 100;
+pub(in crate::server_suite) const PAYLOAD_LEN: usize = 100;
 
 /// Bytes of a publisher frame: a 2-byte header (7-bit length), the mask key, the payload.
 pub(super) const FRAME_LEN: usize = 2 + 4 + PAYLOAD_LEN;
@@ -36,17 +38,18 @@ const DEFLATE_TAIL: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
 /// What a published message carries besides filler: when it was sent and its place in the
 /// publisher's sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Stamp {
-    /// rdtsc at the publisher's write.
-    pub(super) sent_at: u64,
+pub(in crate::server_suite) struct Stamp {
+    /// When the publisher wrote it: rdtsc in the pub/sub suite, CLOCK_MONOTONIC ns in the
+    /// NATS suite.
+    pub(in crate::server_suite) sent_at: u64,
     /// 0, 1, 2, ... in publish order.
-    pub(super) sequence: u64,
+    pub(in crate::server_suite) sequence: u64,
 }
 
 impl Stamp {
     /// The 100 B payload: the send time and the sequence number (little-endian u64s), then
     /// the JSON-like filler every message shares (so that deflate has something to do).
-    pub(super) fn payload(self) -> [u8; PAYLOAD_LEN] {
+    pub(in crate::server_suite) fn payload(self) -> [u8; PAYLOAD_LEN] {
         let mut payload = *filler();
         payload[..8].copy_from_slice(&self.sent_at.to_le_bytes());
         payload[8..16].copy_from_slice(&self.sequence.to_le_bytes());
@@ -55,7 +58,7 @@ impl Stamp {
 
     /// The stamp of a received payload. Err when it is not 100 B or its filler is not the
     /// publisher's (a message mangled on the way).
-    pub(super) fn read(payload: &[u8]) -> Result<Self, String> {
+    pub(in crate::server_suite) fn read(payload: &[u8]) -> Result<Self, String> {
         if payload.len() != PAYLOAD_LEN {
             return Err(format!(
                 "a {} B message (expected {PAYLOAD_LEN} B)",
@@ -160,7 +163,7 @@ impl Decoder {
 /// A subscriber's position in the server's frame stream: the start of a frame that a read
 /// cut short, kept until the rest arrives (empty almost always).
 #[derive(Default)]
-pub(super) struct FrameReader {
+pub(in crate::server_suite) struct FrameReader {
     partial: Vec<u8>,
 }
 
@@ -168,7 +171,7 @@ impl FrameReader {
     /// Consumes `bytes`, calling `frame(rsv1, payload)` for every complete frame. Err for a
     /// frame that is not an unmasked FIN binary frame of at most 1 KiB, with RSV1 only when
     /// `deflate` was negotiated, or when `frame` fails.
-    pub(super) fn consume(
+    pub(in crate::server_suite) fn consume(
         &mut self,
         mut bytes: &[u8],
         deflate: bool,
