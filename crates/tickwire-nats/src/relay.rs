@@ -8,7 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_nats::jetstream::context::GetStreamErrorKind;
 use async_nats::jetstream::{self, consumer, stream::Stream};
@@ -100,7 +100,16 @@ struct TopicState {
     history: VecDeque<Entry>,
     /// Resumes waiting for `last` to be known.
     parked: Vec<(ConnId, u64)>,
+    /// When the topic lost its last subscriber (it is left `LINGER` later if none came).
+    idle_since: Option<Instant>,
+    /// When a resume was last handed to the server: its subscription may not be counted yet.
+    resumed_at: Option<Instant>,
 }
+
+/// How long a topic stays subscribed with no subscriber: a client that reconnects at once
+/// finds it live, and a resume whose subscription the worker has not applied yet (so the
+/// count does not show it) never meets an unsubscribed topic.
+const LINGER: Duration = Duration::from_secs(1);
 
 impl TopicState {
     fn new(topic: Topic) -> Self {
@@ -112,6 +121,8 @@ impl TopicState {
             last: None,
             history: VecDeque::new(),
             parked: Vec::new(),
+            idle_since: None,
+            resumed_at: None,
         }
     }
 }
@@ -186,8 +197,14 @@ impl Relay {
     }
 
     async fn relay_until_shutdown(mut self, mut inbox: mpsc::UnboundedReceiver<Request>) {
+        let mut linger = tokio::time::interval(LINGER / 4);
+        linger.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let step = tokio::select! {
+                _ = linger.tick() => {
+                    self.linger();
+                    Ok(())
+                }
                 request = inbox.recv() => match request {
                     None | Some(Request::Shutdown) => return,
                     Some(request) => self.request(request, &mut inbox).await,
@@ -247,16 +264,39 @@ impl Relay {
         let name = topic.name().to_owned();
         let state = self.state(&topic);
         let wanted = topic.subscribers() > 0 || !state.parked.is_empty();
-        if wanted && !state.subscribed {
-            self.subscribe(&name).await?;
-        } else if !wanted && state.subscribed {
-            self.live.remove(&name);
-            let state = self.state(&topic);
-            state.subscribed = false;
-            state.last = None;
-            state.history.clear();
+        if wanted {
+            state.idle_since = None;
+            if !state.subscribed {
+                self.subscribe(&name).await?;
+            }
+        } else if state.subscribed && state.idle_since.is_none() {
+            // Left at the next look after `LINGER` (`linger`), if still idle.
+            state.idle_since = Some(Instant::now());
         }
         Ok(())
+    }
+
+    /// Unsubscribes the topics idle for `LINGER` (and not resumed meanwhile).
+    fn linger(&mut self) {
+        let now = Instant::now();
+        let recent = |at: Option<Instant>| at.is_some_and(|at| now - at < LINGER);
+        for (name, state) in &mut self.topics {
+            let idle = state.subscribed
+                && state.idle_since.is_some()
+                && !recent(state.idle_since)
+                && !recent(state.resumed_at)
+                && state.parked.is_empty()
+                && state.topic.subscribers() == 0;
+            if idle {
+                self.live.remove(name);
+                state.subscribed = false;
+                state.idle_since = None;
+                state.last = None;
+                state.history.clear();
+            } else if state.topic.subscribers() > 0 {
+                state.idle_since = None;
+            }
+        }
     }
 
     async fn subscribe(&mut self, name: &str) -> Result<(), Stopped> {
@@ -419,10 +459,10 @@ impl Relay {
             let lookup = self
                 .jetstream
                 .get_stream(wire::stream_name(&self.settings.prefix, name));
-            if let Ok(Ok(stream)) = tokio::time::timeout(timeout, lookup).await {
-                if let Some(state) = self.topics.get_mut(name) {
-                    state.stream = Some(stream);
-                }
+            if let Ok(Ok(stream)) = tokio::time::timeout(timeout, lookup).await
+                && let Some(state) = self.topics.get_mut(name)
+            {
+                state.stream = Some(stream);
             }
         }
         let Some(stream) = self.topics.get(name).and_then(|s| s.stream.clone()) else {
@@ -495,6 +535,7 @@ impl Relay {
             return Ok(());
         }
         let parked = std::mem::take(&mut state.parked);
+        let mut resumed = false;
         let max_replay = self.settings.max_replay;
         // The oldest number any of them wants, within the replay cap.
         let lowest = parked
@@ -537,7 +578,11 @@ impl Relay {
                 .count();
             self.server.resume(id, &state.topic, after, replay)?;
             Counters::add(&self.stats.resumes, 1);
+            resumed = true;
             Counters::add(&self.stats.replayed, replayed as u64);
+        }
+        if resumed && let Some(state) = self.topics.get_mut(name) {
+            state.resumed_at = Some(Instant::now());
         }
         Ok(())
     }
@@ -567,10 +612,10 @@ impl Relay {
             .collect();
         for name in names {
             let known = self.topics[&name].last.unwrap_or(0);
-            if let Some(stream_last) = self.stream_last(&name).await {
-                if stream_last > known {
-                    self.fill(&name, known + 1, stream_last).await?;
-                }
+            if let Some(stream_last) = self.stream_last(&name).await
+                && stream_last > known
+            {
+                self.fill(&name, known + 1, stream_last).await?;
             }
         }
         Ok(())

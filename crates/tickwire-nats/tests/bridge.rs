@@ -122,6 +122,13 @@ fn a_node_cut_off_nats_fills_a_jetstream_topic_and_reports_the_gap_of_a_core_top
     eventually("the node back", || {
         node.bridge.handle().stats().connects > before
     });
+    // Its subscriptions are back on the server once a message of each arrives.
+    let mut previous = (u64::MAX, u64::MAX);
+    eventually("the node relaying both topics again", || {
+        let relaying = node.last_seq("core") >= previous.0 && node.last_seq("js") >= previous.1;
+        previous = (feed.publish("core", 1), feed.publish("js", 1));
+        relaying
+    });
     let core_last = feed.publish("core", 500);
     let js_last = feed.publish("js", 500);
     assert!(js_tally.follow(&mut js, js_last));
@@ -245,7 +252,17 @@ fn nodes_recover_from_a_nats_restart_with_every_number_received_or_reported() {
             .zip(&connects)
             .all(|(n, &before)| n.bridge.handle().stats().connects > before)
     });
-    // More after the nodes are back, so that each sees where the topics are.
+    // A core message published before a node's subscription is back on the server is
+    // lost to it without a trace until the next one: publish until every node relays
+    // both topics again, then more, so that each sees where the topics are.
+    let mut previous = (u64::MAX, u64::MAX);
+    eventually("every node relaying both topics again", || {
+        let relaying = nodes
+            .iter()
+            .all(|n| n.last_seq("core") >= previous.0 && n.last_seq("js") >= previous.1);
+        previous = (feed.publish("core", 1), feed.publish("js", 1));
+        relaying
+    });
     let core_last = core_last.max(feed.publish("core", 100));
     let js_last = js_last.max(feed.publish("js", 100));
     for ((topic, ws), tally) in clients.iter_mut().zip(&mut tallies) {

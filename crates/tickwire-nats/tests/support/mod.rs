@@ -268,6 +268,16 @@ impl Node {
         }
     }
 
+    /// The last number the node relayed on `topic` (the server topic's).
+    pub fn last_seq(&self, topic: &str) -> u64 {
+        let running = self.running.as_ref().expect("running");
+        let topic = running
+            .handle()
+            .topic(topic, SlowConsumer::DropOldest)
+            .unwrap();
+        topic.last_seq()
+    }
+
     /// A subscriber of `topic`, once its subscription is in place.
     pub fn subscribe(&self, topic: &str) -> Ws {
         let mut ws = connect(self.addr, &format!("/{topic}"));
