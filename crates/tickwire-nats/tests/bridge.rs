@@ -7,7 +7,9 @@ mod support;
 use std::thread;
 use std::time::Duration;
 
-use support::{Feed, Got, NatsServer, Node, Proxy, Tally, eventually, next, read_all};
+use support::{
+    Feed, NatsServer, Node, Proxy, Tally, eventually, read_all, skip_to, until_relaying,
+};
 
 #[test]
 fn every_client_of_every_node_gets_every_message_in_order() {
@@ -20,31 +22,18 @@ fn every_client_of_every_node_gets_every_message_in_order() {
             clients.push((topic, node.subscribe(topic)));
         }
     }
-    // The subscriptions reach NATS in the background: the first message each node relays
-    // is where its clients start. Wait until every node relays, then count from there.
-    let mut core_start = 0;
-    let mut js_start = 0;
-    eventually("every node relaying both topics", || {
-        core_start = feed.publish("core", 1);
-        js_start = feed.publish("js", 1);
-        nodes.iter().all(|n| n.bridge.handle().stats().relayed >= 2)
-    });
+    // The subscriptions reach NATS in the background: count from the first messages every
+    // node is sure to relay.
+    let all: Vec<&Node> = nodes.iter().collect();
+    let starts = until_relaying(&mut feed, &all, &["core", "js"]);
     let core_last = feed.publish("core", 5_000);
     let js_last = feed.publish("js", 5_000);
     for (topic, ws) in &mut clients {
         let (start, last) = match *topic {
-            "core" => (core_start, core_last),
-            _ => (js_start, js_last),
+            "core" => (starts[0], core_last),
+            _ => (starts[1], js_last),
         };
-        // Skip what arrived before every node relayed.
-        let first = loop {
-            match next(ws) {
-                Got::Seq(seq) if seq >= start => break seq,
-                Got::Seq(_) => {}
-                other => panic!("{topic}: {other:?}"),
-            }
-        };
-        assert_eq!(first, start, "{topic}");
+        skip_to(ws, start);
         read_all(ws, start + 1, last);
     }
     for node in &nodes {
@@ -93,23 +82,11 @@ fn a_node_cut_off_nats_fills_a_jetstream_topic_and_reports_the_gap_of_a_core_top
     let mut feed = Feed::connect(&nats.url());
     let mut core = node.subscribe("core");
     let mut js = node.subscribe("js");
-    let (mut core_tally, mut js_tally) = (Tally::default(), Tally::default());
-    eventually("the node relaying", || {
-        feed.publish("core", 1);
-        feed.publish("js", 1);
-        node.bridge.handle().stats().relayed >= 2
-    });
-    // Read up to what is there, from the first number each client got.
-    let first_core = match next(&mut core) {
-        Got::Seq(seq) => seq,
-        other => panic!("{other:?}"),
-    };
-    let first_js = match next(&mut js) {
-        Got::Seq(seq) => seq,
-        other => panic!("{other:?}"),
-    };
-    core_tally.last = first_core;
-    js_tally.last = first_js;
+    let starts = until_relaying(&mut feed, &[&node], &["core", "js"]);
+    skip_to(&mut core, starts[0]);
+    skip_to(&mut js, starts[1]);
+    let mut core_tally = Tally::after(starts[0]);
+    let mut js_tally = Tally::after(starts[1]);
     let before = node.bridge.handle().stats().connects;
     proxy.cut();
     eventually("the node noticing", || {
@@ -123,12 +100,7 @@ fn a_node_cut_off_nats_fills_a_jetstream_topic_and_reports_the_gap_of_a_core_top
         node.bridge.handle().stats().connects > before
     });
     // Its subscriptions are back on the server once a message of each arrives.
-    let mut previous = (u64::MAX, u64::MAX);
-    eventually("the node relaying both topics again", || {
-        let relaying = node.last_seq("core") >= previous.0 && node.last_seq("js") >= previous.1;
-        previous = (feed.publish("core", 1), feed.publish("js", 1));
-        relaying
-    });
+    until_relaying(&mut feed, &[&node], &["core", "js"]);
     let core_last = feed.publish("core", 500);
     let js_last = feed.publish("js", 500);
     assert!(js_tally.follow(&mut js, js_last));
@@ -153,16 +125,8 @@ fn a_client_that_moves_to_another_node_resumes_without_a_hole() {
         let mut ws = first.subscribe(topic);
         // The second node has the core topic's recent history only if it relays it.
         let _keep = second.subscribe(topic);
-        let relayed = |n: &Node| n.bridge.handle().stats().relayed;
-        let before = (relayed(&first), relayed(&second));
-        eventually("both nodes relaying", || {
-            feed.publish(topic, 1);
-            relayed(&first) > before.0 && relayed(&second) > before.1
-        });
-        let start = match next(&mut ws) {
-            Got::Seq(seq) => seq,
-            other => panic!("{other:?}"),
-        };
+        let start = until_relaying(&mut feed, &[&first, &second], &[topic])[0];
+        skip_to(&mut ws, start);
         let mut tally = Tally::after(start);
         let mid = feed.publish(topic, 1_000);
         assert!(tally.follow(&mut ws, mid - 400));
@@ -188,15 +152,8 @@ fn a_resume_from_before_the_history_replays_the_stream_or_reports_the_gap() {
     let mut feed = Feed::connect(&nats.url());
     for topic in ["js", "core"] {
         let mut ws = node.subscribe(topic);
-        let before = node.bridge.handle().stats().relayed;
-        eventually("the node relaying", || {
-            feed.publish(topic, 1);
-            node.bridge.handle().stats().relayed > before
-        });
-        let start = match next(&mut ws) {
-            Got::Seq(seq) => seq,
-            other => panic!("{other:?}"),
-        };
+        let start = until_relaying(&mut feed, &[&node], &[topic])[0];
+        skip_to(&mut ws, start);
         let last = feed.publish(topic, 2_000);
         // Once the node has relayed them all, its history holds the last 100.
         read_all(&mut ws, start + 1, last);
@@ -225,16 +182,18 @@ fn nodes_recover_from_a_nats_restart_with_every_number_received_or_reported() {
             clients.push((topic, node.subscribe(topic)));
         }
     }
-    eventually("every node relaying", || {
-        feed.publish("core", 1);
-        feed.publish("js", 1);
-        nodes.iter().all(|n| n.bridge.handle().stats().relayed >= 2)
-    });
+    let all: Vec<&Node> = nodes.iter().collect();
+    let starts = until_relaying(&mut feed, &all, &["core", "js"]);
     let mut tallies: Vec<Tally> = clients
         .iter_mut()
-        .map(|(topic, ws)| match next(ws) {
-            Got::Seq(seq) => Tally::after(seq),
-            other => panic!("{topic}: {other:?}"),
+        .map(|(topic, ws)| {
+            let start = if *topic == "core" {
+                starts[0]
+            } else {
+                starts[1]
+            };
+            skip_to(ws, start);
+            Tally::after(start)
         })
         .collect();
     feed.publish("core", 1_000);
@@ -255,14 +214,7 @@ fn nodes_recover_from_a_nats_restart_with_every_number_received_or_reported() {
     // A core message published before a node's subscription is back on the server is
     // lost to it without a trace until the next one: publish until every node relays
     // both topics again, then more, so that each sees where the topics are.
-    let mut previous = (u64::MAX, u64::MAX);
-    eventually("every node relaying both topics again", || {
-        let relaying = nodes
-            .iter()
-            .all(|n| n.last_seq("core") >= previous.0 && n.last_seq("js") >= previous.1);
-        previous = (feed.publish("core", 1), feed.publish("js", 1));
-        relaying
-    });
+    until_relaying(&mut feed, &all, &["core", "js"]);
     let core_last = core_last.max(feed.publish("core", 100));
     let js_last = js_last.max(feed.publish("js", 100));
     for ((topic, ws), tally) in clients.iter_mut().zip(&mut tallies) {

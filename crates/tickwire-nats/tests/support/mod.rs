@@ -488,6 +488,38 @@ pub fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Publishes one message of each of `topics` until every node has relayed the ones of the
+/// round before (so its subscriptions are on the NATS server), then returns the numbers of
+/// the last round: every node relays those.
+pub fn until_relaying(feed: &mut Feed, nodes: &[&Node], topics: &[&str]) -> Vec<u64> {
+    let mut previous = vec![u64::MAX; topics.len()];
+    eventually("every node relaying", || {
+        let relaying = nodes.iter().all(|node| {
+            topics
+                .iter()
+                .zip(&previous)
+                .all(|(topic, &number)| node.last_seq(topic) >= number)
+        });
+        previous = topics.iter().map(|topic| feed.publish(topic, 1)).collect();
+        relaying
+    });
+    previous
+}
+
+/// Reads up to number `start` (skipping older ones) and returns it.
+pub fn skip_to(ws: &mut Ws, start: u64) {
+    loop {
+        match next(ws) {
+            Got::Seq(seq) if seq < start => {}
+            Got::Seq(seq) => {
+                assert_eq!(seq, start);
+                return;
+            }
+            other => panic!("{other:?} before {start}"),
+        }
+    }
+}
+
 pub fn read_all(ws: &mut Ws, first: u64, last: u64) {
     for seq in first..=last {
         assert_eq!(next(ws), Got::Seq(seq));
