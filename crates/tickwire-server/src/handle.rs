@@ -3,7 +3,7 @@
 use std::cell::Cell;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, PoisonError, mpsc};
+use std::sync::{Arc, MutexGuard, mpsc};
 use std::time::Duration;
 
 use tickwire_codec::ws::{CloseCode, OpCode, SharedFrame};
@@ -287,14 +287,7 @@ impl ServerHandle {
         key: u64,
         encode: impl FnOnce(u64) -> SharedFrame,
     ) -> Result<(), HandleError> {
-        if self.shared.stopping.load(Ordering::Acquire) {
-            return Err(HandleError::Stopped);
-        }
-        let mut last = topic
-            .inner
-            .last_seq
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut last = self.numbering(topic)?;
         if seq <= *last {
             return Err(HandleError::StaleSequence(*last));
         }
@@ -309,14 +302,7 @@ impl ServerHandle {
     /// those published after it. The topic's numbering moves past the gap, so that a later
     /// [`publish`](Self::publish) goes on after it.
     pub fn report_gap(&self, topic: &Topic, gap: Gap) -> Result<(), HandleError> {
-        if self.shared.stopping.load(Ordering::Acquire) {
-            return Err(HandleError::Stopped);
-        }
-        let mut last = topic
-            .inner
-            .last_seq
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut last = self.numbering(topic)?;
         *last = (*last).max(gap.last_seq);
         let notice = Arc::new(Publication::notice(topic.clone(), gap, None));
         self.to_every_worker(&notice)
@@ -356,11 +342,7 @@ impl ServerHandle {
             .collect();
         // Under the topic's lock: the worker sees the replay between the messages published
         // before this call and those after it.
-        let _last = topic
-            .inner
-            .last_seq
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let _last = topic.numbering();
         self.command(
             id.worker(),
             Command::Resume(id, topic.clone(), after, items),
@@ -388,14 +370,7 @@ impl ServerHandle {
         key: u64,
         encode: impl FnOnce(u64) -> SharedFrame,
     ) -> Result<u64, HandleError> {
-        if self.shared.stopping.load(Ordering::Acquire) {
-            return Err(HandleError::Stopped);
-        }
-        let mut last = topic
-            .inner
-            .last_seq
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut last = self.numbering(topic)?;
         let seq = *last + 1;
         let publication = Arc::new(Publication::new(
             topic.clone(),
@@ -409,6 +384,16 @@ impl ServerHandle {
         *last = seq;
         self.to_every_worker(&publication)?;
         Ok(seq)
+    }
+
+    /// `topic`'s last sequence number, locked: publishers of one topic take turns while they
+    /// hand off, so each worker receives the topic's items in order. `Stopped` once the
+    /// server is stopping.
+    fn numbering<'t>(&self, topic: &'t Topic) -> Result<MutexGuard<'t, u64>, HandleError> {
+        if self.shared.stopping.load(Ordering::Acquire) {
+            return Err(HandleError::Stopped);
+        }
+        Ok(topic.numbering())
     }
 
     /// Hands `publication` to every worker (the caller holds its topic's lock).

@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 use tickwire_codec::ws::{CloseCode, SharedFrame};
 
@@ -197,11 +197,7 @@ impl Topic {
     /// deliveries, so they trail publishing slightly).
     pub fn stats(&self) -> TopicStats {
         TopicStats {
-            published: *self
-                .inner
-                .last_seq
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
+            published: *self.numbering(),
             queued: self.inner.queued.load(Ordering::Relaxed),
             dropped: self.inner.dropped.load(Ordering::Relaxed),
             closed: self.inner.closed.load(Ordering::Relaxed),
@@ -220,8 +216,12 @@ impl Topic {
     /// or set by [`ServerHandle::publish_at`](crate::ServerHandle::publish_at)); 0 before the
     /// first message.
     pub fn last_seq(&self) -> u64 {
-        *self
-            .inner
+        *self.numbering()
+    }
+
+    /// The last sequence number, locked (held while a publication is handed to the workers).
+    pub(crate) fn numbering(&self) -> MutexGuard<'_, u64> {
+        self.inner
             .last_seq
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
