@@ -19,7 +19,7 @@ use tickwire_server::{
     CloseCode, Conn, Decision, Gap, Handler, Message, Request, ServerBuilder, SlowConsumer, Topic,
 };
 
-use crate::demo::app::gap_notice;
+use crate::demo::app::send_gap_notice;
 use crate::demo::feed::{EventKind, MAX_SYMBOLS, Market};
 
 /// The fleet's topics and what each does with a slow client (as in the demo, whose
@@ -113,15 +113,7 @@ impl Handler for Node {
     fn on_message(&mut self, _conn: &mut Conn<'_, Wanted>, _message: Message<'_>) {}
 
     fn on_gap(&mut self, conn: &mut Conn<'_, Wanted>, topic: &Topic, gap: Gap) {
-        self.notice.clear();
-        gap_notice(
-            &mut self.notice,
-            topic.name(),
-            gap.dropped,
-            gap.first_seq,
-            gap.last_seq,
-        );
-        let _ = conn.send_text(&self.notice);
+        send_gap_notice(&mut self.notice, conn, topic, gap);
     }
 }
 

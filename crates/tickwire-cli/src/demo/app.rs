@@ -55,17 +55,27 @@ impl Handler for Feeds {
     }
 
     fn on_gap(&mut self, conn: &mut Conn<'_, Vec<usize>>, topic: &Topic, gap: Gap) {
-        self.notice.clear();
-        gap_notice(
-            &mut self.notice,
-            topic.name(),
-            gap.dropped,
-            gap.first_seq,
-            gap.last_seq,
-        );
-        // Fails only when the connection is closing: no one left to tell.
-        let _ = conn.send_text(&self.notice);
+        send_gap_notice(&mut self.notice, conn, topic, gap);
     }
+}
+
+/// Sends `conn` the gap notice for `gap` of `topic`, written into `notice` (reused).
+pub(crate) fn send_gap_notice<S>(
+    notice: &mut String,
+    conn: &mut Conn<'_, S>,
+    topic: &Topic,
+    gap: Gap,
+) {
+    notice.clear();
+    gap_notice(
+        notice,
+        topic.name(),
+        gap.dropped,
+        gap.first_seq,
+        gap.last_seq,
+    );
+    // Fails only when the connection is closing: no one left to tell.
+    let _ = conn.send_text(notice);
 }
 
 /// `{"type":"gap","topic":..,"dropped":..,"first":..,"last":..}`: `dropped` messages with
