@@ -64,7 +64,7 @@ const IDLE: Duration = Duration::from_secs(1);
 pub struct Processes {
     /// Only these servers (comma-separated row names as in the tables; server: tickwire,
     /// tickwire-busy-poll, uws, fastwebsockets, tokio-tungstenite; pubsub: tickwire,
-    /// tickwire-busy-poll, uws, tickwire-deflate).
+    /// tickwire-busy-poll, tickwire-unbatched, uws, tickwire-deflate).
     #[arg(long)]
     servers: Option<String>,
     /// The tickwire CLI binary (default: `tickwire` next to this binary, i.e.

@@ -175,6 +175,11 @@ struct ServeArgs {
     /// --pubsub`).
     #[arg(long)]
     pubsub: bool,
+    /// `--runtime reactor --pubsub`: write each subscriber with its own send(2) rather than
+    /// one io_uring submission per round for all of them (the default where the kernel
+    /// allows it); the bytes on the wire are the same, this is for measuring the difference.
+    #[arg(long)]
+    no_batched_sends: bool,
 }
 
 #[derive(Args)]
@@ -214,10 +219,14 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match (cli.runtime, cli.command) {
         (Runtime::Blocking | Runtime::Tokio, Command::Serve(args))
-            if args.workers.is_some() || args.busy_poll_us != 0 || args.pubsub =>
+            if args.workers.is_some()
+                || args.busy_poll_us != 0
+                || args.pubsub
+                || args.no_batched_sends =>
         {
             Err(
-                "--workers, --busy-poll-us and --pubsub are options of --runtime reactor"
+                "--workers, --busy-poll-us, --pubsub and --no-batched-sends are options of \
+                 --runtime reactor"
                     .to_owned(),
             )
         }

@@ -91,6 +91,7 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), String> {
         builder = builder.workers(workers);
     }
     builder = builder.busy_poll(std::time::Duration::from_micros(args.busy_poll_us));
+    builder = builder.batched_sends(!args.no_batched_sends);
     let server = builder
         .bind((args.bind.as_str(), args.port))
         .map_err(|e| format!("bind: {e}"))?;

@@ -5,6 +5,8 @@
 //! module owns the loop, accepting, commands from other threads, timers and shutdown.
 
 mod conn;
+#[allow(unsafe_code)]
+mod fanout;
 mod topics;
 
 use conn::Reading;
@@ -48,6 +50,9 @@ pub(crate) struct Settings {
     pub(crate) send_budget: usize,
     /// SO_SNDBUF of accepted sockets (`None`: the kernel's default and autotuning).
     pub(crate) socket_send_buffer: Option<usize>,
+    /// A topic round goes to idle plain subscribers in one io_uring submission, when the
+    /// kernel allows it.
+    pub(crate) batched_sends: bool,
 }
 
 impl Default for Settings {
@@ -61,6 +66,7 @@ impl Default for Settings {
             busy_poll: Duration::ZERO,
             send_budget: 256 << 10,
             socket_send_buffer: None,
+            batched_sends: true,
         }
     }
 }
@@ -211,6 +217,10 @@ pub(crate) struct Worker<H: Handler, T: Transport> {
     accept_blocked: bool,
     shutdown_at: Option<Instant>,
     topics: topics::Topics,
+    /// Batched sends of topic rounds (io_uring), when enabled and available.
+    fanout: fanout::Fanout,
+    /// Reused: the subscribers of the batch being sent.
+    batched: Vec<ConnId>,
 }
 
 impl<H: Handler, T: Transport> Worker<H, T> {
@@ -233,6 +243,8 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         let config = Arc::new(options.config.clone());
         let scratch = Box::new(Buffers::new(&config));
         let now = Instant::now();
+        // A ring only where it is used: topic rounds on a plain server.
+        let fanout = fanout::Fanout::new(settings.batched_sends && !T::TLS);
         Ok(Self {
             index,
             poll,
@@ -258,6 +270,8 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             accept_blocked: false,
             shutdown_at: None,
             topics: topics::Topics::default(),
+            fanout,
+            batched: Vec::new(),
         })
     }
 

@@ -2,7 +2,8 @@
 //! one run. Each server is a process pinned to `--core` (0), started by the server suite's
 //! `servers.rs`: tickwire's CLI (`tickwire --runtime reactor serve --pubsub`), the same with
 //! `--busy-poll-us 50` (the `tickwire-busy-poll` row, as in the echo suite), the same with
-//! `--deflate` (the `tickwire-deflate` row, whose subscribers negotiate permessage-deflate
+//! `--no-batched-sends` (the `tickwire-unbatched` row: a send(2) per subscriber rather than
+//! one io_uring submission per round), the same with `--deflate` (the `tickwire-deflate` row, whose subscribers negotiate permessage-deflate
 //! without context takeover and inflate every message), and uWebSockets'
 //! `uws-echo PORT --pubsub`. Every connection subscribes to one topic and every message
 //! received is published to all the other connections.
@@ -62,6 +63,9 @@ enum Server {
     /// The same with busy polling (`--busy-poll-us`, as the echo suite's row): for a server
     /// that owns its core.
     TickwireBusyPoll,
+    /// `--no-batched-sends`: a send(2) per subscriber instead of one io_uring submission per
+    /// round (what the batching is worth, in the same run).
+    TickwireUnbatched,
     /// `uws-echo PORT --pubsub`.
     Uws,
     /// `tickwire --runtime reactor serve --pubsub --deflate`, subscribers inflating.
@@ -70,9 +74,10 @@ enum Server {
 
 impl Server {
     /// Table order: tickwire, the baseline, first.
-    const ALL: [Self; 4] = [
+    const ALL: [Self; 5] = [
         Self::Tickwire,
         Self::TickwireBusyPoll,
+        Self::TickwireUnbatched,
         Self::Uws,
         Self::TickwireDeflate,
     ];
@@ -82,6 +87,7 @@ impl Server {
         match self {
             Self::Tickwire => "tickwire",
             Self::TickwireBusyPoll => "tickwire-busy-poll",
+            Self::TickwireUnbatched => "tickwire-unbatched",
             Self::Uws => "uws",
             Self::TickwireDeflate => "tickwire-deflate",
         }
@@ -92,6 +98,7 @@ impl Server {
         match self {
             Self::Tickwire => (Library::Tickwire, &["--pubsub"]),
             Self::TickwireBusyPoll => (Library::TickwireBusyPoll, &["--pubsub"]),
+            Self::TickwireUnbatched => (Library::Tickwire, &["--pubsub", "--no-batched-sends"]),
             Self::Uws => (Library::Uws, &["--pubsub"]),
             Self::TickwireDeflate => (Library::Tickwire, &["--pubsub", "--deflate"]),
         }

@@ -14,7 +14,7 @@ use tickwire_codec::ws::{Buffers, Connection, ConnectionState, SharedLabel};
 use tickwire_codec::{deflate::DeflateConfig, ws::PreparedMessage};
 
 use super::conn::Reading;
-use super::{End, Worker};
+use super::{End, Worker, fanout};
 use crate::handle::ConnId;
 use crate::handler::DisconnectKind;
 use crate::handler::Handler;
@@ -127,10 +127,10 @@ impl Topics {
 
 /// Counts of one topic's round, added to its counters once.
 #[derive(Debug, Default)]
-struct Counts {
-    queued: u64,
-    dropped: u64,
-    closed: u64,
+pub(super) struct Counts {
+    pub(super) queued: u64,
+    pub(super) dropped: u64,
+    pub(super) closed: u64,
 }
 
 impl<H: Handler, T: Transport> Worker<H, T> {
@@ -220,7 +220,17 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 deflate: deflate_config(&options),
                 now: self.now,
             };
-            for &id in &walk {
+            // One piece, the same for every subscriber: sent to the idle ones in one
+            // submission (fanout.rs).
+            let batched = !careful
+                && pieces.len() == 1
+                && !T::TLS
+                && self.fanout.enabled()
+                && batch.len() <= fanout::MAX_FRAMES;
+            if batched {
+                self.fanout_round(&topic, &batch, &walk, &round, &mut counts, &mut gaps);
+            }
+            for &id in walk.iter().filter(|_| !batched) {
                 let mut gap = None;
                 let closed_before = counts.closed;
                 if careful {
@@ -359,7 +369,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
 
     /// Records why `id` (if it is still there) is closing: the topic's policy closed it with
     /// its code, whatever the peer answers.
-    fn record_slow_close(&mut self, id: ConnId, topic: &Topic) {
+    pub(super) fn record_slow_close(&mut self, id: ConnId, topic: &Topic) {
         let SlowConsumer::Close(code) = topic.policy() else {
             return;
         };
@@ -380,13 +390,13 @@ impl<H: Handler, T: Transport> Worker<H, T> {
     }
 }
 /// What every delivery of a round shares.
-struct Round<'a> {
+pub(super) struct Round<'a> {
     budget: usize,
     /// The server's permessage-deflate configuration, if it offers the extension.
     #[cfg(feature = "deflate")]
-    deflate: Option<&'a DeflateConfig>,
+    pub(super) deflate: Option<&'a DeflateConfig>,
     #[cfg(not(feature = "deflate"))]
-    deflate: std::marker::PhantomData<&'a ()>,
+    pub(super) deflate: std::marker::PhantomData<&'a ()>,
     now: Instant,
 }
 
@@ -415,9 +425,19 @@ fn piece_end(batch: &[Arc<Publication>], start: usize, budget: usize) -> usize {
     end
 }
 
+/// How `publication`'s frame is labelled in a subscriber's queue (what the slow-consumer
+/// policies select by).
+pub(super) fn label(publication: &Publication) -> SharedLabel {
+    SharedLabel {
+        group: publication.topic.id(),
+        key: publication.key,
+        seq: publication.seq,
+    }
+}
+
 /// Queues `publication` on one subscriber, or applies the topic's policy when it would take
 /// the subscriber past `budget`.
-fn queue_on(
+pub(super) fn queue_on(
     conn: &mut Connection,
     bufs: &mut Buffers,
     round: &Round<'_>,
@@ -484,11 +504,7 @@ fn queue_on(
             }
         }
     }
-    let label = SharedLabel {
-        group: topic,
-        key: publication.key,
-        seq: publication.seq,
-    };
+    let label = label(publication);
     #[cfg(feature = "deflate")]
     if let Some(config) = round.deflate.filter(|_| conn.has_extension()) {
         // Compressed once for every deflate subscriber of every worker.
