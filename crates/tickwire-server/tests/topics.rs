@@ -241,6 +241,54 @@ fn subscribers_that_keep_up_get_every_message_in_order_under_every_policy() {
     );
 }
 
+#[test]
+fn subscribers_whose_sockets_take_part_of_a_round_get_the_rest_in_order() {
+    // Socket buffers of a few KiB: rounds of 1 KB messages often go only partly into a
+    // socket, so the rest is queued and written later (the batched send's short-write path
+    // and the per-subscriber path both). The budget holds the whole stream: nothing drops.
+    let fixture = Fixture::start(
+        ServerBuilder::new()
+            .workers(1)
+            .send_budget(16 << 20)
+            .socket_send_buffer(Some(4096)),
+        &[SlowConsumer::DropOldest],
+    );
+    let mut readers: Vec<Ws> = (0..20).map(|_| fixture.subscriber(0)).collect();
+    const COUNT: u64 = 3_000;
+    thread::scope(|scope| {
+        let fixture = &fixture;
+        scope.spawn(move || {
+            // Bursts of 10 with pauses: rounds of a few messages, as a feed makes them.
+            for i in 0..COUNT {
+                assert_eq!(fixture.publish(0, i % 5, 1_000), i + 1);
+                if i % 10 == 9 {
+                    thread::sleep(Duration::from_micros(200));
+                }
+            }
+        });
+        for (index, ws) in readers.iter_mut().enumerate() {
+            scope.spawn(move || {
+                for i in 0..COUNT {
+                    // Readers of different speeds: some pause now and then.
+                    if index % 2 == 1 && i % 200 == 0 {
+                        thread::sleep(Duration::from_millis(2));
+                    }
+                    match ws.recv().unwrap() {
+                        Recv::Message(Message::Binary(bytes)) => {
+                            assert_eq!(seq_and_key(bytes), (i + 1, i % 5), "reader {index}");
+                            assert_eq!(bytes, payload(i + 1, i % 5, 1_000).as_slice());
+                        }
+                        other => panic!("reader {index}: expected topic messages, got {other:?}"),
+                    }
+                }
+            });
+        }
+    });
+    let stats = settled(&fixture.topics[0], |stats| stats.queued == COUNT * 20);
+    assert_eq!(stats.dropped, 0);
+    assert_eq!(stats.queued, COUNT * 20);
+}
+
 /// Publishes `count` messages of 4 KiB (keys cycling through `keys`), never more than 8
 /// ahead of `fast`, which reads them all and must get every one in order. Far more than the
 /// budget and the socket buffers of a silent subscriber.
