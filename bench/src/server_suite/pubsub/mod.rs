@@ -3,9 +3,9 @@
 //! `servers.rs`: tickwire's CLI (`tickwire --runtime reactor serve --pubsub`), the same with
 //! `--busy-poll-us 50` (the `tickwire-busy-poll` row, as in the echo suite), the same with
 //! `--no-batched-sends` (the `tickwire-unbatched` row: a send(2) per subscriber rather than
-//! one io_uring submission per round), the same with `--deflate` (the `tickwire-deflate` row, whose subscribers negotiate permessage-deflate
-//! without context takeover and inflate every message), and uWebSockets'
-//! `uws-echo PORT --pubsub`. Every connection subscribes to one topic and every message
+//! one io_uring submission per round), the same with `--deflate` (the `tickwire-deflate` row,
+//! whose subscribers negotiate permessage-deflate without context takeover and inflate every
+//! message), and uWebSockets' `uws-echo PORT --pubsub`. Every connection subscribes to one topic and every message
 //! received is published to all the other connections.
 //!
 //! One generator thread in this process, pinned to `--peer-core` (1), holds N connections;

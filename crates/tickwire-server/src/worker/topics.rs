@@ -230,7 +230,9 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             if batched {
                 self.fanout_round(&topic, &batch, &walk, &round, &mut counts, &mut gaps);
             }
-            for &id in walk.iter().filter(|_| !batched) {
+            // Otherwise one subscriber at a time.
+            let one_by_one: &[ConnId] = if batched { &[] } else { &walk };
+            for &id in one_by_one {
                 let mut gap = None;
                 let closed_before = counts.closed;
                 if careful {
