@@ -155,11 +155,12 @@ fn submit(
                 .flags(libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
                 .build()
                 .user_data(index as u64);
-            // SAFETY: `bytes` outlives every entry: this function returns only once each
-            // pushed entry has completed (or, on an error, when the kernel took none of them,
-            // and the caller then drops the ring with them), and the caller neither moves nor
-            // changes `bytes` meanwhile. The queue has room: `fds` is at most the ring's size
-            // and the last call left the ring empty.
+            // Why the push is sound: this function returns only once each pushed entry has
+            // completed (or, on an error, when the kernel took none of them, and the caller
+            // then drops the ring with them), and the caller neither moves nor changes
+            // `bytes` meanwhile; `fds` is at most the ring's size and the last call left the
+            // ring empty.
+            // SAFETY: so `bytes` outlives every entry, and the queue has room for this one.
             if unsafe { queue.push(&entry) }.is_err() {
                 results[index] = Sent::Failed(libc::EAGAIN);
                 continue;
@@ -307,7 +308,26 @@ impl<H: Handler, T: Transport> Worker<H, T> {
 /// The connection's queue is the frames of `batch`, each whole and in order, and nothing
 /// else (no frame of its own before or after, none left out).
 fn holds_exactly(conn: &Connection, bufs: &Buffers, batch: &[Arc<Publication>]) -> bool {
-    let mut slices = [IoSlice::new(&[]); MAX_FRAMES + 1];
+    // The slices are read into an array on the stack for every subscriber: a small one for
+    // the usual round (1 KiB to clear, not 4).
+    if batch.len() < SMALL_ROUND {
+        holds_exactly_in::<SMALL_ROUND>(conn, bufs, batch)
+    } else {
+        holds_exactly_in::<{ MAX_FRAMES + 1 }>(conn, bufs, batch)
+    }
+}
+
+/// Rounds of fewer frames than this are checked with a 64-slice array.
+const SMALL_ROUND: usize = 64;
+
+/// [`holds_exactly`] with room for `N` slices (`N` > `batch.len()`, so that a queue holding
+/// more than the round shows as longer).
+fn holds_exactly_in<const N: usize>(
+    conn: &Connection,
+    bufs: &Buffers,
+    batch: &[Arc<Publication>],
+) -> bool {
+    let mut slices = [IoSlice::new(&[]); N];
     let count = conn.output_vectored(bufs, &mut slices);
     count == batch.len()
         && slices[..count]
