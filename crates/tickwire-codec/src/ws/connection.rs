@@ -537,6 +537,37 @@ impl Connection {
         self.sender(bufs).advance_output(n);
     }
 
+    /// Everything queued, when it is one run of this connection's own data frames from a
+    /// frame boundary (no ping, pong, shared frame or close among them, nothing partly
+    /// written). For a transport that copies the run out to write it later (many
+    /// connections' runs in one system call): it records the run written with
+    /// [`advance_output`](Self::advance_output), and if the write then takes less, gives
+    /// back the rest with [`put_back_output`](Self::put_back_output).
+    pub fn data_run<'b>(&self, bufs: &'b Buffers) -> Option<&'b [u8]> {
+        if self.send.close_queued {
+            return None;
+        }
+        bufs.out.own_run()
+    }
+
+    /// Queues again the part of `run` (a run [`data_run`](Self::data_run) gave and
+    /// [`advance_output`](Self::advance_output) recorded written) that a write did not take:
+    /// the bytes after its first `written`, ahead of anything queued later, the frame the
+    /// write stopped in first. `bufs` need not be the set the run was taken from, but must
+    /// have nothing queued (nothing was queued on the connection since), and no close may
+    /// have been queued since; otherwise nothing is queued and it returns false (the bytes
+    /// cannot go out in order: fail the connection).
+    pub fn put_back_output(&mut self, bufs: &mut Buffers, run: &[u8], written: usize) -> bool {
+        if written >= run.len() {
+            return true;
+        }
+        if !bufs.out.is_empty() || self.send.close_queued {
+            return false;
+        }
+        bufs.out.put_back(run, written);
+        true
+    }
+
     /// True when the transport should be closed: the handshake is over (or failed) and every
     /// queued byte is written.
     pub fn should_close_transport(&self, bufs: &Buffers) -> bool {

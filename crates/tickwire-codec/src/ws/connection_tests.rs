@@ -751,3 +751,6 @@ mod shared;
 
 // ---- the receive buffer under a backlog: connection_tests/read_growth.rs ----
 mod read_growth;
+
+// ---- a run copied out and written later, the rest put back: connection_tests/put_back.rs ----
+mod put_back;

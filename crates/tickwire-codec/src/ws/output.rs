@@ -307,6 +307,25 @@ impl Output {
         self.data_written += n as u64;
     }
 
+    /// Everything queued when it is only the connection's own data frames, starting on a
+    /// frame boundary: nothing partly written, no control frame, no shared frame.
+    pub(crate) fn own_run(&self) -> Option<&[u8]> {
+        (self.data_frame_left == 0
+            && self.control.is_empty()
+            && self.shared.is_empty()
+            && !self.data.is_empty())
+        .then(|| self.data.as_slice())
+    }
+
+    /// Queues, on an empty queue, the end of `run` (whole frames of this connection, as
+    /// [`own_run`](Self::own_run) gave them) after its first `written` bytes: the frame the
+    /// write stopped in finishes before anything else goes.
+    pub(crate) fn put_back(&mut self, run: &[u8], written: usize) {
+        debug_assert!(self.is_empty() && written < run.len());
+        self.data.extend_from_slice(&run[written..]);
+        self.data_frame_left = remainder_of_frame_at(run, written);
+    }
+
     /// Drops queued control frames (nothing may follow a written close).
     pub(crate) fn clear_control(&mut self) {
         self.control.clear();
