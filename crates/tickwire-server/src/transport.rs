@@ -33,6 +33,9 @@ pub(crate) trait Transport: Read + Write + Sized {
     /// The socket (to register it, ask its peer, shut it down).
     fn socket(&mut self) -> &mut TcpStream;
 
+    /// The socket's descriptor (for a batched send of a plain connection's bytes).
+    fn fd(&self) -> std::os::fd::RawFd;
+
     /// Writes output the transport holds (TLS records); true when none is left.
     fn flush_pending(&mut self) -> io::Result<bool> {
         Ok(true)
@@ -61,6 +64,10 @@ impl Transport for TcpStream {
 
     fn socket(&mut self) -> &mut TcpStream {
         self
+    }
+
+    fn fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(self)
     }
 }
 
@@ -118,6 +125,10 @@ mod tls {
 
         fn socket(&mut self) -> &mut TcpStream {
             &mut self.0.socket
+        }
+
+        fn fd(&self) -> std::os::fd::RawFd {
+            std::os::fd::AsRawFd::as_raw_fd(&self.0.socket)
         }
 
         fn flush_pending(&mut self) -> io::Result<bool> {

@@ -42,6 +42,16 @@ pub(super) enum Sent {
     Failed(i32),
 }
 
+impl Sent {
+    /// The socket took nothing because it was full (`EAGAIN`).
+    pub(super) fn would_block(self) -> bool {
+        #[cfg(target_os = "linux")]
+        return self == Sent::Failed(libc::EAGAIN);
+        #[cfg(not(target_os = "linux"))]
+        false
+    }
+}
+
 /// The worker's ring and the round's bytes.
 pub(super) struct Fanout {
     #[cfg(target_os = "linux")]
@@ -104,50 +114,74 @@ impl Fanout {
     /// Sends `bytes` to every descriptor pushed since the last call; the results, in push
     /// order. Empties the batch.
     pub(super) fn send(&mut self) -> &[Sent] {
-        self.results.clear();
-        self.results.resize(self.fds.len(), Sent::Failed(0));
-        #[cfg(target_os = "linux")]
-        for (fds, results) in self
-            .fds
-            .chunks(ENTRIES as usize)
-            .zip(self.results.chunks_mut(ENTRIES as usize))
-        {
-            let Some(ring) = self.ring.as_mut() else {
-                break;
-            };
-            if let Err(error) = submit(ring, fds, &self.bytes, results) {
-                // Nothing of this submission reached the kernel (io_uring_enter reports an
-                // error only when it took no entry): every send left is reported failed, the
-                // subscribers are written one by one, and so is everything after (the ring,
-                // with the entries it did not take, goes).
-                let errno = error.raw_os_error().unwrap_or(libc::EIO);
-                for result in results.iter_mut().filter(|r| **r == Sent::Failed(0)) {
-                    *result = Sent::Failed(errno);
-                }
-                self.ring = None;
-            }
-        }
+        let fds = std::mem::take(&mut self.fds);
+        let bytes = std::mem::take(&mut self.bytes);
+        self.submit_all(fds.iter().map(|&fd| (fd, &bytes[..])), fds.len());
+        self.bytes = bytes;
+        self.fds = fds;
         self.fds.clear();
         &self.results
     }
+
+    /// Sends each entry's bytes to its descriptor (the connections' own replies); the
+    /// results, in order.
+    pub(super) fn send_each(&mut self, entries: &[(RawFd, IoSlice<'_>)]) -> &[Sent] {
+        self.submit_all(
+            entries.iter().map(|(fd, bytes)| (*fd, &bytes[..])),
+            entries.len(),
+        );
+        &self.results
+    }
+
+    /// Sends `count` entries in submissions of at most the ring's size, each waited for to
+    /// its last completion, and sets `results`. The borrows of the bytes last the call, and
+    /// the call returns only when the kernel is done with them.
+    fn submit_all<'b>(&mut self, entries: impl Iterator<Item = (RawFd, &'b [u8])>, count: usize) {
+        self.results.clear();
+        self.results.resize(count, Sent::Failed(0));
+        #[cfg(target_os = "linux")]
+        {
+            let mut entries = entries;
+            for results in self.results.chunks_mut(ENTRIES as usize) {
+                let Some(ring) = self.ring.as_mut() else {
+                    break;
+                };
+                if let Err(error) = submit(ring, entries.by_ref().take(results.len()), results) {
+                    // Nothing of this submission reached the kernel (io_uring_enter reports
+                    // an error only when it took no entry): every send left is reported
+                    // failed, the connections are written one by one, and so is everything
+                    // after (the ring, with the entries it did not take, goes).
+                    let errno = error.raw_os_error().unwrap_or(libc::EIO);
+                    for result in results.iter_mut().filter(|r| **r == Sent::Failed(0)) {
+                        *result = Sent::Failed(errno);
+                    }
+                    self.ring = None;
+                }
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        drop(entries);
+    }
 }
 
-/// One submission of a send of `bytes` to each of `fds` (at most the ring's size), waited for
-/// to the last completion; `results[i]` is set for each completion of `fds[i]`.
+/// One submission of a send per entry (at most the ring's size: `results.len()` of them),
+/// waited for to the last completion; `results[i]` is set for the completion of the `i`th.
 #[cfg(target_os = "linux")]
-fn submit(
+fn submit<'b>(
     ring: &mut io_uring::IoUring,
-    fds: &[RawFd],
-    bytes: &[u8],
+    entries: impl Iterator<Item = (RawFd, &'b [u8])>,
     results: &mut [Sent],
 ) -> std::io::Result<()> {
     use io_uring::{opcode, types};
 
-    let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+    // The length asked of each send, to tell a whole send from a short one.
+    let mut asked = [0u32; ENTRIES as usize];
     let mut waiting = 0;
     {
         let mut queue = ring.submission();
-        for (index, &fd) in fds.iter().enumerate() {
+        for (index, (fd, bytes)) in entries.enumerate().take(results.len()) {
+            let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+            asked[index] = len;
             let entry = opcode::Send::new(types::Fd(fd), bytes.as_ptr(), len)
                 // A full socket completes at once with EAGAIN (io_uring marks a
                 // MSG_DONTWAIT send no-wait, so it never parks it); a reset one raises no
@@ -157,10 +191,10 @@ fn submit(
                 .user_data(index as u64);
             // Why the push is sound: this function returns only once each pushed entry has
             // completed (or, on an error, when the kernel took none of them, and the caller
-            // then drops the ring with them), and the caller neither moves nor changes
-            // `bytes` meanwhile; `fds` is at most the ring's size and the last call left the
-            // ring empty.
-            // SAFETY: so `bytes` outlives every entry, and the queue has room for this one.
+            // then drops the ring with them); each entry's bytes are borrowed for the whole
+            // call, so nothing moves or changes them meanwhile; at most the ring's size is
+            // pushed and the last call left the ring empty.
+            // SAFETY: so the bytes outlive every entry, and the queue has room for this one.
             if unsafe { queue.push(&entry) }.is_err() {
                 results[index] = Sent::Failed(libc::EAGAIN);
                 continue;
@@ -177,7 +211,7 @@ fn submit(
         for completion in ring.completion() {
             let index = completion.user_data() as usize;
             results[index] = match completion.result() {
-                n if n >= 0 && n as u32 >= len => Sent::All,
+                n if n >= 0 && n as u32 >= asked[index] => Sent::All,
                 n if n >= 0 => Sent::Short(n as usize),
                 errno => Sent::Failed(-errno),
             };
