@@ -7,6 +7,7 @@
 mod conn;
 #[allow(unsafe_code)]
 mod fanout;
+mod replies;
 mod topics;
 
 use conn::Reading;
@@ -83,6 +84,10 @@ const PANICKED: u8 = 4;
 /// sends a reset, and can destroy that last answer in the peer's receive queue) does not
 /// happen.
 const LINGERING: u8 = 8;
+/// The connection's last output was copied into the worker's batch of replies
+/// (`replies`) and recorded written; the batch goes before anything else is queued on the
+/// connection or written to it.
+const BATCHED: u8 = 16;
 
 /// How a connection is ending, recorded when it is known (the socket may close later, once
 /// what is owed is written).
@@ -221,6 +226,8 @@ pub(crate) struct Worker<H: Handler, T: Transport> {
     fanout: fanout::Fanout,
     /// Reused: the subscribers of the batch being sent.
     batched: Vec<ConnId>,
+    /// The wake-up's replies waiting for one batched send.
+    replies: replies::Replies,
 }
 
 impl<H: Handler, T: Transport> Worker<H, T> {
@@ -270,6 +277,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             accept_blocked: false,
             shutdown_at: None,
             topics: topics::Topics::default(),
+            replies: replies::Replies::new(fanout.enabled()),
             fanout,
             batched: Vec::new(),
         })
@@ -279,6 +287,9 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         // Until then, an empty poll is retried at once instead of sleeping (busy polling).
         let mut spin_until = self.now;
         loop {
+            // Replies made after the events (commands, topic rounds, timers) go out before
+            // the worker sleeps.
+            self.send_replies();
             let mut timeout = self.wheel.timeout(self.now);
             if self.accept_blocked {
                 timeout = Some(timeout.map_or(TICK, |t| t.min(TICK)));
@@ -321,6 +332,8 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 }
             }
             self.events = events;
+            // The wake-up's replies go out before anything else touches the connections.
+            self.send_replies();
             // Commands this thread queued for itself (a handler publishing) woke nothing.
             if crate::handle::take_self_queued() {
                 self.drain_commands();
@@ -515,6 +528,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
     /// The open connection `id` (if it still exists) with its buffers, its marks and the
     /// handler, borrowed apart.
     fn lend(&mut self, id: ConnId) -> Option<Lent<'_, H>> {
+        self.reply_before_more(id.slot());
         let slot = self.slots.get_mut(id.slot() as usize)?;
         if slot.generation != id.generation() {
             return None;
@@ -645,6 +659,8 @@ impl<H: Handler, T: Transport> Worker<H, T> {
     /// Closes the socket, frees the slot and its buffers, and tells the handler (for a
     /// connection that was opened).
     fn finish(&mut self, index: u32, end: End) {
+        // A reply in the batch goes first, as a write before the close would have.
+        self.reply_before_more(index);
         let id = self.id(index);
         let slot = &mut self.slots[index as usize];
         let phase = std::mem::replace(&mut slot.phase, Phase::Handshake(None));

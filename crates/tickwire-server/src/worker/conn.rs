@@ -12,7 +12,8 @@ use tickwire_codec::ws::{
 };
 
 use super::{
-    End, LINGERING, Marks, Open, PANICKED, Phase, READ_PAUSED, Responding, WRITE_WAITING, Worker,
+    BATCHED, End, LINGERING, Marks, Open, PANICKED, Phase, READ_PAUSED, Responding, WRITE_WAITING,
+    Worker,
 };
 use crate::handle::ConnId;
 use crate::handler::{Conn, Decision, DisconnectKind, Handler, HandshakeFailure};
@@ -270,6 +271,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
     /// (or the output is over the backpressure limit), run due timers, write everything
     /// queued, then close it if it is over, or settle who keeps the buffer set.
     pub(super) fn serve(&mut self, index: u32, reading: Reading) {
+        self.reply_before_more(index);
         let id = self.id(index);
         let now = self.now;
         let limit = self.settings.backpressure_limit;
@@ -286,6 +288,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         };
         let handler = &mut self.handler;
         let stage = &mut self.stage;
+        let replies = &mut self.replies;
         let marks = &mut slot.marks;
         let mut reading = reading;
         let mut socket = Socket::Open;
@@ -308,6 +311,16 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 break;
             }
             run_due_timers(&mut open.conn, bufs, now, marks);
+            if marks.flags & (WRITE_WAITING | READ_PAUSED) == 0
+                && socket == Socket::Open
+                && open.conn.state() == ConnectionState::Open
+                && replies.take(&mut open.conn, bufs, index, slot.generation)
+            {
+                // Written now, it would be the last step of the wake-up for the connection:
+                // it goes in the wake-up's batched send instead (recorded written already).
+                marks.flags |= BATCHED;
+                break;
+            }
             match flush(stream, &mut open.conn, bufs, stage) {
                 Ok(true) => {}
                 Ok(false) => {
@@ -408,6 +421,10 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 }
             }
             None => self.keep_scratch(index),
+        }
+        // Settled: the connection keeps its set or not, as if its reply had been written.
+        if self.replies.full() {
+            self.send_replies();
         }
     }
 }
