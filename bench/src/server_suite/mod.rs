@@ -63,7 +63,8 @@ const IDLE: Duration = Duration::from_secs(1);
 #[derive(clap::Args, Clone, Debug)]
 pub struct Processes {
     /// Only these servers (comma-separated row names as in the tables; server: tickwire,
-    /// tickwire-busy-poll, uws, fastwebsockets, tokio-tungstenite; pubsub: tickwire,
+    /// tickwire-busy-poll, tickwire-unbatched, uws, fastwebsockets, tokio-tungstenite;
+    /// pubsub: tickwire,
     /// tickwire-busy-poll, tickwire-unbatched, uws, tickwire-deflate).
     #[arg(long)]
     servers: Option<String>,
@@ -293,6 +294,9 @@ fn timing(settings: &Settings, quick: bool) -> Timing {
 fn capped(launch: &Launch, library: Library, count: usize) -> Option<String> {
     if library == Library::TickwireBusyPoll && launch.tickwire_runtime != "reactor" {
         return Some("skipped: busy polling is an option of the reactor runtime".to_owned());
+    }
+    if library == Library::TickwireUnbatched && launch.tickwire_runtime != "reactor" {
+        return Some("skipped: batched sends are an option of the reactor runtime".to_owned());
     }
     (library == Library::Tickwire
         && launch.tickwire_runtime == "blocking"

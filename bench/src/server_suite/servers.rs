@@ -31,6 +31,10 @@ pub(super) enum Library {
     /// The same with busy polling (`--busy-poll-us`, reactor only): the worker polls again
     /// without sleeping for a while after each event.
     TickwireBusyPoll,
+    /// The same with batched sends off (`--no-batched-sends`, reactor only): each
+    /// connection's replies go out with a `send(2)` of their own rather than in the
+    /// wake-up's io_uring submission.
+    TickwireUnbatched,
     /// uWebSockets' echo server (`/work/shared/peers/uws`).
     Uws,
     /// fastwebsockets behind hyper's upgrade, the hidden `fastwebsockets-echo-server`.
@@ -41,9 +45,10 @@ pub(super) enum Library {
 
 impl Library {
     /// Table order: tickwire, the baseline, first.
-    pub(super) const ALL: [Self; 5] = [
+    pub(super) const ALL: [Self; 6] = [
         Self::Tickwire,
         Self::TickwireBusyPoll,
+        Self::TickwireUnbatched,
         Self::Uws,
         Self::Fastwebsockets,
         Self::TokioTungstenite,
@@ -54,6 +59,7 @@ impl Library {
         match self {
             Self::Tickwire => "tickwire",
             Self::TickwireBusyPoll => "tickwire-busy-poll",
+            Self::TickwireUnbatched => "tickwire-unbatched",
             Self::Uws => "uws",
             Self::Fastwebsockets => "fastwebsockets",
             Self::TokioTungstenite => "tokio-tungstenite",
@@ -90,7 +96,7 @@ impl ServerProcess {
     pub(super) fn start(library: Library, launch: &Launch, extra: &[&str]) -> Result<Self, String> {
         let core = launch.core.to_string();
         let mut command = match library {
-            Library::Tickwire | Library::TickwireBusyPoll => {
+            Library::Tickwire | Library::TickwireBusyPoll | Library::TickwireUnbatched => {
                 let mut command = pinned(&launch.tickwire_bin, &core)?;
                 command.args([
                     "--runtime",
@@ -101,6 +107,9 @@ impl ServerProcess {
                 ]);
                 if library == Library::TickwireBusyPoll {
                     command.args(["--busy-poll-us", &BUSY_POLL_US.to_string()]);
+                }
+                if library == Library::TickwireUnbatched {
+                    command.arg("--no-batched-sends");
                 }
                 command
             }
