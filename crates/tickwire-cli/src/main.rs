@@ -175,9 +175,10 @@ struct ServeArgs {
     /// --pubsub`).
     #[arg(long)]
     pubsub: bool,
-    /// `--runtime reactor --pubsub`: write each subscriber with its own send(2) rather than
-    /// one io_uring submission per round for all of them (the default where the kernel
-    /// allows it); the bytes on the wire are the same, this is for measuring the difference.
+    /// `--runtime reactor`: write each connection with its own send(2) rather than a
+    /// wake-up's replies (and, with --pubsub, a round's subscribers) in one io_uring
+    /// submission (the default where the kernel allows it); the bytes on the wire are the
+    /// same, this is for measuring the difference.
     #[arg(long)]
     no_batched_sends: bool,
 }

@@ -165,11 +165,13 @@ impl ServerBuilder {
         self
     }
 
-    /// Batched sends of topic rounds (default on): a round of a topic's messages goes to every
-    /// subscriber that owed nothing before it in one io_uring submission, instead of one
-    /// `send(2)` per subscriber (Linux; a plain server; where io_uring is unavailable or
-    /// refused, each subscriber is written on its own whatever this says). Bytes on the wire
-    /// are the same either way; off is for measuring the difference.
+    /// Batched sends (default on), Linux and plain servers only: the replies a wake-up's
+    /// handlers make (a run of up to 16 KiB per connection) go out together in one io_uring
+    /// submission after the wake-up's events, and a round of a topic's messages goes to every
+    /// subscriber that owed nothing before it in one submission, instead of one `send(2)`
+    /// per connection. Where io_uring is unavailable or refused, each connection is written
+    /// on its own whatever this says. Bytes on the wire are the same either way; off is for
+    /// measuring the difference.
     pub fn batched_sends(mut self, on: bool) -> Self {
         self.settings.batched_sends = on;
         self

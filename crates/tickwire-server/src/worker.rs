@@ -51,8 +51,8 @@ pub(crate) struct Settings {
     pub(crate) send_budget: usize,
     /// SO_SNDBUF of accepted sockets (`None`: the kernel's default and autotuning).
     pub(crate) socket_send_buffer: Option<usize>,
-    /// A topic round goes to idle plain subscribers in one io_uring submission, when the
-    /// kernel allows it.
+    /// A wake-up's replies, and a topic round to idle subscribers, go in one io_uring
+    /// submission on a plain server, when the kernel allows it.
     pub(crate) batched_sends: bool,
 }
 
