@@ -129,6 +129,20 @@ impl Connection {
         self.unwritten += count * frame_len;
     }
 
+    /// The unwritten bytes, in `frames` (copies of one frame, at least as many as may be in
+    /// flight).
+    pub(super) fn unwritten_bytes<'f>(&self, frames: &'f [u8], frame_len: usize) -> &'f [u8] {
+        // The tail of some frame followed by whole frames: start at the matching offset in
+        // the first copy.
+        let offset = (frame_len - self.unwritten % frame_len) % frame_len;
+        &frames[offset..offset + self.unwritten]
+    }
+
+    /// Records `n` of the unwritten bytes written.
+    pub(super) fn written(&mut self, n: usize) {
+        self.unwritten -= n;
+    }
+
     /// Writes what is unwritten from `frames` (copies of one frame, at least as many as may be
     /// in flight) until done or the socket would block.
     pub(super) fn flush(&mut self, frames: &[u8], frame_len: usize) -> io::Result<()> {

@@ -41,6 +41,8 @@ pub(super) struct Load {
     /// Busy-wait this long after every event handled: a handicap for the headroom test (if
     /// the rate holds with the generator slowed down, the generator was not what limited it).
     pub(super) handicap: Duration,
+    /// A wake-up's writes go in one io_uring submission (where the kernel allows it).
+    pub(super) batched: bool,
 }
 
 /// What one point measured.
@@ -158,6 +160,16 @@ impl Generator {
         let measure_end = warmup_end + ticks(load.measure);
         let drain_end = measure_end + ticks(DRAIN_LIMIT);
         let handicap = ticks(load.handicap);
+        #[cfg(target_os = "linux")]
+        let mut batch = if load.batched {
+            super::uring::Sends::new().map(|sends| Batch {
+                sends,
+                pending: Vec::with_capacity(self.connections.len()),
+                results: Vec::new(),
+            })
+        } else {
+            None
+        };
         let mut phase = Phase::WarmUp;
         let mut window_start: Option<Snapshot> = None;
         let mut window_end: Option<Snapshot> = None;
@@ -183,9 +195,16 @@ impl Generator {
                     ));
                 }
             }
-            self.poll
+            match self
+                .poll
                 .poll(&mut self.events, Some(Duration::from_millis(1)))
-                .map_err(|e| format!("epoll_wait: {e}"))?;
+            {
+                Ok(()) => {}
+                // A signal, or io_uring's task work for the batched sends (which can end an
+                // epoll_wait early): poll again.
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("epoll_wait: {e}")),
+            }
             for event in &self.events {
                 let index = event.token().0;
                 let connection = &mut self.connections[index];
@@ -210,16 +229,31 @@ impl Generator {
                     connection.queue(completed, frame_len, harness::ticks_start());
                     sent += completed as u64;
                 }
-                connection
-                    .flush(&frames, frame_len)
-                    .map_err(|e| format!("write on connection {index}: {e}"))?;
-                watch_writes(&self.poll, connection, index)?;
+                #[cfg(target_os = "linux")]
+                let batched = batch.as_mut().map(|batch| {
+                    // Written with the wake-up's other writes, after the events.
+                    if connection.unwritten() > 0 {
+                        batch.pending.push(index);
+                    }
+                });
+                #[cfg(not(target_os = "linux"))]
+                let batched: Option<()> = None;
+                if batched.is_none() {
+                    connection
+                        .flush(&frames, frame_len)
+                        .map_err(|e| format!("write on connection {index}: {e}"))?;
+                    watch_writes(&self.poll, connection, index)?;
+                }
                 if handicap > 0 {
                     let until = harness::ticks_start() + handicap;
                     while harness::ticks_start() < until {
                         std::hint::spin_loop();
                     }
                 }
+            }
+            #[cfg(target_os = "linux")]
+            if let Some(batch) = batch.as_mut() {
+                batch.write(&self.poll, &mut self.connections, &frames, frame_len)?;
             }
         }
         let in_flight: usize = self.connections.iter().map(Connection::in_flight).sum();
@@ -238,6 +272,64 @@ impl Generator {
 /// Reads everything the server has sent on `connection`, calling `echoed(sent_at, read_at)`
 /// for every echo completed; returns how many were. Err when the server closed the
 /// connection or sent a wrong frame.
+/// The wake-up's writes, sent together.
+#[cfg(target_os = "linux")]
+struct Batch {
+    sends: super::uring::Sends,
+    /// Connections with bytes to write, each once.
+    pending: Vec<usize>,
+    results: Vec<i32>,
+}
+
+#[cfg(target_os = "linux")]
+impl Batch {
+    /// Sends what each pending connection has unwritten in one submission, and records what
+    /// each socket took (a full one waits for its writable event, as after a short write).
+    fn write(
+        &mut self,
+        poll: &Poll,
+        connections: &mut [Connection],
+        frames: &[u8],
+        frame_len: usize,
+    ) -> Result<(), String> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        {
+            use std::os::fd::AsRawFd;
+            let entries: Vec<(std::os::fd::RawFd, &[u8])> = self
+                .pending
+                .iter()
+                .map(|&index| {
+                    let connection = &connections[index];
+                    (
+                        connection.stream.as_raw_fd(),
+                        connection.unwritten_bytes(frames, frame_len),
+                    )
+                })
+                .collect();
+            self.sends
+                .send(&entries, &mut self.results)
+                .map_err(|e| format!("io_uring_enter: {e}"))?;
+        }
+        for (&index, &result) in self.pending.iter().zip(&self.results) {
+            let connection = &mut connections[index];
+            match result {
+                n if n > 0 => connection.written(n as usize),
+                n if n == -libc::EAGAIN => {}
+                0 => return Err(format!("write on connection {index}: wrote zero bytes")),
+                errno => {
+                    let error = io::Error::from_raw_os_error(-errno);
+                    return Err(format!("write on connection {index}: {error}"));
+                }
+            }
+            watch_writes(poll, connection, index)?;
+        }
+        self.pending.clear();
+        Ok(())
+    }
+}
+
 fn read_echoes(
     connection: &mut Connection,
     buffer: &mut [u8],

@@ -25,6 +25,7 @@ pub mod nats;
 pub mod pubsub;
 mod servers;
 mod tables;
+mod uring;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -153,18 +154,22 @@ pub struct Settings {
     /// If a server's rate holds with the generator slowed down, the generator was not the limit.
     #[arg(long, default_value_t = 0)]
     generator_handicap_ns: u64,
+    /// The generator writes each connection with its own send(2), as before batching, rather
+    /// than a wake-up's writes in one io_uring submission (`server_suite/uring.rs`).
+    #[arg(long)]
+    generator_send_each: bool,
 }
 
 /// The preamble line describing the schedule.
 pub fn describe(ctx: &Ctx, settings: &Settings, quick: bool) -> String {
-    let (warmup, measure, handicap) = timing(settings, quick);
+    let (warmup, measure, handicap, batched) = timing(settings, quick);
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let load: Vec<&str> = load.split_whitespace().take(3).collect();
     format!(
         "load average at the end of the run {} (a shared machine: other work skews a point); \
          every server a process pinned to core {} (taskset, or core_affinity inside); the load \
          generator one thread pinned to core {}; {:.1} s warm-up + {:.1} s measured per point; \
-         {} round(s), medians over rounds; tickwire runtime `{}`{}",
+         {} round(s), medians over rounds; tickwire runtime `{}`; the generator's writes {}{}",
         load.join(" "),
         ctx.core,
         ctx.peer_core,
@@ -172,6 +177,11 @@ pub fn describe(ctx: &Ctx, settings: &Settings, quick: bool) -> String {
         measure.as_secs_f64(),
         ctx.rounds,
         settings.tickwire_runtime,
+        if batched {
+            "of a wake-up in one io_uring submission (where the kernel allows it)"
+        } else {
+            "one send(2) per connection per wake-up (--generator-send-each)"
+        },
         if handicap.is_zero() {
             String::new()
         } else {
@@ -259,7 +269,7 @@ struct Point {
 }
 
 /// The selected points at `count` connections.
-fn points(ctx: &Ctx, count: usize, (warmup, measure, handicap): Timing) -> Vec<Point> {
+fn points(ctx: &Ctx, count: usize, (warmup, measure, handicap, batched): Timing) -> Vec<Point> {
     let mut points = Vec::new();
     for payload_len in PAYLOADS {
         for depth in DEPTHS {
@@ -273,6 +283,7 @@ fn points(ctx: &Ctx, count: usize, (warmup, measure, handicap): Timing) -> Vec<P
                         warmup,
                         measure,
                         handicap,
+                        batched,
                     },
                 });
             }
@@ -281,13 +292,14 @@ fn points(ctx: &Ctx, count: usize, (warmup, measure, handicap): Timing) -> Vec<P
     points
 }
 
-/// Warm-up, measured window, and the generator's handicap per event.
-type Timing = (Duration, Duration, Duration);
+/// Warm-up, measured window, the generator's handicap per event, and whether it batches its
+/// writes.
+type Timing = (Duration, Duration, Duration, bool);
 
 fn timing(settings: &Settings, quick: bool) -> Timing {
     let handicap = Duration::from_nanos(settings.generator_handicap_ns);
     let (warmup, measure) = settings.processes.seconds(quick);
-    (warmup, measure, handicap)
+    (warmup, measure, handicap, !settings.generator_send_each)
 }
 
 /// Why `library` does not run at `count` connections, if it does not.
@@ -423,6 +435,7 @@ fn idle_memory(
         warmup: Duration::ZERO,
         measure: Duration::ZERO,
         handicap: Duration::ZERO,
+        batched: false,
     };
     thread::Builder::new()
         .name("server-memory".to_owned())
