@@ -54,13 +54,18 @@ impl Sent {
 
 /// The worker's ring and the round's bytes.
 pub(super) struct Fanout {
-    #[cfg(target_os = "linux")]
-    ring: Option<io_uring::IoUring>,
+    ring: Ring,
     /// The bytes every batched subscriber is sent (one round of one topic).
     pub(super) bytes: Vec<u8>,
     /// Reused: descriptors to send `bytes` to, in the order results are reported.
     fds: Vec<RawFd>,
-    /// Reused: the result per descriptor.
+}
+
+/// The io_uring ring (none: batching is off) and the results of its last sends.
+struct Ring {
+    #[cfg(target_os = "linux")]
+    ring: Option<io_uring::IoUring>,
+    /// Reused: the result per send.
     results: Vec<Sent>,
 }
 
@@ -85,25 +90,27 @@ impl Fanout {
         #[cfg(not(target_os = "linux"))]
         let _ = wanted;
         Self {
-            #[cfg(target_os = "linux")]
-            ring,
+            ring: Ring {
+                #[cfg(target_os = "linux")]
+                ring,
+                results: Vec::new(),
+            },
             bytes: Vec::new(),
             fds: Vec::new(),
-            results: Vec::new(),
         }
     }
 
     /// Sends are batched.
     pub(super) fn enabled(&self) -> bool {
         #[cfg(target_os = "linux")]
-        return self.ring.is_some();
+        return self.ring.ring.is_some();
         #[cfg(not(target_os = "linux"))]
         false
     }
 
     /// What the last [`send`](Self::send) did for the `index`th descriptor.
     pub(super) fn result(&self, index: usize) -> Sent {
-        self.results[index]
+        self.ring.results[index]
     }
 
     /// Adds a descriptor to the batch.
@@ -114,25 +121,25 @@ impl Fanout {
     /// Sends `bytes` to every descriptor pushed since the last call; the results, in push
     /// order. Empties the batch.
     pub(super) fn send(&mut self) -> &[Sent] {
-        let fds = std::mem::take(&mut self.fds);
-        let bytes = std::mem::take(&mut self.bytes);
-        self.submit_all(fds.iter().map(|&fd| (fd, &bytes[..])), fds.len());
-        self.bytes = bytes;
-        self.fds = fds;
+        let bytes = &self.bytes[..];
+        self.ring
+            .submit_all(self.fds.iter().map(|&fd| (fd, bytes)), self.fds.len());
         self.fds.clear();
-        &self.results
+        &self.ring.results
     }
 
     /// Sends each entry's bytes to its descriptor (the connections' own replies); the
     /// results, in order.
     pub(super) fn send_each(&mut self, entries: &[(RawFd, IoSlice<'_>)]) -> &[Sent] {
-        self.submit_all(
+        self.ring.submit_all(
             entries.iter().map(|(fd, bytes)| (*fd, &bytes[..])),
             entries.len(),
         );
-        &self.results
+        &self.ring.results
     }
+}
 
+impl Ring {
     /// Sends `count` entries in submissions of at most the ring's size, each waited for to
     /// its last completion, and sets `results`. The borrows of the bytes last the call, and
     /// the call returns only when the kernel is done with them.

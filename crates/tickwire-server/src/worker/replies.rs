@@ -185,8 +185,10 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 .pop()
                 .unwrap_or_else(|| Box::new(Buffers::new(&self.config)))
         });
-        let run = &self.replies.bytes[reply.start as usize..][..reply.len as usize];
-        if !open.conn.put_back_output(bufs, run, taken) {
+        if !open
+            .conn
+            .put_back_output(bufs, self.replies.run(reply), taken)
+        {
             return false;
         }
         // As after a short send(2): the rest goes when the socket drains.
