@@ -64,9 +64,9 @@ const IDLE: Duration = Duration::from_secs(1);
 #[derive(clap::Args, Clone, Debug)]
 pub struct Processes {
     /// Only these servers (comma-separated row names as in the tables; server: tickwire,
-    /// tickwire-busy-poll, tickwire-unbatched, uws, fastwebsockets, tokio-tungstenite;
+    /// tickwire-busy-poll, tickwire-no-poll, tickwire-unbatched, uws, fastwebsockets, tokio-tungstenite;
     /// pubsub: tickwire,
-    /// tickwire-busy-poll, tickwire-unbatched, uws, tickwire-deflate).
+    /// tickwire-busy-poll, tickwire-no-poll, tickwire-unbatched, uws, tickwire-deflate).
     #[arg(long)]
     servers: Option<String>,
     /// The tickwire CLI binary (default: `tickwire` next to this binary, i.e.
@@ -304,7 +304,9 @@ fn timing(settings: &Settings, quick: bool) -> Timing {
 
 /// Why `library` does not run at `count` connections, if it does not.
 fn capped(launch: &Launch, library: Library, count: usize) -> Option<String> {
-    if library == Library::TickwireBusyPoll && launch.tickwire_runtime != "reactor" {
+    if matches!(library, Library::TickwireBusyPoll | Library::TickwireNoPoll)
+        && launch.tickwire_runtime != "reactor"
+    {
         return Some("skipped: busy polling is an option of the reactor runtime".to_owned());
     }
     if library == Library::TickwireUnbatched && launch.tickwire_runtime != "reactor" {

@@ -28,9 +28,12 @@ const BUSY_POLL_US: u64 = 50;
 pub(super) enum Library {
     /// The workspace's CLI, `tickwire --runtime R serve`.
     Tickwire,
-    /// The same with busy polling (`--busy-poll-us`, reactor only): the worker polls again
-    /// without sleeping for a while after each event.
+    /// The same with a fixed busy-polling window (`--busy-poll 50`, reactor only): the
+    /// worker polls again without sleeping for that long after each wake-up's work.
     TickwireBusyPoll,
+    /// The same with busy polling off (`--busy-poll off`, reactor only; the default is
+    /// adaptive): the worker sleeps in `epoll_wait` whenever it has nothing to do.
+    TickwireNoPoll,
     /// The same with batched sends off (`--no-batched-sends`, reactor only): each
     /// connection's replies go out with a `send(2)` of their own rather than in the
     /// wake-up's io_uring submission.
@@ -45,9 +48,10 @@ pub(super) enum Library {
 
 impl Library {
     /// Table order: tickwire, the baseline, first.
-    pub(super) const ALL: [Self; 6] = [
+    pub(super) const ALL: [Self; 7] = [
         Self::Tickwire,
         Self::TickwireBusyPoll,
+        Self::TickwireNoPoll,
         Self::TickwireUnbatched,
         Self::Uws,
         Self::Fastwebsockets,
@@ -59,6 +63,7 @@ impl Library {
         match self {
             Self::Tickwire => "tickwire",
             Self::TickwireBusyPoll => "tickwire-busy-poll",
+            Self::TickwireNoPoll => "tickwire-no-poll",
             Self::TickwireUnbatched => "tickwire-unbatched",
             Self::Uws => "uws",
             Self::Fastwebsockets => "fastwebsockets",
@@ -96,7 +101,10 @@ impl ServerProcess {
     pub(super) fn start(library: Library, launch: &Launch, extra: &[&str]) -> Result<Self, String> {
         let core = launch.core.to_string();
         let mut command = match library {
-            Library::Tickwire | Library::TickwireBusyPoll | Library::TickwireUnbatched => {
+            Library::Tickwire
+            | Library::TickwireBusyPoll
+            | Library::TickwireNoPoll
+            | Library::TickwireUnbatched => {
                 let mut command = pinned(&launch.tickwire_bin, &core)?;
                 command.args([
                     "--runtime",
@@ -106,7 +114,10 @@ impl ServerProcess {
                     "0",
                 ]);
                 if library == Library::TickwireBusyPoll {
-                    command.args(["--busy-poll-us", &BUSY_POLL_US.to_string()]);
+                    command.args(["--busy-poll", &BUSY_POLL_US.to_string()]);
+                }
+                if library == Library::TickwireNoPoll {
+                    command.args(["--busy-poll", "off"]);
                 }
                 if library == Library::TickwireUnbatched {
                     command.arg("--no-batched-sends");

@@ -166,10 +166,12 @@ struct ServeArgs {
     /// `--runtime reactor`: worker threads (default: the CPUs this process may run on).
     #[arg(long)]
     workers: Option<usize>,
-    /// `--runtime reactor`: after each event, poll again without sleeping for this many
-    /// microseconds (busy polling: lower latency, a core kept busy; default 0, off).
-    #[arg(long, value_name = "MICROSECONDS", default_value_t = 0)]
-    busy_poll_us: u64,
+    /// `--runtime reactor`: after a wake-up's work, poll again without sleeping (busy
+    /// polling: lower latency, core time spent polling). `adaptive` (the default) sizes the
+    /// window from the gaps between events, up to 200 µs; `adaptive:MAX` up to MAX
+    /// microseconds; `off` always sleeps; a number polls that many microseconds every time.
+    #[arg(long, value_name = "MODE", value_parser = parse_busy_poll)]
+    busy_poll: Option<tickwire_server::BusyPoll>,
     /// `--runtime reactor`: instead of echoing, every connection subscribes to one topic and
     /// every message received is published to all the other connections (as `uws-echo PORT
     /// --pubsub`).
@@ -216,17 +218,38 @@ struct ConnectArgs {
     insecure: bool,
 }
 
+/// `--busy-poll`: `off`, `adaptive`, `adaptive:MAX_US` or a fixed window in microseconds.
+fn parse_busy_poll(text: &str) -> Result<tickwire_server::BusyPoll, String> {
+    use std::time::Duration;
+    use tickwire_server::BusyPoll;
+    let micros = |n: &str| {
+        n.parse::<u64>()
+            .map(Duration::from_micros)
+            .map_err(|_| format!("`{n}` is not a number of microseconds"))
+    };
+    match text {
+        "off" => Ok(BusyPoll::Off),
+        "adaptive" => Ok(BusyPoll::default()),
+        _ => match text.strip_prefix("adaptive:") {
+            Some(max) => Ok(BusyPoll::Adaptive { max: micros(max)? }),
+            None => micros(text)
+                .map(BusyPoll::Fixed)
+                .map_err(|e| format!("{e}; expected off, adaptive, adaptive:MAX or a number")),
+        },
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match (cli.runtime, cli.command) {
         (Runtime::Blocking | Runtime::Tokio, Command::Serve(args))
             if args.workers.is_some()
-                || args.busy_poll_us != 0
+                || args.busy_poll.is_some()
                 || args.pubsub
                 || args.no_batched_sends =>
         {
             Err(
-                "--workers, --busy-poll-us, --pubsub and --no-batched-sends are options of \
+                "--workers, --busy-poll, --pubsub and --no-batched-sends are options of \
                  --runtime reactor"
                     .to_owned(),
             )

@@ -90,7 +90,9 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), String> {
     if let Some(workers) = args.workers {
         builder = builder.workers(workers);
     }
-    builder = builder.busy_poll(std::time::Duration::from_micros(args.busy_poll_us));
+    if let Some(mode) = args.busy_poll {
+        builder = builder.busy_poll(mode);
+    }
     builder = builder.batched_sends(!args.no_batched_sends);
     let server = builder
         .bind((args.bind.as_str(), args.port))

@@ -118,6 +118,7 @@ pub use handler::{
 };
 pub use server::{Running, Server, ServerBuilder};
 pub use topic::{Gap, SlowConsumer, Topic, TopicStats};
+pub use worker::spin::BusyPoll;
 
 pub use tickwire_codec;
 #[cfg(feature = "deflate")]

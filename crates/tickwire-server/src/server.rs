@@ -12,6 +12,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tickwire_codec::handshake::{ServerLimits, ServerOptions};
 use tickwire_codec::ws::{Config, Limits};
 
+use crate::BusyPoll;
 use crate::handle::{HandleShared, ServerHandle, WorkerLink};
 use crate::transport::Transport;
 use crate::worker::{Settings, WAKER, Worker};
@@ -155,13 +156,18 @@ impl ServerBuilder {
         self
     }
 
-    /// Busy polling: after an event, a worker polls again at once for up to `window` before
-    /// it sleeps in `epoll_wait` (default zero: it always sleeps). Traffic that comes back
-    /// within the window is picked up without the wake-up of a sleeping thread, which on a
-    /// virtual machine costs tens of microseconds; the price is a core kept busy for the
-    /// window after every burst.
-    pub fn busy_poll(mut self, window: Duration) -> Self {
-        self.settings.busy_poll = window;
+    /// Busy polling: after a wake-up's work, a worker polls again at once for a while
+    /// before it sleeps in `epoll_wait`. Traffic that comes back within that window is picked
+    /// up without the wake-up of a sleeping thread, which on a virtual machine costs tens of
+    /// microseconds; the price is the core's time spent polling.
+    ///
+    /// The default, [`BusyPoll::Adaptive`] up to 200 µs, sizes the window from the gaps the
+    /// worker sees (see [`BusyPoll`]): a worker whose events come back quickly (a
+    /// request-reply client, a busy feed) polls, one whose connections are quiet soon does
+    /// not poll at all. [`BusyPoll::Off`] always sleeps; [`BusyPoll::Fixed`] always polls
+    /// for its window.
+    pub fn busy_poll(mut self, mode: BusyPoll) -> Self {
+        self.settings.busy_poll = mode;
         self
     }
 

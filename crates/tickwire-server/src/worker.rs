@@ -8,9 +8,11 @@ mod conn;
 #[allow(unsafe_code)]
 mod fanout;
 mod replies;
+pub(crate) mod spin;
 mod topics;
 
 use conn::Reading;
+use spin::{BusyPoll, Spin};
 
 use std::io::{self, Write};
 use std::sync::{Arc, mpsc};
@@ -46,8 +48,8 @@ pub(crate) struct Settings {
     pub(crate) max_connections: usize,
     pub(crate) pool_size: usize,
     pub(crate) nodelay: bool,
-    /// Polls without sleeping for this long after the last event (zero: always sleep).
-    pub(crate) busy_poll: Duration,
+    /// How long a worker polls without sleeping after a wake-up's work.
+    pub(crate) busy_poll: BusyPoll,
     pub(crate) send_budget: usize,
     /// SO_SNDBUF of accepted sockets (`None`: the kernel's default and autotuning).
     pub(crate) socket_send_buffer: Option<usize>,
@@ -64,7 +66,7 @@ impl Default for Settings {
             max_connections: 65_536,
             pool_size: 64,
             nodelay: true,
-            busy_poll: Duration::ZERO,
+            busy_poll: BusyPoll::default(),
             send_budget: 256 << 10,
             socket_send_buffer: None,
             batched_sends: true,
@@ -284,12 +286,21 @@ impl<H: Handler, T: Transport> Worker<H, T> {
     }
 
     pub(crate) fn run(mut self) -> io::Result<()> {
+        let mut spin = Spin::new(self.settings.busy_poll);
         // Until then, an empty poll is retried at once instead of sleeping (busy polling).
         let mut spin_until = self.now;
+        // When the last wake-up's work was done, while no event has come since.
+        let mut idle_since = None;
+        let mut worked = false;
         loop {
             // Replies made after the events (commands, topic rounds, timers) go out before
             // the worker sleeps.
             self.send_replies();
+            if worked && spin.active() {
+                let done = Instant::now();
+                idle_since = Some(done);
+                spin_until = done + spin.window();
+            }
             let mut timeout = self.wheel.timeout(self.now);
             if self.accept_blocked {
                 timeout = Some(timeout.map_or(TICK, |t| t.min(TICK)));
@@ -311,8 +322,11 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 Err(error) => return Err(error),
             }
             self.now = Instant::now();
-            if !events.is_empty() {
-                spin_until = self.now + self.settings.busy_poll;
+            worked = !events.is_empty();
+            if worked {
+                if let Some(since) = idle_since.take() {
+                    spin.observe(self.now.saturating_duration_since(since));
+                }
             }
             for event in events.iter() {
                 match event.token().0 {

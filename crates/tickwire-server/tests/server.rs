@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use support::{Fixture, Seen, client_frame, closed_by_server, raw_upgrade, read_frame, read_head};
 use tickwire::codec::handshake::HandshakeError;
 use tickwire::{ClientBuilder, Error, Message, Recv};
-use tickwire_server::{CloseCode, DisconnectKind, ServerBuilder};
+use tickwire_server::{BusyPoll, CloseCode, DisconnectKind, ServerBuilder};
 
 fn one_worker() -> ServerBuilder {
     ServerBuilder::new().workers(1)
@@ -507,7 +507,7 @@ fn a_busy_polling_worker_still_echoes_and_runs_its_timers() {
     // A window longer than the test: after the first event the worker never sleeps again.
     let fixture = Fixture::start(
         one_worker()
-            .busy_poll(Duration::from_secs(3600))
+            .busy_poll(BusyPoll::Fixed(Duration::from_secs(3600)))
             .keepalive(Some(Duration::from_millis(100)), Duration::from_millis(200)),
     );
     let mut ws = ClientBuilder::new().connect(&fixture.url("/")).unwrap();

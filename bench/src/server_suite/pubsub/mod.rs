@@ -1,7 +1,8 @@
 //! The pub/sub suite (`tickwire-bench pubsub`): fan-out servers under load, side by side in
 //! one run. Each server is a process pinned to `--core` (0), started by the server suite's
 //! `servers.rs`: tickwire's CLI (`tickwire --runtime reactor serve --pubsub`), the same with
-//! `--busy-poll-us 50` (the `tickwire-busy-poll` row, as in the echo suite), the same with
+//! `--busy-poll 50` (the `tickwire-busy-poll` row, as in the echo suite), the same with
+//! `--busy-poll off` (the `tickwire-no-poll` row; the default polls adaptively), the same with
 //! `--no-batched-sends` (the `tickwire-unbatched` row: a send(2) per subscriber rather than
 //! one io_uring submission per round), the same with `--deflate` (the `tickwire-deflate` row,
 //! whose subscribers negotiate permessage-deflate without context takeover and inflate every
@@ -60,9 +61,11 @@ pub struct Settings {
 enum Server {
     /// `tickwire --runtime reactor serve --pubsub`.
     Tickwire,
-    /// The same with busy polling (`--busy-poll-us`, as the echo suite's row): for a server
-    /// that owns its core.
+    /// The same with a fixed busy-polling window (`--busy-poll 50`, as the echo suite's
+    /// row): for a server that owns its core.
     TickwireBusyPoll,
+    /// `--busy-poll off`: the worker always sleeps when idle (the default polls adaptively).
+    TickwireNoPoll,
     /// `--no-batched-sends`: a send(2) per subscriber instead of one io_uring submission per
     /// round (what the batching is worth, in the same run).
     TickwireUnbatched,
@@ -74,9 +77,10 @@ enum Server {
 
 impl Server {
     /// Table order: tickwire, the baseline, first.
-    const ALL: [Self; 5] = [
+    const ALL: [Self; 6] = [
         Self::Tickwire,
         Self::TickwireBusyPoll,
+        Self::TickwireNoPoll,
         Self::TickwireUnbatched,
         Self::Uws,
         Self::TickwireDeflate,
@@ -87,6 +91,7 @@ impl Server {
         match self {
             Self::Tickwire => "tickwire",
             Self::TickwireBusyPoll => "tickwire-busy-poll",
+            Self::TickwireNoPoll => "tickwire-no-poll",
             Self::TickwireUnbatched => "tickwire-unbatched",
             Self::Uws => "uws",
             Self::TickwireDeflate => "tickwire-deflate",
@@ -98,6 +103,7 @@ impl Server {
         match self {
             Self::Tickwire => (Library::Tickwire, &["--pubsub"]),
             Self::TickwireBusyPoll => (Library::TickwireBusyPoll, &["--pubsub"]),
+            Self::TickwireNoPoll => (Library::TickwireNoPoll, &["--pubsub"]),
             Self::TickwireUnbatched => (Library::Tickwire, &["--pubsub", "--no-batched-sends"]),
             Self::Uws => (Library::Uws, &["--pubsub"]),
             Self::TickwireDeflate => (Library::Tickwire, &["--pubsub", "--deflate"]),
