@@ -312,8 +312,15 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 let left = at.saturating_duration_since(self.now);
                 timeout = Some(timeout.map_or(left, |t| t.min(left)));
             }
-            if self.now < spin_until || self.topics.has_pending() || crate::handle::self_queued() {
+            if self.topics.has_pending() || crate::handle::self_queued() {
                 timeout = Some(Duration::ZERO);
+            } else if self.now < spin_until {
+                timeout = Some(Duration::ZERO);
+                if !worked {
+                    // Polling with nothing to do: let whatever else wants this core run
+                    // first (the network's softirq thread, a kernel worker).
+                    std::thread::yield_now();
+                }
             }
             let mut events = std::mem::replace(&mut self.events, Events::with_capacity(0));
             match self.poll.poll(&mut events, timeout) {
