@@ -28,7 +28,11 @@ use super::response::ClientResponse;
 ///   finds it closed anyway (a race with the server's idle timeout) is sent again on a fresh
 ///   connection when its method is idempotent; a POST or PATCH is never resent.
 /// - Every request is bounded by one total deadline (connect, write, and read to the end of
-///   the body) on top of the per-read and per-write timeouts; it is on by default.
+///   the body) on top of the per-read and per-write timeouts; it is on by default. The reads'
+///   and writes' timeouts and the deadline run on one timer thread the client starts on first
+///   use, on the real clock rather than tokio's: an armed timeout does not make the runtime
+///   park with a timeout, and pausing tokio's clock (`tokio::time::pause`) does not advance
+///   them.
 /// - Redirects are reported ([`ClientResponse::is_redirect`]), not followed.
 ///
 /// ```no_run
@@ -153,9 +157,9 @@ impl Shared {
         wbuf: &mut WriteBuf,
         method: Method,
     ) -> Result<ClientResponse, HttpClientError> {
-        let deadline =
-            (self.options.socket.request_deadline).map(|total| crate::core::now() + total);
-        let result = self.exchange(wbuf.as_slice(), method, deadline).await;
+        let now = Instant::now();
+        let deadline = (self.options.socket.request_deadline).map(|total| now + total);
+        let result = self.exchange(wbuf.as_slice(), method, now, deadline).await;
         wbuf.clear();
         result
     }
@@ -168,10 +172,11 @@ impl Shared {
         self: &Arc<Self>,
         request: &[u8],
         method: Method,
+        now: Instant,
         deadline: Option<Instant>,
     ) -> Result<ClientResponse, HttpClientError> {
         let socket = &self.options.socket;
-        let mut place = match self.checkout_idle() {
+        let mut place = match self.checkout_idle(now) {
             Some(place) => place,
             None => self.by_deadline(deadline, self.checkout()).await?,
         };

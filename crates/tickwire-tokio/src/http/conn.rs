@@ -18,8 +18,8 @@ use tickwire_codec::http::{
 use tickwire_codec::rest::GzipBody;
 use tickwire_codec::rest::Origin;
 
+use super::alarm::Alarm;
 use super::client::Options;
-use crate::core::Timer;
 use crate::stream::MaybeTls;
 
 /// Outcome of one attempt on one connection.
@@ -43,9 +43,8 @@ pub(crate) struct Conn {
     /// The body of the response now held was inflated into `gzip`.
     inflated: bool,
     /// The one timer of every wait on this connection (read and write timeouts, the request's
-    /// deadline), moved rather than made anew: a later deadline only updates the registered
-    /// entry, so a request that does not time out costs no timer registration.
-    timer: Timer,
+    /// deadline): the client's own timer thread, not tokio's (see `alarm`).
+    alarm: Alarm,
 }
 
 impl Conn {
@@ -86,7 +85,7 @@ impl Conn {
                 .gzip
                 .then(|| GzipBody::new(options.limits.max_body_bytes)),
             inflated: false,
-            timer: Timer::default(),
+            alarm: Alarm::default(),
         })
     }
 
@@ -135,7 +134,7 @@ impl Conn {
         let bound = Bound::new(options, deadline);
         let stream = &mut self.stream;
         let written = bound
-            .wait(&mut self.timer, options.write_timeout, async {
+            .wait(&self.alarm, options.write_timeout, async {
                 stream.write_all(request).await?;
                 stream.flush().await
             })
@@ -171,10 +170,7 @@ impl Conn {
             parse = true;
             let spare = ResponseReader::read_space(&mut self.rbuf);
             let read = self.stream.read(spare);
-            let n = match bound
-                .wait(&mut self.timer, options.read_timeout, read)
-                .await?
-            {
+            let n = match bound.wait(&self.alarm, options.read_timeout, read).await? {
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if !received_any && Failure::is_close(e.kind()) => {
@@ -312,35 +308,51 @@ impl Bound {
     }
 
     /// `io`, unless `timeout` (from now) or the request's deadline passes first: then an
-    /// `io::Error` of kind `TimedOut` (inside `Ok`), or `DeadlineExceeded`. The timer is only
-    /// looked at once `io` has to wait.
+    /// `io::Error` of kind `TimedOut` (inside `Ok`), or `DeadlineExceeded`. The alarm is only
+    /// armed once `io` has to wait, and disarmed when it is done.
     async fn wait<T>(
         self,
-        timer: &mut Timer,
+        alarm: &Alarm,
         timeout: Option<Duration>,
         io: impl Future<Output = io::Result<T>>,
     ) -> Result<io::Result<T>, HttpClientError> {
         let mut io = std::pin::pin!(io);
+        // The instant armed, once `io` has had to wait: `Some(None)` with no bound.
         let mut at = None;
         let expired = std::future::poll_fn(|cx| {
             if let Poll::Ready(out) = io.as_mut().poll(cx) {
                 return Poll::Ready(Ok(out));
             }
-            let at = *at.get_or_insert_with(|| {
-                let waited = timeout.map(|timeout| crate::core::now() + timeout);
-                match (waited, self.deadline) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                }
-            });
             match at {
-                Some(at) => timer.poll_at(at, cx).map(|()| Err(at)),
-                None => Poll::Pending,
+                Some(Some(at)) => alarm.poll(cx).map(|()| Err(at)),
+                Some(None) => Poll::Pending,
+                None => {
+                    let now = Instant::now();
+                    let waited = timeout.map(|timeout| now + timeout);
+                    let bound = match (waited, self.deadline) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    at = Some(bound);
+                    match bound {
+                        Some(bound) if bound <= now => Poll::Ready(Err(bound)),
+                        Some(bound) => {
+                            alarm.arm(bound, cx);
+                            Poll::Pending
+                        }
+                        None => Poll::Pending,
+                    }
+                }
             }
         })
         .await;
         match expired {
-            Ok(out) => Ok(out),
+            Ok(out) => {
+                if at.flatten().is_some() {
+                    alarm.disarm();
+                }
+                Ok(out)
+            }
             // The earlier of the two passed: the deadline when it was the one set.
             Err(at) if self.deadline.is_some_and(|deadline| at >= deadline) => {
                 Err(HttpClientError::DeadlineExceeded {

@@ -16,6 +16,7 @@
 //! What a user needs (the pool, and what dropping each future leaves) is documented on
 //! [`HttpClient`], which is public; this module is not.
 
+mod alarm;
 mod client;
 mod conn;
 mod pool;

@@ -101,7 +101,7 @@ impl Shared {
     /// cap and `notified` is registered, before the lock is released, for the next return.
     fn try_checkout(&self, notified: Pin<&mut Notified<'_>>) -> Option<Option<Box<Conn>>> {
         let mut idle = self.lock();
-        if let Some(conn) = self.pop_ready(&mut idle) {
+        if let Some(conn) = self.pop_ready(&mut idle, Instant::now()) {
             return Some(Some(conn));
         }
         if idle.taken < self.options.max_connections {
@@ -116,16 +116,16 @@ impl Shared {
     /// checkout of back-to-back requests, done before any future is made. (Going through
     /// [`checkout`](Self::checkout) moved its whole future, sized for a connect, into the
     /// deadline wrapper on every request.)
-    pub(crate) fn checkout_idle(self: &Arc<Self>) -> Option<Checkout> {
-        let conn = self.pop_ready(&mut self.lock())?;
+    /// `now`: the request's start, read once for its deadline and for this.
+    pub(crate) fn checkout_idle(self: &Arc<Self>, now: Instant) -> Option<Checkout> {
+        let conn = self.pop_ready(&mut self.lock(), now)?;
         Some(self.claim(Some(conn)))
     }
 
     /// Under the lock: closes what expired, then pops idle connections, newest first, until
     /// one may carry a request; the others are dropped (expired, closed by the server while
     /// idle, or out of step).
-    fn pop_ready(&self, idle: &mut Idle) -> Option<Box<Conn>> {
-        let now = Instant::now();
+    fn pop_ready(&self, idle: &mut Idle, now: Instant) -> Option<Box<Conn>> {
         self.expire(idle, now);
         let max_idle = self.options.idle_timeout;
         while let Some(mut conn) = idle.conns.pop_back() {
