@@ -33,6 +33,8 @@ pub(crate) fn tokio_runtime() -> Option<&'static Runtime> {
 }
 
 /// `tickwire::HttpClient` or `tickwire_tokio::HttpClient`.
+// One for the whole run: the blocking client's size is not worth a box.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum HttpClient {
     Blocking(tickwire::HttpClient),
     /// The async client and the response last received, held here so that it lives as a
