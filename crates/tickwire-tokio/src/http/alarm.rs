@@ -6,8 +6,8 @@
 //! park. A request that waits for its response parks once or twice, and the timeouts are on by
 //! default (30 s per read and write, 60 s in all), so every request paid that for a timeout
 //! that almost never fires: about 2-3% of the rate of one request in flight over loopback
-//! (docs/benchmarks/issue-16.md). Here an armed request costs one atomic store and one
-//! uncontended lock to leave its waker, and the runtime parks untimed.
+//! (docs/benchmarks/issue-16.md). Here arming costs one atomic swap and one uncontended lock
+//! to leave the waker, and reads no clock; the runtime parks untimed.
 //!
 //! The thread sleeps until the earliest instant set. A connection's instant moves later with
 //! each request, so in steady state the thread wakes about once per timeout period, finds every
@@ -15,6 +15,7 @@
 //! others is set. The instants are on the real clock (`std::time::Instant`), not tokio's: a
 //! test that pauses tokio's clock does not advance them.
 
+use std::io;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
@@ -61,9 +62,12 @@ struct State {
     rung: bool,
 }
 
-impl Default for Alarm {
-    fn default() -> Self {
-        let watchdog = Watchdog::get();
+impl Alarm {
+    /// A connection's alarm, nothing armed. Fails only when the timer thread is not running
+    /// and cannot be started (the system refused a thread): the connection is not opened then,
+    /// rather than opened without timeouts.
+    pub(crate) fn new() -> io::Result<Self> {
+        let watchdog = Watchdog::get()?;
         let slot = Arc::new(Slot::default());
         let mut state = watchdog.lock();
         if state.slots.len() >= 2 * state.pruned_len.max(32) {
@@ -72,11 +76,9 @@ impl Default for Alarm {
         }
         state.slots.push(Arc::downgrade(&slot));
         drop(state);
-        Self { slot, watchdog }
+        Ok(Self { slot, watchdog })
     }
-}
 
-impl Alarm {
     /// Arms `at`, replacing whatever was armed: `cx`'s task is woken once it has passed, and
     /// [`poll`](Self::poll) is then ready. Reads no clock: the caller knows `at` is still
     /// ahead.
@@ -125,23 +127,25 @@ impl Alarm {
 }
 
 impl Watchdog {
-    /// The process's watchdog, its thread started on first use.
-    fn get() -> &'static Self {
+    /// The process's watchdog, its thread started on first use (and tried again on the next
+    /// use if the system refused it).
+    fn get() -> io::Result<&'static Self> {
         static WATCHDOG: OnceLock<Watchdog> = OnceLock::new();
-        static STARTED: OnceLock<()> = OnceLock::new();
+        static STARTED: Mutex<bool> = Mutex::new(false);
         let watchdog = WATCHDOG.get_or_init(|| Self {
             epoch: Instant::now(),
             state: Mutex::default(),
             bell: Condvar::new(),
             next: AtomicU64::new(NEVER),
         });
-        STARTED.get_or_init(|| {
+        let mut started = STARTED.lock().unwrap_or_else(PoisonError::into_inner);
+        if !*started {
             std::thread::Builder::new()
                 .name("tickwire-http-alarm".into())
-                .spawn(|| watchdog.run())
-                .expect("spawning the HTTP client's timer thread");
-        });
-        watchdog
+                .spawn(|| watchdog.run())?;
+            *started = true;
+        }
+        Ok(watchdog)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -243,7 +247,7 @@ mod tests {
 
     #[tokio::test]
     async fn fires_at_its_instant_not_before() {
-        let alarm = Alarm::default();
+        let alarm = Alarm::new().expect("the timer thread");
         let waited = wait(&alarm, Instant::now() + Duration::from_millis(40)).await;
         assert!(waited >= Duration::from_millis(40), "{waited:?}");
         assert!(waited < Duration::from_secs(5), "{waited:?}");
@@ -252,12 +256,12 @@ mod tests {
     #[tokio::test]
     async fn an_instant_earlier_than_every_other_wakes_the_thread_early() {
         // Another alarm holds the thread asleep for a minute.
-        let far = Alarm::default();
+        let far = Alarm::new().expect("the timer thread");
         let waker = Waker::noop();
         let far_at = Instant::now() + Duration::from_secs(60);
         far.arm(far_at, &mut Context::from_waker(waker));
         // This one, armed for a minute then moved to 30 ms, fires at 30 ms.
-        let near = Alarm::default();
+        let near = Alarm::new().expect("the timer thread");
         let later = Instant::now() + Duration::from_secs(60);
         near.arm(later, &mut Context::from_waker(waker));
         let waited = wait(&near, Instant::now() + Duration::from_millis(30)).await;
@@ -267,7 +271,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_disarmed_alarm_never_wakes_its_task() {
-        let alarm = Alarm::default();
+        let alarm = Alarm::new().expect("the timer thread");
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
         // A waker that sends on the channel when woken.
         struct Tell(tokio::sync::mpsc::UnboundedSender<()>);
@@ -298,7 +302,7 @@ mod tests {
         let tasks: Vec<_> = (0..200u64)
             .map(|i| {
                 tokio::spawn(async move {
-                    let alarm = Alarm::default();
+                    let alarm = Alarm::new().expect("the timer thread");
                     let at = Instant::now() + Duration::from_millis(1 + i % 50);
                     let waited = wait(&alarm, at).await;
                     assert!(Instant::now() >= at);
@@ -318,10 +322,14 @@ mod tests {
     #[test]
     fn dropped_alarms_leave_the_list() {
         for _ in 0..10_000 {
-            drop(Alarm::default());
+            drop(Alarm::new().expect("the timer thread"));
         }
-        let alive = Alarm::default();
-        let slots = Watchdog::get().lock().slots.len();
+        let alive = Alarm::new().expect("the timer thread");
+        let slots = Watchdog::get()
+            .expect("the timer thread")
+            .lock()
+            .slots
+            .len();
         // Other tests' alarms may be alive at the same time; never ten thousand.
         assert!(slots < 1_000, "{slots} slots kept for dropped alarms");
         drop(alive);

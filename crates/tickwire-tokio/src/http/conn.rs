@@ -50,6 +50,7 @@ pub(crate) struct Conn {
 impl Conn {
     /// Connects to `origin` (TCP, then TLS for `https://`), bounded by the connect timeout.
     pub(crate) async fn open(origin: &Origin, options: &Options) -> Result<Self, HttpClientError> {
+        let alarm = Alarm::new().map_err(HttpClientError::Io)?;
         let socket = &options.socket;
         let tcp = crate::net::tcp_connect(
             &origin.host,
@@ -85,7 +86,7 @@ impl Conn {
                 .gzip
                 .then(|| GzipBody::new(options.limits.max_body_bytes)),
             inflated: false,
-            alarm: Alarm::default(),
+            alarm,
         })
     }
 
