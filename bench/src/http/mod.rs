@@ -14,6 +14,7 @@
 //! presentation the report's.
 
 pub(crate) mod clients;
+pub(crate) mod evented;
 pub(crate) mod fixtures;
 mod instructions;
 mod loopback;
