@@ -18,7 +18,7 @@ use crate::{MaybeTlsStream, Transport};
 /// Options for a [`PacketClient`]. Defaults as the blocking builder's:
 /// [`PacketConfig::client`] (16 MiB packets, no compression), [`ClientConfig::new`] (1 024
 /// requests in flight), TCP_NODELAY on, a 10 s connect timeout (TCP and TLS together), no
-/// read timeout, a 30 s request timeout, keepalive pings every 30 s with a 10 s pong
+/// read or write timeout, a 30 s request timeout, keepalive pings every 30 s with a 10 s pong
 /// deadline, buffers kept while idle ([`release_idle_buffers`](Self::release_idle_buffers)
 /// off).
 ///
@@ -30,6 +30,7 @@ pub struct PacketClientBuilder {
     options: tickwire::packet::PacketClientOptions,
     /// Off by default: a client holds a few connections, and each round trip counts.
     release_idle_buffers: bool,
+    write_timeout: Option<Duration>,
 }
 
 impl PacketClientBuilder {
@@ -40,6 +41,7 @@ impl PacketClientBuilder {
 
     tickwire::__packet_client_builder_options!();
     super::release_idle_buffers_setter!();
+    super::write_timeout_setter!();
 
     /// Connects to `host:port` (TCP, then TLS when configured, checked against `host`).
     /// Cancel safe: a dropped connect closes the half-open socket.
@@ -71,7 +73,7 @@ impl PacketClientBuilder {
                 stream,
                 options.packet.clone(),
                 options.keepalive,
-                options.read_timeout,
+                (options.read_timeout, self.write_timeout),
                 self.release_idle_buffers,
             ),
             mux: mux::Client::new(options.mux),

@@ -1,7 +1,7 @@
 //! [`Link`]: one packet connection's socket on tokio, both roles: a thin async driver over
 //! the sans-IO [`Session`] (framing, buffers, control packets, keepalive timers), as the
-//! blocking crate's link is. It owns the stream, its reads and writes, the read timeout and
-//! the idle wait without buffers (DESIGN rule 11, below).
+//! blocking crate's link is. It owns the stream, its reads and writes, the read and write
+//! timeouts and the idle wait without buffers (DESIGN rule 11, below).
 //!
 //! Every poll records what it did before it returns: bytes read go to the session in the
 //! poll that read them, bytes written are consumed in the poll that wrote them, and a packet
@@ -62,6 +62,9 @@ pub(crate) struct Link<S> {
     stream: S,
     session: Session,
     read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
+    /// Since the socket last took queued bytes while more remained (`None`: nothing waits).
+    write_stalled: Option<Instant>,
     /// Whether the idle wait lends the buffers out.
     release_idle: bool,
     timer: Timer,
@@ -74,13 +77,15 @@ impl<S: Transport> Link<S> {
         stream: S,
         config: PacketConfig,
         keepalive: Option<Keepalive>,
-        read_timeout: Option<Duration>,
+        (read_timeout, write_timeout): (Option<Duration>, Option<Duration>),
         release_idle: bool,
     ) -> Self {
         Self {
             stream,
             session: Session::new(config, keepalive, now()),
             read_timeout,
+            write_timeout,
+            write_stalled: None,
             release_idle,
             timer: Timer::default(),
             shut: false,
@@ -152,13 +157,35 @@ impl<S: Transport> Link<S> {
     }
 
     /// Writes everything queued. Cancel safe: what the socket took is recorded, the rest
-    /// stays queued.
+    /// stays queued. Fails the link with a `TimedOut` [`Error::Io`] when the socket takes
+    /// none of it for the write timeout.
     pub(crate) async fn flush(&mut self) -> Result<(), Error> {
         std::future::poll_fn(|cx| {
-            let result = ready!(self.poll_flush(cx));
+            let result = match self.poll_flush(cx) {
+                Poll::Ready(result) => result,
+                Poll::Pending => {
+                    let Some(at) = self.write_deadline() else {
+                        return Poll::Pending;
+                    };
+                    ready!(self.timer.poll_at(at, cx));
+                    Err(self.write_timed_out())
+                }
+            };
             Poll::Ready(self.shut_if_failed(cx, result))
         })
         .await
+    }
+
+    /// When the queued bytes' wait for the socket times out.
+    fn write_deadline(&self) -> Option<Instant> {
+        self.write_stalled
+            .zip(self.write_timeout)
+            .map(|(since, timeout)| since + timeout)
+    }
+
+    /// Fails the link: the socket took nothing for the write timeout.
+    fn write_timed_out(&mut self) -> Error {
+        self.fail(Error::Io(ErrorKind::TimedOut.into()))
     }
 
     /// The next packet on a request id, a busy refusal, a pong, or [`Incoming::Deadline`]
@@ -241,16 +268,24 @@ impl<S: Transport> Link<S> {
             // Nothing to read: the timers. An answer that arrived was read above, so it
             // wins over a deadline that passed meanwhile.
             let read_deadline = self.read_timeout.map(|t| *last_byte + t);
-            let Some(at) = [deadline, self.session.poll_timeout(), read_deadline]
-                .into_iter()
-                .flatten()
-                .min()
-            else {
+            let write_deadline = self.write_deadline();
+            let Some(at) = [
+                deadline,
+                self.session.poll_timeout(),
+                read_deadline,
+                write_deadline,
+            ]
+            .into_iter()
+            .flatten()
+            .min() else {
                 return Poll::Pending;
             };
             ready!(self.timer.poll_at(at, cx));
             let now = now();
             let passed = |at: Option<Instant>| at.is_some_and(|at| now >= at);
+            if passed(write_deadline) {
+                return Poll::Ready(Err(self.write_timed_out()));
+            }
             if passed(deadline) {
                 return Poll::Ready(Ok(Incoming::Deadline));
             }
@@ -323,19 +358,39 @@ impl<S: Transport> Link<S> {
         if self.session.is_failed() {
             return Poll::Ready(Err(Error::Closed));
         }
+        let mut progress = false;
         while self.session.wants_write() {
             let written = Pin::new(&mut self.stream).poll_write(cx, self.session.transmit());
-            match ready!(written) {
-                Ok(0) => return Poll::Ready(Err(self.io_failed(ErrorKind::WriteZero.into()))),
-                Ok(n) => self.session.wrote(n),
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Poll::Ready(Err(self.io_failed(e))),
+            match written {
+                Poll::Pending => return self.stalled(progress),
+                Poll::Ready(Ok(0)) => {
+                    return Poll::Ready(Err(self.io_failed(ErrorKind::WriteZero.into())));
+                }
+                Poll::Ready(Ok(n)) => {
+                    self.session.wrote(n);
+                    progress = true;
+                }
+                Poll::Ready(Err(e)) if e.kind() == ErrorKind::Interrupted => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(self.io_failed(e))),
             }
         }
-        match ready!(Pin::new(&mut self.stream).poll_flush(cx)) {
-            Ok(()) => Poll::Ready(Ok(())),
-            Err(e) => Poll::Ready(Err(self.io_failed(e))),
+        match Pin::new(&mut self.stream).poll_flush(cx) {
+            Poll::Pending => self.stalled(progress),
+            Poll::Ready(Ok(())) => {
+                self.write_stalled = None;
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(self.io_failed(e))),
         }
+    }
+
+    /// The socket took no more of what is queued: the write timeout counts from the last
+    /// byte it took.
+    fn stalled<T>(&mut self, progress: bool) -> Poll<T> {
+        if progress || self.write_stalled.is_none() {
+            self.write_stalled = Some(now());
+        }
+        Poll::Pending
     }
 
     /// A socket error, typed by the stream (a TLS failure), fatal.

@@ -84,6 +84,23 @@ macro_rules! release_idle_buffers_setter {
 }
 use release_idle_buffers_setter;
 
+/// The setter the async [`PacketClientBuilder`] and [`PacketServer`] add, on field
+/// `write_timeout` (the blocking builders have one of the same name, for their socket's
+/// send timeout).
+macro_rules! write_timeout_setter {
+    () => {
+        /// Bounds how long queued packets may wait for the socket to take any of their
+        /// bytes (a peer that stopped reading): past it the connection fails with a
+        /// `TimedOut` [`Error::Io`](crate::packet::Error::Io), fatal. The wait counts from
+        /// the last byte the socket took. Default none.
+        pub fn write_timeout(mut self, timeout: Option<std::time::Duration>) -> Self {
+            self.write_timeout = timeout;
+            self
+        }
+    };
+}
+use write_timeout_setter;
+
 mod client;
 mod link;
 mod pool;

@@ -20,8 +20,8 @@ use crate::{MaybeTlsStream, Transport};
 
 /// Options for the accept side. Defaults as the blocking server's: [`PacketConfig::server`]
 /// (1 MiB packets), [`ServerConfig::new`] (256 requests in flight per connection, 1 MiB
-/// requests), TCP_NODELAY on, a 10 s TLS handshake timeout, no read timeout, no keepalive
-/// pings of its own (clients' pings are answered), plain TCP, buffers lent out while idle
+/// requests), TCP_NODELAY on, a 10 s TLS handshake timeout, no read or write timeout, no
+/// keepalive pings of its own (clients' pings are answered), plain TCP, buffers lent out while idle
 /// ([`release_idle_buffers`](Self::release_idle_buffers) on: a server holds many mostly idle
 /// connections).
 ///
@@ -32,6 +32,7 @@ pub struct PacketServer {
     /// What the blocking server builder has too, with its defaults.
     options: tickwire::packet::PacketServerOptions,
     release_idle_buffers: bool,
+    write_timeout: Option<std::time::Duration>,
 }
 
 impl Default for PacketServer {
@@ -47,11 +48,13 @@ impl PacketServer {
             options: tickwire::packet::PacketServerOptions::default(),
             // On, unlike a client's: a server holds many mostly idle connections.
             release_idle_buffers: true,
+            write_timeout: None,
         }
     }
 
     tickwire::__packet_server_builder_options!();
     super::release_idle_buffers_setter!();
+    super::write_timeout_setter!();
 
     /// Sets up an accepted connection: socket options, then the TLS handshake when
     /// configured (bounded by the handshake timeout). Cancel safe: a dropped accept closes
@@ -79,7 +82,7 @@ impl PacketServer {
                 stream,
                 options.packet.clone(),
                 options.keepalive,
-                options.read_timeout,
+                (options.read_timeout, self.write_timeout),
                 self.release_idle_buffers,
             ),
             mux: mux::Server::new(options.mux),

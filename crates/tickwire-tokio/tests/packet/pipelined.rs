@@ -6,7 +6,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use tickwire_tokio::codec::mux::{ClientConfig, ServerConfig};
-use tickwire_tokio::packet::{Error, Keepalive, PacketServer, RequestId};
+use tickwire_tokio::packet::{Error, Keepalive, PacketClient, PacketServer, RequestId};
 
 use crate::support::{PATIENCE, builder, echo_server, listen};
 
@@ -310,4 +310,112 @@ async fn a_client_that_never_reads_stalls_on_tcp_instead_of_growing_the_servers_
     .expect("the flood and its answers within the patience")
     .unwrap();
     server.shutdown().await;
+}
+
+/// How long the write-timeout tests let the socket take nothing.
+const WRITE_TIMEOUT: Duration = Duration::from_millis(200);
+
+/// Whether `result` is the write timeout's fatal `TimedOut` I/O error.
+fn is_write_timeout<T: std::fmt::Debug>(result: &Result<T, Error>) -> bool {
+    matches!(result, Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::TimedOut)
+}
+
+/// A client with the write timeout and 64 MiB of requests queued (far more than the two
+/// sockets' buffers hold) to a server that accepted and reads nothing; the task holding the
+/// server's end.
+async fn client_to_a_server_that_reads_nothing() -> (PacketClient, tokio::task::JoinHandle<()>) {
+    let (listener, port) = listen().await;
+    let holder = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        tokio::time::sleep(PATIENCE).await;
+        drop(tcp);
+    });
+    let mut client = builder()
+        .write_timeout(Some(WRITE_TIMEOUT))
+        .request_timeout(None)
+        .keepalive(None)
+        .connect("127.0.0.1", port)
+        .await
+        .unwrap();
+    let payload = vec![0x33; 1 << 20];
+    for _ in 0..64 {
+        client.send_request(&payload).unwrap();
+    }
+    (client, holder)
+}
+
+/// `wait` (on the client) ends in the write timeout's fatal error, not before the timeout.
+async fn ends_in_the_write_timeout<T: std::fmt::Debug>(
+    wait: impl std::future::Future<Output = Result<T, Error>>,
+) {
+    let started = std::time::Instant::now();
+    let result = tokio::time::timeout(PATIENCE, wait)
+        .await
+        .expect("the write timeout ends the wait, not the test's patience");
+    assert!(is_write_timeout(&result), "got {result:?}");
+    assert!(result.unwrap_err().is_fatal());
+    assert!(started.elapsed() >= WRITE_TIMEOUT);
+}
+
+#[tokio::test]
+async fn a_client_whose_server_stopped_reading_fails_at_the_write_timeout() {
+    let (mut client, holder) = client_to_a_server_that_reads_nothing().await;
+    ends_in_the_write_timeout(client.recv_response()).await;
+    assert!(matches!(client.send_request(b"after"), Err(Error::Closed)));
+    holder.abort();
+}
+
+#[tokio::test]
+async fn a_flush_to_a_server_that_stopped_reading_fails_at_the_write_timeout() {
+    let (mut client, holder) = client_to_a_server_that_reads_nothing().await;
+    ends_in_the_write_timeout(client.flush()).await;
+    assert!(matches!(client.flush().await, Err(Error::Closed)));
+    holder.abort();
+}
+
+#[tokio::test]
+async fn a_server_drops_a_client_that_stopped_reading_at_the_write_timeout() {
+    use tickwire_tokio::codec::buf::WriteBuf;
+    use tickwire_tokio::codec::packet::{PacketConfig, PacketWriter};
+    use tokio::io::AsyncWriteExt;
+
+    let (listener, port) = listen().await;
+    // A client that sends 16 MiB of 64 KiB requests and reads none of the answers.
+    let flood = tokio::spawn(async move {
+        let mut tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        let mut writer = PacketWriter::new(PacketConfig::client());
+        let mut bytes = WriteBuf::new(0, 0);
+        let payload = vec![0x5A; 64 << 10];
+        for id in 1..=256 {
+            writer.encode(&mut bytes, id, &payload).unwrap();
+        }
+        // Stalls once the server stops reading; the task is aborted at the end.
+        let _ = tcp.write_all(bytes.as_slice()).await;
+        tokio::time::sleep(PATIENCE).await;
+        drop(tcp);
+    });
+    let (tcp, _) = listener.accept().await.unwrap();
+    let mut connection = PacketServer::new()
+        .write_timeout(Some(WRITE_TIMEOUT))
+        .packet_config(PacketConfig::server().with_max_queued(256 << 10))
+        .accept(tcp)
+        .await
+        .unwrap();
+    let ended = tokio::time::timeout(PATIENCE, async {
+        loop {
+            match connection.recv_request().await {
+                Ok((id, payload)) => {
+                    let answer = payload.to_vec();
+                    connection.respond(id, &answer).unwrap();
+                }
+                Err(error) => break error,
+            }
+        }
+    })
+    .await
+    .expect("the write timeout ends the connection, not the test's patience");
+    assert!(is_write_timeout::<()>(&Err(ended)));
+    flood.abort();
 }

@@ -4,8 +4,9 @@
 //! struct each, defaulted here; the builders expand the same setter macros, so an option is
 //! documented, defaulted and applied in one place (as the HTTP clients' are, in
 //! `crate::http::options`). Hidden: not API, and only for the packet builders, which wrap
-//! these in a field `options`. What one transport adds (the blocking write timeout, the
-//! async transport's idle-buffer release) stays in its own builders.
+//! these in a field `options`. What one transport adds (each transport's write timeout, set
+//! on the socket or kept by the async link's timer; the async transport's idle-buffer
+//! release) stays in its own builders.
 
 use std::time::Duration;
 
