@@ -129,7 +129,11 @@ impl Shared {
         self.expire(idle, now);
         let max_idle = self.options.idle_timeout;
         while let Some(mut conn) = idle.conns.pop_back() {
-            if !conn.idle_expired(now, max_idle) && conn.ready(now) {
+            // The last one left was the front, which `expire` has just found unexpired at
+            // this `now`: asking again cost a clock subtraction (about 50 instructions) on
+            // every request of a client with one idle connection.
+            let checked = idle.conns.is_empty();
+            if (checked || !conn.idle_expired(now, max_idle)) && conn.ready(now) {
                 return Some(conn);
             }
             idle.taken -= 1;
