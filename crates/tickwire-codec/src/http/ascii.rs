@@ -61,7 +61,7 @@ pub(crate) fn write_field(buf: &mut WriteBuf, name: &[u8], value: &[u8]) {
 /// copies, which compile to a pair of loads and stores; otherwise `copy_from_slice`. Why: a
 /// `memcpy` call for each name and value of a field line was about 20 instructions apiece.
 #[inline(always)]
-fn copy_short(out: &mut [u8], src: &[u8]) {
+pub(crate) fn copy_short(out: &mut [u8], src: &[u8]) {
     let len = src.len();
     if (8..=16).contains(&len) {
         out[..8].copy_from_slice(&src[..8]);

@@ -8,7 +8,7 @@ use std::io;
 use super::RequestWriter;
 use super::percent::{PercentWriter, encode_into};
 use crate::buf::WriteBuf;
-use crate::http::ascii::{Decimal, is_field_value, write_field};
+use crate::http::ascii::{Decimal, copy_short, is_field_value, write_field};
 use crate::http::{Method, WriteError, validate_header_name, validate_header_value};
 
 /// Stage marker: the request line is still open, query parameters may be added.
@@ -163,9 +163,8 @@ impl<'w, S> RequestBuilder<'w, S> {
     /// [`body`](Self::body), also handing back the buffer.
     pub fn body_into(mut self, body: &[u8]) -> (&'w mut WriteBuf, usize) {
         self.close_request_line();
-        let line = ContentLengthLine::new(body.len() as u64);
         let buf = self.buf();
-        buf.extend_from_slice(line.as_bytes());
+        ContentLengthLine::append(buf, body.len() as u64);
         buf.extend_from_slice(body);
         self.complete()
     }
@@ -211,8 +210,7 @@ impl<'w, S> RequestBuilder<'w, S> {
     /// [`body_fixed`](Self::body_fixed), also handing back the buffer.
     pub fn body_fixed_into(mut self, len: u64) -> (&'w mut WriteBuf, usize) {
         self.close_request_line();
-        let line = ContentLengthLine::new(len);
-        self.buf().extend_from_slice(line.as_bytes());
+        ContentLengthLine::append(self.buf(), len);
         self.complete()
     }
 
@@ -350,19 +348,37 @@ struct ContentLengthLine {
 }
 
 impl ContentLengthLine {
+    const NAME: &[u8; 16] = b"Content-Length: ";
+
     #[inline]
     fn new(content_length: u64) -> Self {
-        const NAME: &[u8] = b"Content-Length: ";
         let digits = Decimal::new(content_length);
         let digits = digits.as_bytes();
         let mut bytes = [0u8; 40];
-        bytes[..NAME.len()].copy_from_slice(NAME);
-        let mut len = NAME.len();
+        let name_len = Self::NAME.len();
+        bytes[..name_len].copy_from_slice(Self::NAME);
+        let mut len = name_len;
         bytes[len..len + digits.len()].copy_from_slice(digits);
         len += digits.len();
         bytes[len..len + 4].copy_from_slice(b"\r\n\r\n");
         len += 4;
         Self { bytes, len }
+    }
+
+    /// Appends the line to `buf` straight from the digits, without assembling it on the
+    /// stack first. Why: zeroing and filling the 40-byte array, then copying it out, was about
+    /// 80 instructions of the bench's `body` call (callgrind, `tokio_http_c1`).
+    #[inline]
+    fn append(buf: &mut WriteBuf, content_length: u64) {
+        let digits = Decimal::new(content_length);
+        let digits = digits.as_bytes();
+        let name_len = Self::NAME.len();
+        let line = buf.append_slot(name_len + digits.len() + 4);
+        let (name, rest) = line.split_at_mut(name_len);
+        name.copy_from_slice(Self::NAME);
+        let (number, end) = rest.split_at_mut(digits.len());
+        copy_short(number, digits);
+        end.copy_from_slice(b"\r\n\r\n");
     }
 
     #[inline]
