@@ -14,7 +14,6 @@
 //! presentation the report's.
 
 pub(crate) mod clients;
-pub(crate) mod evented;
 pub(crate) mod fixtures;
 mod instructions;
 mod loopback;

@@ -86,16 +86,6 @@ pub(crate) fn spawn(peer_core: usize) -> Server {
 }
 
 impl Server {
-    /// A server whose thread, once `stop` is set and a connection wakes it, reports what it
-    /// served (`evented.rs` has the other kind).
-    pub(super) fn from_parts(
-        addr: SocketAddr,
-        stop: Arc<AtomicBool>,
-        thread: JoinHandle<Served>,
-    ) -> Self {
-        Self { addr, stop, thread }
-    }
-
     /// Where clients connect.
     pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
@@ -120,64 +110,10 @@ fn serve(mut stream: TcpStream, response: &[u8]) -> Served {
         connections: 1,
         ..Served::default()
     };
-    let mut input = Input::default();
+    let mut buf = vec![0u8; 16 << 10];
+    let (mut start, mut end) = (0, 0);
     loop {
-        let answered = input.answer(response, &mut served, |bytes| stream.write_all(bytes));
-        if answered.is_err() {
-            return served;
-        }
-        match stream.read(input.room()) {
-            Ok(0) | Err(_) => return served,
-            Ok(n) => input.filled(n),
-        }
-    }
-}
-
-/// A connection's request bytes: what was read and not yet answered.
-pub(super) struct Input {
-    buf: Box<[u8]>,
-    start: usize,
-    end: usize,
-}
-
-impl Default for Input {
-    fn default() -> Self {
-        Self {
-            buf: vec![0u8; 16 << 10].into_boxed_slice(),
-            start: 0,
-            end: 0,
-        }
-    }
-}
-
-/// Why a connection stops being served: a request that is not one of ours (answered with
-/// [`REJECTION`]), or a write that failed.
-#[derive(Debug)]
-pub(super) struct Stop;
-
-impl Input {
-    /// Where the next read goes (never empty after [`Input::answer`] returned `Ok`).
-    pub(super) fn room(&mut self) -> &mut [u8] {
-        &mut self.buf[self.end..]
-    }
-
-    /// Records `n` bytes read into [`Input::room`].
-    pub(super) fn filled(&mut self, n: usize) {
-        self.end += n;
-    }
-
-    /// Checks and answers every complete request buffered (method, target and body must be
-    /// the order POST: `response`, else [`REJECTION`]), handing each answer to `write`, and
-    /// makes room for the next read. Err: stop serving the connection (an unparsable or
-    /// oversized head was answered with [`REJECTION`], or `write` failed).
-    pub(super) fn answer(
-        &mut self,
-        response: &[u8],
-        served: &mut Served,
-        mut write: impl FnMut(&[u8]) -> std::io::Result<()>,
-    ) -> Result<(), Stop> {
-        let buf = &mut self.buf;
-        let (mut start, end) = (self.start, self.end);
+        // Answer every complete request buffered.
         while start < end {
             let mut headers = [httparse::EMPTY_HEADER; 32];
             let mut request = httparse::Request::new(&mut headers);
@@ -185,9 +121,9 @@ impl Input {
                 Ok(httparse::Status::Complete(head)) => head,
                 Ok(httparse::Status::Partial) => break,
                 Err(_) => {
+                    let _ = stream.write_all(REJECTION);
                     served.rejected += 1;
-                    let _ = write(REJECTION);
-                    return Err(Stop);
+                    return served;
                 }
             };
             let length = request
@@ -208,28 +144,30 @@ impl Input {
             let body = &buf[start + head..start + head + length];
             let valid =
                 request.method == Some("POST") && request.path == Some(PATH) && body == ORDER_JSON;
+            let answer = if valid { response } else { REJECTION };
             served.requests += 1;
             served.rejected += u64::from(!valid);
-            write(if valid { response } else { REJECTION }).map_err(|_| Stop)?;
+            if stream.write_all(answer).is_err() {
+                return served;
+            }
             start += head + length;
         }
         if start == end {
-            (self.start, self.end) = (0, 0);
-            return Ok(());
-        }
-        if end == buf.len() {
+            (start, end) = (0, 0);
+        } else if end == buf.len() {
             buf.copy_within(start..end, 0);
-            (self.start, self.end) = (0, end - start);
-            if self.end == buf.len() {
+            (start, end) = (0, end - start);
+            if end == buf.len() {
                 // A head larger than the buffer: not one of ours.
+                let _ = stream.write_all(REJECTION);
                 served.rejected += 1;
-                let _ = write(REJECTION);
-                return Err(Stop);
+                return served;
             }
-            return Ok(());
         }
-        self.start = start;
-        Ok(())
+        match stream.read(&mut buf[end..]) {
+            Ok(0) | Err(_) => return served,
+            Ok(n) => end += n,
+        }
     }
 }
 

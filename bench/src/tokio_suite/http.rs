@@ -21,8 +21,8 @@ use super::{allocations_sentence, runtime};
 use crate::Ctx;
 use crate::harness::{self, Plan};
 use crate::http::clients::Reqwest;
-use crate::http::evented;
 use crate::http::fixtures::{self, HEADERS, ORDER_JSON, PATH};
+use crate::http::server;
 use crate::report::{self, Row, Table};
 
 /// Progress steps per round: every client at each concurrency.
@@ -93,9 +93,9 @@ fn pair(ctx: &Ctx, clients: &[Client], concurrency: usize, id: &str) -> [Table; 
         }
     }
     let setup = format!(
-        "POST {PATH} with four headers and the {} B JSON body to a keep-alive server on one \
-         thread (mio, edge-triggered epoll for every connection; core {}), which checks each \
-         request as the HTTP suite's server does and answers the fixed {} B response; every response's status and whole body \
+        "POST {PATH} with four headers and the {} B JSON body to the HTTP suite's keep-alive \
+         server (std::net + httparse, a thread per connection on core {}), which checks each \
+         request and answers the fixed {} B response; every response's status and whole body \
          checked. {concurrency} request(s) in flight: {concurrency} future(s) joined on one \
          tokio current-thread runtime (I/O and time drivers) on the pinned measuring thread \
          (core {}), each a handle on its library's pool; the server counts at most \
@@ -166,7 +166,7 @@ fn pair(ctx: &Ctx, clients: &[Client], concurrency: usize, id: &str) -> [Table; 
 /// One client at `concurrency` against a fresh server on `peer_core`. Panics unless the server
 /// answered every request, rejected none, and saw at most `concurrency` connections.
 fn measure(client: Client, plan: Plan, peer_core: usize, concurrency: usize) -> Sampled {
-    let server = evented::spawn(peer_core);
+    let server = server::spawn(peer_core);
     let addr = server.addr();
     let sampled = runtime().block_on(drive_client(client, addr, plan, concurrency));
     let served = server.finish();
