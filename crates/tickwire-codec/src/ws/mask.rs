@@ -222,6 +222,10 @@ mod tests {
     /// every byte) enough to reach both AVX2 loops and every tail, natively everything to 1 KiB.
     const MAX_LEN: usize = if cfg!(miri) { 136 } else { 1024 };
     const ALIGNS: usize = if cfg!(miri) { 2 } else { 16 };
+    /// Key offsets walked. An offset only rotates the key, so which bytes are touched does not
+    /// depend on it: under Miri (looking for out-of-bounds and misaligned access) the first and
+    /// the last offset, natively all four.
+    const OFFSETS: &[usize] = if cfg!(miri) { &[0, 3] } else { &[0, 1, 2, 3] };
 
     #[test]
     fn matches_scalar_reference_for_every_length_alignment_and_offset() {
@@ -229,7 +233,7 @@ mod tests {
         let source: Vec<u8> = (0..MAX_LEN + 64).map(|i| (i * 31 + 7) as u8).collect();
         for align in 0..ALIGNS {
             for len in 0..=MAX_LEN {
-                for offset in 0..4 {
+                for &offset in OFFSETS {
                     let mut fast = source.clone();
                     let mut slow = source.clone();
                     apply_mask(&mut fast[align..align + len], key, offset);
@@ -248,7 +252,7 @@ mod tests {
         let source: Vec<u8> = (0..MAX_LEN + 64).map(|i| (i * 13 + 5) as u8).collect();
         for align in 0..ALIGNS {
             for len in 0..=MAX_LEN {
-                for offset in 0..4 {
+                for &offset in OFFSETS {
                     let mut fast = source.clone();
                     let mut slow = source.clone();
                     let mut forced = source.clone();
