@@ -233,6 +233,14 @@ impl<L: LimitsSource> FrameReader<L> {
                     Quick::NeedMore => return Ok(false),
                     Quick::General => {}
                 }
+            } else if self.partial.is_none() {
+                // Nothing to parse: what `advance_general` would conclude (no header in no
+                // bytes), without its call. A transport asks once before each read and, async,
+                // once more on the wake-up before the read that brings the bytes.
+                return match self.feed_deferred_utf8() {
+                    Ok(()) => Ok(false),
+                    Err(error) => Err(self.fail(error)),
+                };
             }
         }
         self.advance_general(buf)
