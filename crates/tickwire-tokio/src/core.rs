@@ -200,9 +200,10 @@ impl Core {
                     return Poll::Ready(Err(e));
                 }
             }
-            let now = now();
+            // The clock is read only when a deadline is set (no keepalive, idle or close
+            // timer: no read at all).
             if let Some(at) = self.conn.poll_timeout() {
-                if at <= now || timer.poll_at(at, cx).is_ready() {
+                if at <= now() || timer.poll_at(at, cx).is_ready() {
                     if let Err(e) = self.conn.handle_timeout(&mut self.bufs, self::now()) {
                         return Poll::Ready(Err(self.failed(
                             stream,
