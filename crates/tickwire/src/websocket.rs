@@ -366,7 +366,6 @@ impl<S: Stream> WebSocket<S> {
             }
             self.apply_read_timeout()?;
             let read = self.stream.read(self.conn.spare(&mut self.bufs));
-            let now = Instant::now();
             match read {
                 Ok(0) => {
                     return if self.conn.state() == ConnectionState::CloseSent {
@@ -377,9 +376,11 @@ impl<S: Stream> WebSocket<S> {
                         Err(Error::UnexpectedEof)
                     };
                 }
-                Ok(n) => self.conn.filled(&mut self.bufs, n, now),
+                // The clock is read only when a timer counts from the last bytes received.
+                Ok(n) => self.conn.filled_with(&mut self.bufs, n, Instant::now),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    let now = Instant::now();
                     let timer_due = self.conn.poll_timeout().is_some_and(|at| at <= now);
                     if timer_due {
                         if let Err(error) = self.conn.handle_timeout(&mut self.bufs, now) {

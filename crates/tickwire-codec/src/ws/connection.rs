@@ -258,6 +258,8 @@ pub struct Connection {
     /// The close code of the error that failed the connection.
     failure: CloseCode,
     extension: bool,
+    /// When bytes last arrived; kept only while a timer counts from it (see
+    /// [`filled_with`](Self::filled_with)), else the connection's start.
     last_received: Instant,
     ping_sent_at: Option<Instant>,
     close_started_at: Option<Instant>,
@@ -338,9 +340,21 @@ impl Connection {
     /// Records `n` bytes read into [`spare`](Self::spare) at `now`.
     #[inline]
     pub fn filled(&mut self, bufs: &mut Buffers, n: usize, now: Instant) {
+        self.filled_with(bufs, n, || now);
+    }
+
+    /// [`filled`](Self::filled) with the instant read from `clock` only when a timer counts
+    /// from the last bytes received ([`Config::idle_timeout`], [`Config::ping_interval`]):
+    /// with neither set, a read costs no clock read. The config is fixed for the
+    /// connection's life, so no timer can later count from an instant that was skipped.
+    #[inline]
+    pub fn filled_with(&mut self, bufs: &mut Buffers, n: usize, clock: impl FnOnce() -> Instant) {
         bufs.read.filled(n);
         if n > 0 {
-            self.last_received = now;
+            let config = self.config();
+            if config.idle_timeout.is_some() || config.ping_interval.is_some() {
+                self.last_received = clock();
+            }
             if bufs.read.ends_at_capacity() {
                 self.grow_read(bufs);
             }
@@ -420,7 +434,21 @@ impl Connection {
 
     /// Parses buffered bytes up to the next message without borrowing it out, and queues
     /// the replies it owes (pong, close reply). Releases the previous message.
+    #[inline]
     pub fn advance(&mut self, bufs: &mut Buffers) -> Result<Progress, Error> {
+        if matches!(
+            self.state,
+            ConnectionState::Open | ConnectionState::CloseSent
+        ) && self.reader.is_starved(&bufs.read)
+        {
+            // Nothing buffered and nothing held: the answer without the parser's call.
+            return Ok(Progress::NeedMore);
+        }
+        self.advance_buffered(bufs)
+    }
+
+    /// [`advance`](Self::advance) with bytes buffered or something held.
+    fn advance_buffered(&mut self, bufs: &mut Buffers) -> Result<Progress, Error> {
         match self.state {
             ConnectionState::Open | ConnectionState::CloseSent => {}
             ConnectionState::Closed => return Ok(Progress::Closed),
@@ -512,7 +540,7 @@ impl Connection {
     /// True when there are bytes to write.
     #[inline]
     pub fn wants_write(&self, bufs: &Buffers) -> bool {
-        !self.output(bufs).is_empty()
+        bufs.out.has_output(!self.send.close_written)
     }
 
     /// The bytes to write next. Call [`advance_output`](Self::advance_output) with how many
@@ -526,6 +554,7 @@ impl Connection {
     /// (`Write::write_vectored`), and returns how many it filled. Shared frames
     /// ([`Sender::shared`]) come out as they are, between the connection's own frames. Then
     /// call [`advance_output`](Self::advance_output) with how many bytes were written.
+    #[inline]
     pub fn output_vectored<'b>(&self, bufs: &'b Buffers, slices: &mut [IoSlice<'b>]) -> usize {
         bufs.out.vectored(!self.send.close_written, slices)
     }
@@ -579,7 +608,21 @@ impl Connection {
 
     /// The next instant at which [`handle_timeout`](Self::handle_timeout) must be called, if
     /// any timer is armed.
+    #[inline]
     pub fn poll_timeout(&self) -> Option<Instant> {
+        let config = self.config();
+        if !self.send.close_queued
+            && config.idle_timeout.is_none()
+            && config.ping_interval.is_none()
+        {
+            // No timer configured and no close under way: none can be armed.
+            return None;
+        }
+        self.armed_timeout()
+    }
+
+    /// [`poll_timeout`](Self::poll_timeout) when a timer may be armed.
+    fn armed_timeout(&self) -> Option<Instant> {
         if matches!(
             self.state,
             ConnectionState::Closed | ConnectionState::Failed

@@ -617,6 +617,45 @@ fn idle_timeout_fails_when_nothing_arrives_and_bytes_push_it_back() {
     );
 }
 
+#[test]
+fn a_read_asks_the_clock_only_when_a_timer_counts_from_received_bytes() {
+    let idle = Config {
+        idle_timeout: Some(Duration::from_secs(10)),
+        ..Config::server()
+    };
+    let keepalive = Config {
+        ping_interval: Some(Duration::from_secs(10)),
+        ..Config::server()
+    };
+    for (server, counted) in [(Config::server(), false), (idle, true), (keepalive, true)] {
+        let mut pair = Pair::with(Config::client(), server);
+        pair.client.sender().text("tick").unwrap();
+        let frame = pair.client.output().to_vec();
+        let spare = pair.server.conn.spare(&mut pair.server.bufs);
+        spare[..frame.len()].copy_from_slice(&frame);
+        let mut asked = 0;
+        let at = pair.at(4000);
+        pair.server
+            .conn
+            .filled_with(&mut pair.server.bufs, frame.len(), || {
+                asked += 1;
+                at
+            });
+        assert_eq!(asked, usize::from(counted), "clock reads");
+        assert_eq!(
+            events(&mut pair.server),
+            [text("tick")],
+            "the bytes were taken"
+        );
+        let deadline = pair.server.poll_timeout();
+        if counted {
+            assert_eq!(deadline, Some(pair.at(14_000)), "counted from the read");
+        } else {
+            assert_eq!(deadline, None, "no timer");
+        }
+    }
+}
+
 // ---- protocol errors and limits ----
 
 /// Feeds `bytes` to a fresh server, expects `error`, then checks the close it queued.

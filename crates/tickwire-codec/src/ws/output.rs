@@ -194,6 +194,23 @@ impl Output {
         }
     }
 
+    /// True when [`first`](Self::first) would give bytes: without working out which.
+    #[inline]
+    pub(crate) fn has_output(&self, control_allowed: bool) -> bool {
+        !(self.data.is_empty()
+            && self.shared.is_empty()
+            && (!control_allowed || self.control.is_empty()))
+    }
+
+    /// True when everything to write is `data`, in order: no shared frame is queued and no
+    /// control frame may come between (a frame partly written continues `data` where it is).
+    /// The common case, a connection sending its own messages, takes the short paths of
+    /// [`vectored`](Self::vectored) and [`advance`](Self::advance) on it.
+    #[inline]
+    fn only_data(&self, control_allowed: bool) -> bool {
+        self.shared.is_empty() && (!control_allowed || self.control.is_empty())
+    }
+
     /// The next contiguous bytes to write (empty when nothing is queued).
     #[inline]
     pub(crate) fn first(&self, control_allowed: bool) -> &[u8] {
@@ -205,11 +222,28 @@ impl Output {
 
     /// Fills `slices` with what goes out next, in order, and returns how many it filled: the
     /// same bytes as repeated [`first`](Self::first) / [`advance`](Self::advance) calls.
+    #[inline]
     pub(crate) fn vectored<'b>(
         &'b self,
         control_allowed: bool,
         slices: &mut [IoSlice<'b>],
     ) -> usize {
+        if self.only_data(control_allowed) {
+            // A partly written frame's rest and the frames after it are one run.
+            return match slices.first_mut() {
+                Some(slot) if !self.data.is_empty() => {
+                    *slot = IoSlice::new(self.data.as_slice());
+                    1
+                }
+                _ => 0,
+            };
+        }
+        self.vectored_mixed(control_allowed, slices)
+    }
+
+    /// [`vectored`](Self::vectored) with shared or control frames among the data.
+    #[inline(never)]
+    fn vectored_mixed<'b>(&'b self, control_allowed: bool, slices: &mut [IoSlice<'b>]) -> usize {
         let mut filled = 0;
         let mut push = |bytes: &'b [u8]| {
             if !bytes.is_empty() && filled < slices.len() {
@@ -248,7 +282,19 @@ impl Output {
 
     /// Records that `n` bytes, in the order [`vectored`](Self::vectored) gives them, were
     /// written.
-    pub(crate) fn advance(&mut self, mut n: usize, control_allowed: bool) {
+    #[inline]
+    pub(crate) fn advance(&mut self, n: usize, control_allowed: bool) {
+        if n == self.data.len() && self.data_frame_left == 0 && self.only_data(control_allowed) {
+            // Everything queued went out, and it was whole frames of our own.
+            self.consume_data(n);
+            return;
+        }
+        self.advance_mixed(n, control_allowed);
+    }
+
+    /// [`advance`](Self::advance) past part of the queue, or past control or shared frames.
+    #[inline(never)]
+    fn advance_mixed(&mut self, mut n: usize, control_allowed: bool) {
         while n > 0 {
             let taken = match self.next(control_allowed) {
                 Next::Nothing => {

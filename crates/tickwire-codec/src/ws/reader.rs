@@ -246,6 +246,19 @@ impl<L: LimitsSource> FrameReader<L> {
         self.advance_general(buf)
     }
 
+    /// True when [`advance`](Self::advance) on `buf` would only say "need more" and change
+    /// nothing: no byte buffered, no message lent or assembling, no frame in progress, no
+    /// failure. An async transport asks again on every wake-up before it reads.
+    #[inline]
+    pub fn is_starved(&self, buf: &ReadBuf) -> bool {
+        buf.is_empty()
+            && self.ready.is_none()
+            && self.pending_consume == 0
+            && self.partial.is_none()
+            && self.message.is_none()
+            && self.failed.is_none()
+    }
+
     /// [`advance`](Self::advance) for everything but a complete plain frame: partial frames,
     /// fragments, control frames, extensions, errors. Out of line so the fast path stays small
     /// where it is inlined.

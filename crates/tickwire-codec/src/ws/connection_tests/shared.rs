@@ -172,3 +172,70 @@ fn dropping_labelled_frames_keeps_the_stream_whole_and_the_count_right() {
     assert_eq!(server.bufs.queued_data(), 0);
     assert_eq!(ticks[2].share_count(), 1, "the dropped frame is released");
 }
+
+/// A server's own frames (text, binary, text), a first write of `first` bytes, a ping from
+/// the client, the server's close; the rest written `limit` bytes at a time, through
+/// `output_vectored` or through `output`. Returns the bytes on the wire.
+fn own_frames_with_a_ping_after(first: usize, limit: usize, vectored: bool) -> Vec<u8> {
+    let mut pair = Pair::new();
+    {
+        let mut sender = pair.server.sender();
+        sender.text("own 1").unwrap();
+        sender.binary(&[7; 300]).unwrap();
+        sender.text("own 2").unwrap();
+    }
+    let mut wire = if vectored {
+        let mut slices = [std::io::IoSlice::new(&[]); 8];
+        let filled = pair
+            .server
+            .conn
+            .output_vectored(&pair.server.bufs, &mut slices);
+        assert_eq!(filled, 1, "own frames only: one run");
+        slices[0][..first].to_vec()
+    } else {
+        pair.server.output()[..first].to_vec()
+    };
+    pair.server.advance_output(first);
+    pair.client.sender().ping(b"mid").unwrap();
+    pair.client_writes(pair.at(2));
+    assert_eq!(events(&mut pair.server), [Got::Ping(b"mid".to_vec())]);
+    pair.server
+        .close(CloseCode::NORMAL, "bye", pair.at(3))
+        .unwrap();
+    wire.extend(if vectored {
+        drain_vectored(&mut pair.server, limit)
+    } else {
+        drain(&mut pair.server, limit)
+    });
+    assert!(!pair.server.wants_write(), "everything written");
+    wire
+}
+
+#[test]
+fn own_frames_through_writev_match_single_writes_and_a_pong_waits_for_the_frame_in_progress() {
+    // Frame starts on the wire: "own 1" at 0 (7 bytes), the binary at 7 (304), "own 2" at
+    // 311 (7); the close is queued after the ping.
+    for first in [1, 6, 7, 8, 200, 311, 312, 318] {
+        for limit in [1, 3, 64, usize::MAX] {
+            let through_writev = own_frames_with_a_ping_after(first, limit, true);
+            assert_eq!(
+                through_writev,
+                own_frames_with_a_ping_after(first, limit, false),
+                "first write {first}, then {limit} at a time"
+            );
+            let mut client = Pair::new().client;
+            client.feed(&through_writev, Instant::now());
+            let mut expected = vec![
+                text("own 1"),
+                Got::Binary(vec![7; 300]),
+                text("own 2"),
+                closed_with(CloseCode::NORMAL, "bye"),
+            ];
+            // The pong follows every frame the first write started, and nothing else.
+            let started = [0, 7, 311].iter().filter(|&&at| at < first).count();
+            expected.insert(started, Got::Pong(b"mid".to_vec()));
+            let got = events(&mut client);
+            assert_eq!(got[..expected.len()], expected, "first write {first}");
+        }
+    }
+}
