@@ -108,6 +108,10 @@ impl Core {
         if !self.ready {
             match self.conn.advance(&mut self.bufs) {
                 Ok(Progress::Ready) => self.ready = true,
+                // The loop asks again: with nothing buffered (a wake-up before the read that
+                // brings the bytes) `advance` answers inline, cheaper than handing the
+                // answer over through memory.
+                Ok(Progress::NeedMore) => {}
                 other => advanced = Some(other),
             }
         }
@@ -204,7 +208,7 @@ impl Core {
             // timer: no read at all).
             if let Some(at) = self.conn.poll_timeout() {
                 if at <= now() || timer.poll_at(at, cx).is_ready() {
-                    if let Err(e) = self.conn.handle_timeout(&mut self.bufs, self::now()) {
+                    if let Err(e) = self.conn.handle_timeout(&mut self.bufs, now()) {
                         return Poll::Ready(Err(self.failed(
                             stream,
                             write_waker.unwrap_or(cx.waker()),
@@ -222,7 +226,7 @@ impl Core {
                     if n == 0 {
                         return Poll::Ready(self.end_of_stream());
                     }
-                    self.conn.filled(&mut self.bufs, n, self::now());
+                    self.conn.filled_with(&mut self.bufs, n, now);
                 }
                 Poll::Ready(Err(e)) if e.kind() == ErrorKind::Interrupted => {}
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(self.io_failed(stream, e))),

@@ -33,9 +33,9 @@ pub struct WebSocket<S> {
     pub(crate) stream: S,
     pub(crate) core: Core,
     pub(crate) timer: Timer,
-    /// The user's read timeout's own timer (a receive that waits too long returns
-    /// [`Recv::Timeout`]), apart from the connection's.
-    pub(crate) read_timer: Timer,
+    /// The timer of the user's read and write timeouts (a receive that waits too long
+    /// returns [`Recv::Timeout`], a flush `TimedOut`), apart from the connection's.
+    pub(crate) user_timer: Timer,
     pub(crate) read_timeout: Option<Duration>,
     pub(crate) write_timeout: Option<Duration>,
     pub(crate) negotiated: Negotiated,
@@ -61,7 +61,7 @@ impl<S: Transport> WebSocket<S> {
             stream,
             core,
             timer,
-            read_timer: Timer::default(),
+            user_timer: Timer::default(),
             read_timeout: None,
             write_timeout: None,
             negotiated: Negotiated::default(),
@@ -164,16 +164,30 @@ impl<S: Transport> WebSocket<S> {
     }
 
     /// Ready once the user's read timeout has run out for the receive whose `deadline` this
-    /// is; pending forever without a read timeout.
-    #[inline(never)]
+    /// is; pending forever without a read timeout (answered inline: a receive that waits
+    /// asks on every pending poll).
+    #[inline]
     fn poll_read_timeout(
         &mut self,
         deadline: &mut Option<std::time::Instant>,
         cx: &mut Context<'_>,
     ) -> Poll<()> {
-        let Some(timeout) = self.read_timeout else {
-            return Poll::Pending;
-        };
+        match self.read_timeout {
+            None => Poll::Pending,
+            Some(timeout) => self.poll_user_deadline(timeout, deadline, cx),
+        }
+    }
+
+    /// Ready once `timeout`, counted from the first time the caller's receive or flush
+    /// waited (when `deadline` was set), has run out, on the user's timer. A receive and a
+    /// flush never wait at once (both borrow the connection mutably), so they share it.
+    #[inline(never)]
+    fn poll_user_deadline(
+        &mut self,
+        timeout: Duration,
+        deadline: &mut Option<std::time::Instant>,
+        cx: &mut Context<'_>,
+    ) -> Poll<()> {
         let at = match *deadline {
             Some(at) => at,
             // A timeout too large for the clock never ends.
@@ -182,7 +196,7 @@ impl<S: Transport> WebSocket<S> {
                 None => return Poll::Pending,
             },
         };
-        self.read_timer.poll_at(at, cx)
+        self.user_timer.poll_at(at, cx)
     }
 
     fn fill(&mut self) -> impl Future<Output = Result<Progress, Error>> + '_ {
@@ -248,19 +262,29 @@ impl<S: Transport> WebSocket<S> {
     /// [`Error::Io`] of kind `TimedOut`, and the connection stays usable: the rest stays
     /// queued). Cancel safe: what was written is recorded, the rest stays queued, and a frame
     /// partly written goes on first at the next flush, never split by another frame.
-    pub async fn flush(&mut self) -> Result<(), Error> {
-        let Self {
-            stream,
-            core,
-            write_timeout,
-            ..
-        } = self;
-        let write = poll_fn(|cx| core.poll_write_out(stream, cx.waker()));
-        match write_timeout {
-            None => write.await,
-            Some(timeout) => tokio::time::timeout(*timeout, write)
-                .await
-                .unwrap_or_else(|_| Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into())),
+    ///
+    /// The write timeout counts from the first time the flush waits for the socket.
+    pub fn flush(&mut self) -> impl Future<Output = Result<(), Error>> + '_ {
+        // A `poll_fn` rather than an `async fn`: the common flush, written at its first
+        // poll, skips the state machine (about 60 instructions of a 128 B round trip).
+        let mut deadline = None;
+        poll_fn(move |cx| self.poll_flush(&mut deadline, cx))
+    }
+
+    #[inline]
+    fn poll_flush(
+        &mut self,
+        deadline: &mut Option<std::time::Instant>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), Error>> {
+        if let Poll::Ready(result) = self.core.poll_write_out(&mut self.stream, cx.waker()) {
+            return Poll::Ready(result);
+        }
+        match self.write_timeout {
+            None => Poll::Pending,
+            Some(timeout) => self
+                .poll_user_deadline(timeout, deadline, cx)
+                .map(|()| Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into())),
         }
     }
 

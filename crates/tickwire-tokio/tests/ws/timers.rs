@@ -141,3 +141,61 @@ async fn finish_gives_up_on_a_peer_that_never_answers_the_close() {
     drop(_hold);
     server.await.unwrap();
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_flush_to_a_peer_that_stops_reading_times_out_and_the_rest_goes_out_later() {
+    const MESSAGES: usize = 512;
+    const SIZE: usize = 64 * 1024;
+    let (listener, addr) = listen().await;
+    let (read_now, reading) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut ws = accept(tcp).await.unwrap();
+        // Reads nothing until told: the client's 32 MiB fill both sockets' buffers.
+        reading.await.unwrap();
+        let mut received = 0;
+        while received < MESSAGES {
+            match ws.recv().await.unwrap() {
+                Recv::Message(Message::Binary(payload)) => {
+                    assert_eq!(payload.len(), SIZE, "message {received}");
+                    assert!(
+                        payload.iter().all(|&b| b == received as u8),
+                        "message {received} whole and in order"
+                    );
+                    received += 1;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        ws.close(CloseCode::NORMAL, "").await.unwrap();
+        ws.finish().await.unwrap();
+        received
+    });
+    let mut ws = connect(&format!("ws://{addr}/")).await.unwrap();
+    for i in 0..MESSAGES {
+        ws.send_binary(&vec![i as u8; SIZE]).unwrap();
+    }
+    let write_timeout = Duration::from_millis(50);
+    ws.set_write_timeout(Some(write_timeout));
+    let started = std::time::Instant::now();
+    let timed_out = timeout(PATIENCE, ws.flush()).await.unwrap();
+    assert!(
+        matches!(&timed_out, Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::TimedOut),
+        "{timed_out:?}"
+    );
+    assert!(started.elapsed() >= write_timeout, "not before the timeout");
+    assert!(
+        ws.connection().wants_write(ws.buffers()),
+        "what the socket did not take stays queued"
+    );
+    // The peer reads again: the next flush writes the rest, no frame split or lost.
+    ws.set_write_timeout(None);
+    read_now.send(()).unwrap();
+    timeout(PATIENCE, ws.flush()).await.unwrap().unwrap();
+    match timeout(PATIENCE, ws.recv()).await.unwrap().unwrap() {
+        Recv::Message(Message::Close(_)) | Recv::Closed => {}
+        other => panic!("{other:?}"),
+    }
+    ws.finish().await.unwrap();
+    assert_eq!(timeout(PATIENCE, server).await.unwrap().unwrap(), MESSAGES);
+}
