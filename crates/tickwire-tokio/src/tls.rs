@@ -182,10 +182,16 @@ impl AsyncRead for TlsStream {
             }
             // A key update owes the peer a reply.
             this.try_write_queued()?;
-            ready!(this.tcp.poll_read_ready(cx))?;
-            match this.codec.read_tls_from(&mut TryIo(&this.tcp)) {
+            // Through tokio's `poll_read`, not `try_read`: a read shorter than rustls asked
+            // for says the socket is drained and clears its readiness, so the next receive
+            // waits for the wake-up instead of first trying a `recv` that finds nothing.
+            match this.codec.read_tls_from(&mut PollRead {
+                tcp: &mut this.tcp,
+                cx,
+            }) {
                 Ok(_) => {}
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Poll::Pending,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => {
                     if this.codec.error().is_some() {
                         // The fatal alert, if the socket takes it now.
@@ -237,6 +243,24 @@ impl AsyncWrite for TlsStream {
 
 /// The socket as a `std::io` reader and writer that never waits: `try_read` / `try_write`,
 /// `WouldBlock` when not ready. The codec reads and writes through it in place.
+/// The socket as a `Read` inside a poll: `Pending` is `WouldBlock`, with the waker
+/// registered.
+struct PollRead<'a, 'b> {
+    tcp: &'a mut TcpStream,
+    cx: &'a mut Context<'b>,
+}
+
+impl Read for PollRead<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut read = ReadBuf::new(buf);
+        match Pin::new(&mut *self.tcp).poll_read(self.cx, &mut read) {
+            Poll::Ready(Ok(())) => Ok(read.filled().len()),
+            Poll::Ready(Err(e)) => Err(e),
+            Poll::Pending => Err(ErrorKind::WouldBlock.into()),
+        }
+    }
+}
+
 struct TryIo<'a>(&'a TcpStream);
 
 impl Read for TryIo<'_> {
