@@ -436,10 +436,13 @@ impl Connection {
     /// the replies it owes (pong, close reply). Releases the previous message.
     #[inline]
     pub fn advance(&mut self, bufs: &mut Buffers) -> Result<Progress, Error> {
-        if matches!(
-            self.state,
-            ConnectionState::Open | ConnectionState::CloseSent
-        ) && self.reader.is_starved(&bufs.read)
+        // The buffer test first: with bytes buffered (every message of a stream) it is the
+        // only one made here.
+        if self.reader.is_starved(&bufs.read)
+            && matches!(
+                self.state,
+                ConnectionState::Open | ConnectionState::CloseSent
+            )
         {
             // Nothing buffered and nothing held: the answer without the parser's call.
             return Ok(Progress::NeedMore);
