@@ -253,14 +253,12 @@ impl Core {
         waker: &Waker,
     ) -> Poll<Result<(), Error>> {
         let mut cx = Context::from_waker(waker);
-        let vectored = stream.is_write_vectored();
         while self.conn.wants_write(&self.bufs) {
-            let mut slices = [IoSlice::new(&[]); 8];
-            let filled = self.conn.output_vectored(&self.bufs, &mut slices);
-            let pinned = Pin::new(&mut *stream);
-            let written = match &slices[..filled] {
-                [one, ..] if filled == 1 || !vectored => pinned.poll_write(&mut cx, one),
-                several => pinned.poll_write_vectored(&mut cx, several),
+            // The common queue, the connection's own frames from a frame boundary, is one
+            // slice: written without building the iovec array.
+            let written = match self.conn.data_run(&self.bufs) {
+                Some(run) => Pin::new(&mut *stream).poll_write(&mut cx, run),
+                None => self.poll_write_vectored(stream, &mut cx),
             };
             match ready!(written) {
                 Ok(0) => {
@@ -277,6 +275,25 @@ impl Core {
         match ready!(Pin::new(&mut *stream).poll_flush(&mut cx)) {
             Ok(()) => Poll::Ready(Ok(())),
             Err(e) => Poll::Ready(Err(self.io_failed(stream, e))),
+        }
+    }
+
+    /// One write of what is queued when it is not one run of own frames (control or shared
+    /// frames among them, a frame partly written, the close): vectored where the stream
+    /// supports it.
+    #[inline(never)]
+    fn poll_write_vectored<S: Transport>(
+        &self,
+        stream: &mut S,
+        cx: &mut Context<'_>,
+    ) -> Poll<std::io::Result<usize>> {
+        let mut slices = [IoSlice::new(&[]); 8];
+        let filled = self.conn.output_vectored(&self.bufs, &mut slices);
+        let vectored = stream.is_write_vectored();
+        let pinned = Pin::new(&mut *stream);
+        match &slices[..filled] {
+            [one, ..] if filled == 1 || !vectored => pinned.poll_write(cx, one),
+            several => pinned.poll_write_vectored(cx, several),
         }
     }
 

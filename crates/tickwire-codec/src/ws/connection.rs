@@ -574,7 +574,10 @@ impl Connection {
     /// written). For a transport that copies the run out to write it later (many
     /// connections' runs in one system call): it records the run written with
     /// [`advance_output`](Self::advance_output), and if the write then takes less, gives
-    /// back the rest with [`put_back_output`](Self::put_back_output).
+    /// back the rest with [`put_back_output`](Self::put_back_output). A transport that
+    /// writes it directly records what the write took with `advance_output`, as for
+    /// [`output`](Self::output).
+    #[inline]
     pub fn data_run<'b>(&self, bufs: &'b Buffers) -> Option<&'b [u8]> {
         if self.send.close_queued {
             return None;

@@ -355,6 +355,7 @@ impl Output {
 
     /// Everything queued when it is only the connection's own data frames, starting on a
     /// frame boundary: nothing partly written, no control frame, no shared frame.
+    #[inline]
     pub(crate) fn own_run(&self) -> Option<&[u8]> {
         (self.data_frame_left == 0
             && self.control.is_empty()
