@@ -230,11 +230,11 @@ impl<S: Stream> WebSocket<S> {
     /// Writes everything queued.
     pub fn flush(&mut self) -> Result<(), Error> {
         while self.conn.wants_write(&self.bufs) {
-            let mut slices = [IoSlice::new(&[]); 8];
-            let filled = self.conn.output_vectored(&self.bufs, &mut slices);
-            let written = match &slices[..filled] {
-                [one] => self.stream.write(one),
-                several => self.stream.write_vectored(several),
+            // The common queue, the connection's own frames from a frame boundary, is one
+            // slice: written without building the iovec array.
+            let written = match self.conn.data_run(&self.bufs) {
+                Some(run) => self.stream.write(run),
+                None => self.write_vectored(),
             };
             let n = match written {
                 Ok(0) => return Err(self.io_failed(ErrorKind::WriteZero.into())),
@@ -248,6 +248,18 @@ impl<S: Stream> WebSocket<S> {
             return Err(self.io_failed(e));
         }
         Ok(())
+    }
+
+    /// One write of what is queued when it is not one run of own frames (control or shared
+    /// frames among them, a frame partly written, the close).
+    #[inline(never)]
+    fn write_vectored(&mut self) -> std::io::Result<usize> {
+        let mut slices = [IoSlice::new(&[]); 8];
+        let filled = self.conn.output_vectored(&self.bufs, &mut slices);
+        match &slices[..filled] {
+            [one] => self.stream.write(one),
+            several => self.stream.write_vectored(several),
+        }
     }
 
     /// Starts the close handshake with `code` and `reason` (≤ 123 bytes) and writes it, without
