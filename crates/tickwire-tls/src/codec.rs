@@ -334,6 +334,18 @@ impl RecordTracker {
                 bytes = &bytes[take..];
                 continue;
             }
+            if self.header_len == 0 {
+                if let Some(header) = bytes.first_chunk::<5>() {
+                    // A whole header at hand (a read that starts on a record boundary, the
+                    // usual case): checked where it is, without assembling it.
+                    if !(20..=24).contains(&header[0]) || header[1] != 3 {
+                        return false;
+                    }
+                    self.body_left = u16::from_be_bytes([header[3], header[4]]) as usize;
+                    bytes = &bytes[5..];
+                    continue;
+                }
+            }
             let want = 5 - self.header_len as usize;
             let take = want.min(bytes.len());
             self.header[self.header_len as usize..][..take].copy_from_slice(&bytes[..take]);
@@ -374,5 +386,59 @@ impl<R: Read> Read for Tap<'_, R> {
             self.not_tls = true;
         }
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RecordTracker;
+
+    /// What the tracker concludes after `bytes` fed in pieces of `chunk`: whether they are
+    /// TLS so far, and if so whether they stop inside a record (after a refusal the codec
+    /// has failed and asks nothing more).
+    fn follow(bytes: &[u8], chunk: usize) -> (bool, bool) {
+        let mut tracker = RecordTracker::default();
+        for piece in bytes.chunks(chunk) {
+            if !tracker.observe(piece) {
+                return (false, false);
+            }
+        }
+        (true, tracker.mid_record())
+    }
+
+    #[test]
+    fn the_tracker_agrees_with_itself_however_the_bytes_are_cut() {
+        // Three records (application data, a 0-byte body, an alert), then a header of the
+        // wrong major version.
+        let mut stream = vec![23, 3, 3, 0, 7];
+        stream.extend([1; 7]);
+        stream.extend([23, 3, 3, 0, 0]);
+        stream.extend([21, 3, 3, 0, 2, 1, 0]);
+        let records_end = stream.len();
+        stream.extend([23, 2, 3, 0, 1, 9]);
+        let boundaries = [0, 12, 17, records_end];
+        for len in 0..=stream.len() {
+            let cut = &stream[..len];
+            let whole = follow(cut, cut.len().max(1));
+            let expected = if len <= records_end {
+                (true, !boundaries.contains(&len))
+            } else if len == records_end + 1 {
+                (true, true)
+            } else {
+                // The bad header is refused from its second byte on.
+                (false, false)
+            };
+            assert_eq!(whole, expected, "{len} bytes at once");
+            for chunk in 1..=8 {
+                assert_eq!(
+                    follow(cut, chunk),
+                    expected,
+                    "{len} bytes in pieces of {chunk}"
+                );
+            }
+        }
+        // A first byte outside the TLS content types is refused at once, whole or alone.
+        assert_eq!(follow(b"GET / HTTP/1.1\r\n", 64), (false, false));
+        assert_eq!(follow(b"G", 1), (false, false));
     }
 }
