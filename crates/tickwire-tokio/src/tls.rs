@@ -241,8 +241,6 @@ impl AsyncWrite for TlsStream {
     }
 }
 
-/// The socket as a `std::io` reader and writer that never waits: `try_read` / `try_write`,
-/// `WouldBlock` when not ready. The codec reads and writes through it in place.
 /// The socket as a `Read` inside a poll: `Pending` is `WouldBlock`, with the waker
 /// registered.
 struct PollRead<'a, 'b> {
@@ -261,6 +259,8 @@ impl Read for PollRead<'_, '_> {
     }
 }
 
+/// The socket as a `std::io` reader and writer that never waits: `try_read` / `try_write`,
+/// `WouldBlock` when not ready. The codec reads and writes through it in place.
 struct TryIo<'a>(&'a TcpStream);
 
 impl Read for TryIo<'_> {
