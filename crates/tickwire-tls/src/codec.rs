@@ -338,7 +338,7 @@ impl RecordTracker {
                 if let Some(header) = bytes.first_chunk::<5>() {
                     // A whole header at hand (a read that starts on a record boundary, the
                     // usual case): checked where it is, without assembling it.
-                    if !(20..=24).contains(&header[0]) || header[1] != 3 {
+                    if !tls_header_start(header[0], Some(header[1])) {
                         return false;
                     }
                     self.body_left = u16::from_be_bytes([header[3], header[4]]) as usize;
@@ -351,9 +351,8 @@ impl RecordTracker {
             self.header[self.header_len as usize..][..take].copy_from_slice(&bytes[..take]);
             self.header_len += take as u8;
             bytes = &bytes[take..];
-            // Content types 20..=24 (change_cipher_spec .. heartbeat) and major version 3.
-            if !(20..=24).contains(&self.header[0]) || (self.header_len >= 2 && self.header[1] != 3)
-            {
+            let second = (self.header_len >= 2).then_some(self.header[1]);
+            if !tls_header_start(self.header[0], second) {
                 return false;
             }
             if self.header_len == 5 {
@@ -367,6 +366,13 @@ impl RecordTracker {
     fn mid_record(&self) -> bool {
         self.header_len > 0 || self.body_left > 0
     }
+}
+
+/// Whether a record header may start with `first` and, once seen, `second`: content types
+/// 20..=24 (change_cipher_spec .. heartbeat) and major version 3.
+#[inline]
+fn tls_header_start(first: u8, second: Option<u8>) -> bool {
+    (20..=24).contains(&first) && second.is_none_or(|major| major == 3)
 }
 
 /// A reader that shows the record tracker every byte read through it (no copy), and notes

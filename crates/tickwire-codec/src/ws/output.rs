@@ -197,9 +197,7 @@ impl Output {
     /// True when [`first`](Self::first) would give bytes: without working out which.
     #[inline]
     pub(crate) fn has_output(&self, control_allowed: bool) -> bool {
-        !(self.data.is_empty()
-            && self.shared.is_empty()
-            && (!control_allowed || self.control.is_empty()))
+        !(self.data.is_empty() && self.only_data(control_allowed))
     }
 
     /// True when everything to write is `data`, in order: no shared frame is queued and no
@@ -357,11 +355,8 @@ impl Output {
     /// frame boundary: nothing partly written, no control frame, no shared frame.
     #[inline]
     pub(crate) fn own_run(&self) -> Option<&[u8]> {
-        (self.data_frame_left == 0
-            && self.control.is_empty()
-            && self.shared.is_empty()
-            && !self.data.is_empty())
-        .then(|| self.data.as_slice())
+        (self.data_frame_left == 0 && self.only_data(true) && !self.data.is_empty())
+            .then(|| self.data.as_slice())
     }
 
     /// Queues, on an empty queue, the end of `run` (whole frames of this connection, as
