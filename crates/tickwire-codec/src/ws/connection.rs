@@ -436,15 +436,17 @@ impl Connection {
     /// the replies it owes (pong, close reply). Releases the previous message.
     #[inline]
     pub fn advance(&mut self, bufs: &mut Buffers) -> Result<Progress, Error> {
-        // The buffer test first: with bytes buffered (every message of a stream) it is the
-        // only one made here.
+        // The buffer test first: with bytes buffered past the lent message (every message of
+        // a stream) it is the only one made here.
         if self.reader.is_starved(&bufs.read)
             && matches!(
                 self.state,
                 ConnectionState::Open | ConnectionState::CloseSent
             )
         {
-            // Nothing buffered and nothing held: the answer without the parser's call.
+            // Nothing buffered beyond the previous message and nothing held: the answer
+            // without the parser's call.
+            self.reader.release_starved(&mut bufs.read);
             return Ok(Progress::NeedMore);
         }
         self.advance_buffered(bufs)

@@ -656,6 +656,75 @@ fn a_read_asks_the_clock_only_when_a_timer_counts_from_received_bytes() {
     }
 }
 
+#[test]
+fn a_message_that_was_all_the_read_held_is_released_by_the_next_advance() {
+    // Request / response: each read brings one whole message, and the `advance` after it
+    // finds nothing but that message in the buffer. It must release it (the buffer empty,
+    // nothing held), and what comes next must parse whole: every kind of message, a
+    // fragmented one, and a read that also brings the start of the next frame.
+    let t0 = Instant::now();
+    let mut server = Peer::new(Role::Server, Config::server(), MaskSource::seeded(1), t0);
+    let next_frame = masked(0x81, b"next");
+    let reads: [(Vec<u8>, Got); 5] = [
+        (masked(0x81, b"request"), text("request")),
+        (masked(0x82, &[1, 2, 3]), Got::Binary(vec![1, 2, 3])),
+        (
+            masked(0x89, b"are you there"),
+            Got::Ping(b"are you there".to_vec()),
+        ),
+        (
+            [masked(0x01, b"frag"), masked(0x80, b"mented")].concat(),
+            text("fragmented"),
+        ),
+        (
+            [masked(0x81, b"before"), next_frame[..3].to_vec()].concat(),
+            text("before"),
+        ),
+    ];
+    for (i, (bytes, expected)) in reads.into_iter().enumerate() {
+        server.feed(&bytes, t0);
+        assert_eq!(
+            server.conn.advance(&mut server.bufs),
+            Ok(Progress::Ready),
+            "read {i}"
+        );
+        assert_eq!(
+            Got::of(server.conn.message(&mut server.bufs).unwrap()),
+            expected,
+            "read {i}"
+        );
+        assert_eq!(
+            server.conn.advance(&mut server.bufs),
+            Ok(Progress::NeedMore),
+            "read {i}"
+        );
+        if i < 4 {
+            assert!(
+                server.bufs.read.is_empty() && server.conn.reader_mut().is_between_messages(),
+                "read {i}: the message was released and nothing is held"
+            );
+        } else {
+            assert_eq!(
+                server.bufs.read.data(),
+                &next_frame[..3],
+                "the next frame's start kept"
+            );
+        }
+    }
+    server.feed(&next_frame[3..], t0);
+    assert_eq!(events(&mut server), [text("next")]);
+    assert_eq!(
+        drain(&mut server, usize::MAX),
+        [&[0x8a, 13][..], b"are you there"].concat(),
+        "the ping was answered"
+    );
+    server.feed(&masked(0x88, &[0x03, 0xe8]), t0);
+    assert_eq!(
+        events(&mut server),
+        [closed_with(CloseCode::NORMAL, ""), Got::Closed]
+    );
+}
+
 // ---- protocol errors and limits ----
 
 /// Feeds `bytes` to a fresh server, expects `error`, then checks the close it queued.

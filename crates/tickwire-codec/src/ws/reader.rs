@@ -246,17 +246,30 @@ impl<L: LimitsSource> FrameReader<L> {
         self.advance_general(buf)
     }
 
-    /// True when [`advance`](Self::advance) on `buf` would only say "need more" and change
-    /// nothing: no byte buffered, no message lent or assembling, no frame in progress, no
-    /// failure. An async transport asks again on every wake-up before it reads.
+    /// True when [`advance`](Self::advance) on `buf` would only release the frame lent last
+    /// and say "need more": nothing buffered beyond that frame, no message assembling, no
+    /// frame in progress, no failure. An async transport asks on every wake-up before it
+    /// reads; after a request and its response the buffer holds exactly the response, so a
+    /// lent frame and nothing else is the common case.
     #[inline]
     pub fn is_starved(&self, buf: &ReadBuf) -> bool {
-        buf.is_empty()
-            && self.ready.is_none()
-            && self.pending_consume == 0
+        buf.len() == self.pending_consume
+            && !matches!(self.ready, Some(Step::Assembled(_)))
             && self.partial.is_none()
             && self.message.is_none()
             && self.failed.is_none()
+    }
+
+    /// What `advance` does when [`is_starved`](Self::is_starved) holds, short of saying
+    /// "need more": releases the lent frame, which is all the buffer holds.
+    #[inline]
+    pub(crate) fn release_starved(&mut self, buf: &mut ReadBuf) {
+        debug_assert!(self.is_starved(buf));
+        if self.pending_consume > 0 {
+            buf.clear();
+            self.pending_consume = 0;
+        }
+        self.ready = None;
     }
 
     /// [`advance`](Self::advance) for everything but a complete plain frame: partial frames,
