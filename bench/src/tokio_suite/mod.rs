@@ -6,7 +6,8 @@
 //! - `tokio_ws_rtt_{plain,tls}_{128,4096}` (`ws.rs`): WebSocket round trip over loopback, one
 //!   text message out and its echo back, percentiles in TSC ticks;
 //! - `tokio_ws_stream_{plain,tls}_{128,4096}`: one-way stream of pre-encoded text frames,
-//!   messages per second;
+//!   messages per second, and the receiving thread's CPU time per message (which, unlike
+//!   the rate, does not move with how fast the sender and the loopback deliver);
 //! - `tokio_http_c1`, `tokio_http_c8` (`http.rs`): async REST round trip and requests per second
 //!   over keep-alive with 1 and with 8 requests in flight.
 //!

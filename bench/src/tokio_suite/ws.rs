@@ -206,6 +206,7 @@ impl Workload<'_> {
         let bytes: Arc<[u8]> = encoded_stream(&payload, messages);
         let mut rates: Vec<Vec<f64>> = vec![Vec::new(); clients.len()];
         let mut allocations: Vec<Vec<f64>> = vec![Vec::new(); clients.len()];
+        let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); clients.len()];
         for round in 1..=ctx.rounds {
             for i in report::round_order(clients.len(), round) {
                 ctx.step(&format!(
@@ -214,7 +215,7 @@ impl Workload<'_> {
                     clients[i].name(),
                     ctx.rounds
                 ));
-                let (elapsed, per_message) = ws_clients::stream(
+                let (elapsed, per_message, cpu_ns) = ws_clients::stream(
                     clients[i],
                     self.tls,
                     &bytes,
@@ -223,6 +224,7 @@ impl Workload<'_> {
                 );
                 rates[i].push(messages as f64 / elapsed.as_secs_f64().max(f64::MIN_POSITIVE));
                 allocations[i].push(per_message);
+                cpu[i].push(cpu_ns);
             }
         }
         let mut note = format!(
@@ -263,6 +265,7 @@ impl Workload<'_> {
                 |a, b| paired_median(&rates[a], &rates[b], |r| *r),
                 true,
             ));
+            note.push_str(&cpu_sentence(clients, tokio, &cpu));
         }
         let rows = clients
             .iter()
@@ -367,6 +370,50 @@ fn targets(
 }
 
 /// Pairs each client's name with its per-round figures.
+/// The measuring thread's CPU per message (user and kernel; waiting costs none), median over
+/// rounds per client, and tickwire-tokio's over each other client's paired by round (lower
+/// is cheaper). Unlike the rate, it does not move with how fast the sender and the loopback
+/// deliver, which on a two-core machine is often what sets the rate.
+fn cpu_sentence(clients: &[Client], tokio: usize, cpu: &[Vec<f64>]) -> String {
+    let median = |v: &[f64]| {
+        let mut sorted = v.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    let figures: Vec<String> = clients
+        .iter()
+        .zip(cpu)
+        .map(|(c, v)| format!("{} {:.0} ns", c.name(), median(v)))
+        .collect();
+    let ratios: Vec<String> = clients
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != tokio)
+        .map(|(i, c)| {
+            let paired: Vec<f64> = cpu[tokio]
+                .iter()
+                .zip(&cpu[i])
+                .filter(|(_, b)| **b > 0.0)
+                .map(|(a, b)| a / b)
+                .collect();
+            let cheaper = paired.iter().filter(|r| **r <= 1.0).count();
+            format!(
+                "{:.3} against {} (cheaper in {cheaper} of {})",
+                median(&paired),
+                c.name(),
+                paired.len()
+            )
+        })
+        .collect();
+    format!(
+        " CPU of the measuring thread per message while receiving (user and kernel, \
+         CLOCK_THREAD_CPUTIME_ID, median over rounds): {}; {} per message, paired by round: {}.",
+        figures.join(", "),
+        Client::TickwireTokio.name(),
+        ratios.join(", ")
+    )
+}
+
 fn named(clients: &[Client], figures: Vec<Vec<f64>>) -> Vec<(&'static str, Vec<f64>)> {
     clients.iter().map(|c| c.name()).zip(figures).collect()
 }

@@ -86,14 +86,15 @@ pub(super) fn round_trip(
 
 /// Streams `bytes` (`messages` frames of `len` bytes) into one fresh connection of `client`,
 /// from a server on `peer_core` (behind TLS with `tls`). Returns the time from the first byte
-/// readable to the last message, and allocations per message in that time.
+/// readable to the last message, and the allocations and the CPU nanoseconds of the measuring
+/// thread per message while it received them ([`Cost`]).
 pub(super) fn stream(
     client: Client,
     tls: Option<&ServerTlsConfig>,
     bytes: &Arc<[u8]>,
     (messages, len): (usize, usize),
     peer_core: usize,
-) -> (Duration, f64) {
+) -> (Duration, f64, f64) {
     // A rendezvous: the start signal is taken only once the server is ready to write (over
     // TLS, once it has encrypted everything). The client's first-byte wait can fire early on
     // the session tickets a TLS 1.3 server sends after the handshake, so a server still
@@ -112,64 +113,98 @@ pub(super) fn stream(
     let (addr, secure, name) = (server.addr(), tls.is_some(), client.name());
     let per = messages as u64;
     // Counted from the start signal to the last message: connection set-up stays out.
-    let (elapsed, allocations) = match client {
+    let (elapsed, (allocations, cpu)) = match client {
         Client::Tickwire => {
             let mut ws = if secure {
                 connect::tickwire_tls(addr)
             } else {
                 connect::tickwire(addr)
             };
-            let counting = alloc_count::start();
+            let cost = Cost::start();
             let elapsed = loopback_stream::tickwire_receive(&mut ws, &go, messages, len, name);
-            (elapsed, counting.stop_per_op(per))
+            (elapsed, cost.stop(per))
         }
         Client::TokioTungstenite => runtime().block_on(async {
             if secure {
                 let mut ws = connect::tokio_tungstenite_tls(addr).await;
-                let counting = alloc_count::start();
+                let cost = Cost::start();
                 let elapsed =
                     loopback_stream::tokio_tungstenite_receive(&mut ws, &go, messages, len, name)
                         .await;
-                (elapsed, counting.stop_per_op(per))
+                (elapsed, cost.stop(per))
             } else {
                 let mut ws = connect::tokio_tungstenite(addr).await;
-                let counting = alloc_count::start();
+                let cost = Cost::start();
                 let elapsed =
                     loopback_stream::tokio_tungstenite_receive(&mut ws, &go, messages, len, name)
                         .await;
-                (elapsed, counting.stop_per_op(per))
+                (elapsed, cost.stop(per))
             }
         }),
         Client::Fastwebsockets => runtime().block_on(async {
             if secure {
                 let stream = fastwebsockets_tls(addr).await;
-                let counting = alloc_count::start();
+                let cost = Cost::start();
                 let elapsed =
                     loopback_stream::fastwebsockets_receive(stream, &go, messages, len, name).await;
-                (elapsed, counting.stop_per_op(per))
+                (elapsed, cost.stop(per))
             } else {
                 let stream = connect::fastwebsockets_upgraded(addr).await;
-                let counting = alloc_count::start();
+                let cost = Cost::start();
                 let elapsed =
                     loopback_stream::fastwebsockets_receive(stream, &go, messages, len, name).await;
-                (elapsed, counting.stop_per_op(per))
+                (elapsed, cost.stop(per))
             }
         }),
         Client::TickwireTokio => runtime().block_on(async {
             let mut ws = tickwire_tokio(addr, secure).await;
-            let counting = alloc_count::start();
+            let cost = Cost::start();
             let elapsed = tickwire_tokio_receive(&mut ws, &go, messages, len).await;
-            (elapsed, counting.stop_per_op(per))
+            (elapsed, cost.stop(per))
         }),
         Client::NexusAsyncWeb => runtime().block_on(async {
             let (mut reader, _writer, mut conn) = nexus_async_web(addr, secure).await;
-            let counting = alloc_count::start();
+            let cost = Cost::start();
             let elapsed = nexus_async_web_receive(&mut reader, &mut conn, &go, messages, len).await;
-            (elapsed, counting.stop_per_op(per))
+            (elapsed, cost.stop(per))
         }),
     };
     server.join();
-    (elapsed, allocations)
+    (elapsed, allocations, cpu)
+}
+
+/// What receiving a stream cost the measuring thread, counted once the connection is up:
+/// allocations, and CPU time (user and kernel, `CLOCK_THREAD_CPUTIME_ID`). Waiting for bytes
+/// costs no CPU, so unlike the rate this does not depend on how fast the sender and the
+/// loopback deliver: it is what the client's own work and system calls take per message.
+struct Cost {
+    allocations: alloc_count::Counting,
+    cpu: Duration,
+}
+
+impl Cost {
+    fn start() -> Self {
+        Self {
+            allocations: alloc_count::start(),
+            cpu: thread_cpu(),
+        }
+    }
+
+    /// Allocations and CPU nanoseconds per message over `messages`.
+    fn stop(self, messages: u64) -> (f64, f64) {
+        let cpu = thread_cpu().saturating_sub(self.cpu);
+        let allocations = self.allocations.stop_per_op(messages);
+        (allocations, cpu.as_nanos() as f64 / messages.max(1) as f64)
+    }
+}
+
+/// CPU time the calling thread has used.
+fn thread_cpu() -> Duration {
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(
+        u64::try_from(now.tv_sec).unwrap_or(0),
+        u32::try_from(now.tv_nsec).unwrap_or(0),
+    )
 }
 
 const TICKWIRE_TOKIO: &str = "tickwire-tokio";
