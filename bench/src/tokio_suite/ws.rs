@@ -369,7 +369,6 @@ fn targets(
     )
 }
 
-/// Pairs each client's name with its per-round figures.
 /// The measuring thread's CPU per message (user and kernel; waiting costs none), median over
 /// rounds per client, and tickwire-tokio's over each other client's paired by round (lower
 /// is cheaper). Unlike the rate, it does not move with how fast the sender and the loopback
@@ -414,6 +413,7 @@ fn cpu_sentence(clients: &[Client], tokio: usize, cpu: &[Vec<f64>]) -> String {
     )
 }
 
+/// Pairs each client's name with its per-round figures.
 fn named(clients: &[Client], figures: Vec<Vec<f64>>) -> Vec<(&'static str, Vec<f64>)> {
     clients.iter().map(|c| c.name()).zip(figures).collect()
 }
