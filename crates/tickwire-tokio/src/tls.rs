@@ -61,10 +61,17 @@ impl TlsStream {
             if !self.codec.is_handshaking() {
                 return Ok(());
             }
-            self.tcp.readable().await?;
-            match self.codec.read_tls_from(&mut TryIo(&self.tcp)) {
+            // The same reader as the traffic's: waits for the socket, then one read.
+            let read = std::future::poll_fn(|cx| {
+                let (codec, tcp) = (&mut self.codec, &mut self.tcp);
+                match codec.read_tls_from(&mut PollRead { tcp, cx }) {
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => Poll::Pending,
+                    other => Poll::Ready(other),
+                }
+            })
+            .await;
+            match read {
                 Ok(_) => {}
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
                 Err(e) => {
                     self.owe_peer().await;
                     return Err(self.typed(e));
@@ -259,15 +266,9 @@ impl Read for PollRead<'_, '_> {
     }
 }
 
-/// The socket as a `std::io` reader and writer that never waits: `try_read` / `try_write`,
-/// `WouldBlock` when not ready. The codec reads and writes through it in place.
+/// The socket as a `std::io` writer that never waits: `try_write`, `WouldBlock` when not
+/// ready. The codec writes its records through it in place (reads go through [`PollRead`]).
 struct TryIo<'a>(&'a TcpStream);
-
-impl Read for TryIo<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.try_read(buf)
-    }
-}
 
 impl Write for TryIo<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
