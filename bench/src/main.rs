@@ -24,6 +24,7 @@
 mod alloc_count;
 mod callgrind;
 mod harness;
+mod host_copy;
 mod http;
 mod packet;
 mod report;
@@ -181,6 +182,11 @@ struct Options {
     /// Where the report goes.
     #[arg(long, default_value = "target/bench-report")]
     out: PathBuf,
+    /// Keep the host's large-copy routine even when it has the `rep movsb` placement defect
+    /// (see `bench/src/host_copy.rs`); by default the bench then runs itself again with
+    /// glibc's vector loop.
+    #[arg(long)]
+    host_memcpy: bool,
 }
 
 /// The server suite's options: the common ones (`--core` is the servers' core, `--peer-core`
@@ -333,6 +339,8 @@ fn main() {
 }
 
 fn run_suite(suite: &str, options: &Options, processes: Option<ProcessSuite<'_>>) {
+    // First: this may run the same command again in place of this process.
+    let host_copy = host_copy::check(options.host_memcpy);
     // Counted before pinning: afterwards the affinity mask shows one core.
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let pinned = harness::pin_to(options.core);
@@ -425,9 +433,10 @@ fn run_suite(suite: &str, options: &Options, processes: Option<ProcessSuite<'_>>
     }
     ctx.progress.finish_and_clear();
     let mut preamble = preamble(suite, options, (pinned, cores), &clock, plan, rounds);
+    preamble.insert(2, host_copy.describe());
     if let Some(processes) = processes {
         // The sampling-plan and pinning lines describe the in-process suites; replace them.
-        preamble.truncate(3);
+        preamble.truncate(4);
         preamble.push(match processes {
             ProcessSuite::Server(settings) => server_suite::describe(&ctx, settings, options.quick),
             ProcessSuite::Pubsub(settings) => {
