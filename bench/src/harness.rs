@@ -189,3 +189,20 @@ pub fn sample_each<F: FnMut()>(plan: Plan, mut op: F) -> Histogram<u64> {
     counting.stop_per_op(plan.samples as u64);
     histogram
 }
+
+/// A POSIX clock's reading (`CLOCK_MONOTONIC`, `CLOCK_THREAD_CPUTIME_ID`, ...) through libc.
+/// rustix reads clocks through the vDSO it locates itself, and that lookup crashes under
+/// valgrind (rustix issue 1559); the callgrind runs go through these same paths.
+pub fn clock_gettime(clock: libc::clockid_t) -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid, writable timespec, the only memory clock_gettime writes.
+    let rc = unsafe { libc::clock_gettime(clock, &mut now) };
+    assert_eq!(rc, 0, "clock_gettime({clock}) failed");
+    Duration::new(
+        u64::try_from(now.tv_sec).unwrap_or(0),
+        u32::try_from(now.tv_nsec).unwrap_or(0),
+    )
+}

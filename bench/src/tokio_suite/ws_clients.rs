@@ -200,11 +200,7 @@ impl Cost {
 
 /// CPU time the calling thread has used.
 fn thread_cpu() -> Duration {
-    let now = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    Duration::new(
-        u64::try_from(now.tv_sec).unwrap_or(0),
-        u32::try_from(now.tv_nsec).unwrap_or(0),
-    )
+    crate::harness::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 const TICKWIRE_TOKIO: &str = "tickwire-tokio";
