@@ -78,6 +78,13 @@ pub fn paired_quantile(
     )
 }
 
+/// The median of per-round figures (the upper middle one of an even count; NaN for none).
+pub fn median(rounds: &[f64]) -> f64 {
+    let mut sorted = rounds.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
 /// The order to run `n` libraries in round `round` (1-based): rotated by one each round, so
 /// no library always runs first or right after the same neighbour.
 pub fn round_order(n: usize, round: usize) -> impl Iterator<Item = usize> {

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use crate::Ctx;
 use crate::harness::{self, Clock, Plan};
-use crate::report::Table;
+use crate::report::{Table, median};
 
 /// Progress steps per round: one per library and workload.
 pub const STEPS: u64 = framing::STEPS + compression::STEPS + loopback::STEPS;
@@ -112,13 +112,6 @@ pub(crate) fn throughput_of(
     mut call: impl FnMut(),
 ) -> f64 {
     throughput(clock, budget, bytes_per_call, &mut (), |_| (), |_| call())
-}
-
-/// The median of per-round figures.
-pub(crate) fn median(rounds: &[f64]) -> f64 {
-    let mut sorted = rounds.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// A table cell: the median of per-round rates in `unit` (bytes per unit), with the range

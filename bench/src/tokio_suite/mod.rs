@@ -31,7 +31,7 @@ mod ws_clients;
 
 use crate::Ctx;
 use crate::harness;
-use crate::report::Table;
+use crate::report::{self, Table};
 
 /// Progress steps per round.
 pub const STEPS: u64 = ws::STEPS + http::STEPS;
@@ -60,12 +60,7 @@ fn runtime() -> tokio::runtime::Runtime {
 fn allocations_sentence(what: &str, rows: &[(&str, Vec<f64>)]) -> String {
     let figures: Vec<String> = rows
         .iter()
-        .map(|(name, rounds)| {
-            let mut sorted = rounds.clone();
-            sorted.sort_by(f64::total_cmp);
-            let median = sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN);
-            format!("{name} {median:.2}")
-        })
+        .map(|(name, rounds)| format!("{name} {:.2}", report::median(rounds)))
         .collect();
     format!(
         " Allocations per {what} on the measuring thread after warm-up (median over rounds): {}.",

@@ -317,15 +317,17 @@ impl Workload<'_> {
 
 /// The median over rounds of `figure(a[r]) / figure(b[r])`.
 fn paired_median<T>(a: &[T], b: &[T], figure: impl Fn(&T) -> f64) -> f64 {
-    let mut ratios: Vec<f64> = a
-        .iter()
+    report::median(&paired_ratios(a, b, figure))
+}
+
+/// `figure(a[r]) / figure(b[r])` for each round whose `b` figure is positive.
+fn paired_ratios<T>(a: &[T], b: &[T], figure: impl Fn(&T) -> f64) -> Vec<f64> {
+    a.iter()
         .zip(b)
         .map(|(a, b)| (figure(a), figure(b)))
         .filter(|(_, b)| *b > 0.0)
         .map(|(a, b)| a / b)
-        .collect();
-    ratios.sort_by(f64::total_cmp);
-    ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN)
+        .collect()
 }
 
 /// The targets as a sentence: tickwire-tokio within 10% of the blocking reference and
@@ -374,31 +376,21 @@ fn targets(
 /// is cheaper). Unlike the rate, it does not move with how fast the sender and the loopback
 /// deliver, which on a two-core machine is often what sets the rate.
 fn cpu_sentence(clients: &[Client], tokio: usize, cpu: &[Vec<f64>]) -> String {
-    let median = |v: &[f64]| {
-        let mut sorted = v.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN)
-    };
     let figures: Vec<String> = clients
         .iter()
         .zip(cpu)
-        .map(|(c, v)| format!("{} {:.0} ns", c.name(), median(v)))
+        .map(|(c, v)| format!("{} {:.0} ns", c.name(), report::median(v)))
         .collect();
     let ratios: Vec<String> = clients
         .iter()
         .enumerate()
         .filter(|(i, _)| *i != tokio)
         .map(|(i, c)| {
-            let paired: Vec<f64> = cpu[tokio]
-                .iter()
-                .zip(&cpu[i])
-                .filter(|(_, b)| **b > 0.0)
-                .map(|(a, b)| a / b)
-                .collect();
+            let paired = paired_ratios(&cpu[tokio], &cpu[i], |ns| *ns);
             let cheaper = paired.iter().filter(|r| **r <= 1.0).count();
             format!(
                 "{:.3} against {} (cheaper in {cheaper} of {})",
-                median(&paired),
+                report::median(&paired),
                 c.name(),
                 paired.len()
             )
