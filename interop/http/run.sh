@@ -8,7 +8,7 @@
 #   TICKWIRE_RUNTIME=tokio bash interop/http/run.sh
 #
 # interop/http/setup.sh installs the pinned httpbin + gunicorn venv (target/http-interop-venv)
-# and nginx when missing; the checker (crates/tickwire/examples/http_conformance.rs) is built in
+# and nginx when missing; the checker (crates/tickwire-blocking/examples/http_conformance.rs) is built in
 # release mode, unless HTTP_CONFORMANCE_BIN names one already built; interop/http/servers.sh
 # starts both servers on free ports and they are stopped on exit, whatever happens. The checker
 # prints PASS/FAIL per case and, last, `http-interop: N passed, M failed`; the exit status is
@@ -23,7 +23,7 @@ bash "$root/interop/http/setup.sh"
 if [ -n "${HTTP_CONFORMANCE_BIN:-}" ]; then
   checker=$HTTP_CONFORMANCE_BIN
 else
-  cargo build --release -q -p tickwire --example http_conformance
+  cargo build --release -q -p tickwire-blocking --example http_conformance
   checker="$root/target/release/examples/http_conformance"
 fi
 

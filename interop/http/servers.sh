@@ -30,7 +30,7 @@ http_free_port() {
 
 # The files nginx serves. Byte i of the file of n bytes is ((i % 251) * 31 + i / 251 + n) & 255:
 # deterministic, and a shifted, truncated or swapped body never matches. The checker
-# (crates/tickwire/examples/http_conformance.rs) recomputes it.
+# (crates/tickwire-blocking/examples/http_conformance.rs) recomputes it.
 http_make_files() {
   mkdir -p "$http_state/files"
   python3 - "$http_state/files" <<'PY'

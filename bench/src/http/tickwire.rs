@@ -100,12 +100,12 @@ pub(super) fn available() -> Result<(), String> {
 /// `post(..).header(..)×4.send_body(..)` and the borrowed response's `status()` and `body()`.
 /// Default options (TCP_NODELAY on, its default `User-Agent`).
 pub(super) struct Client {
-    client: tickwire::HttpClient,
+    client: tickwire_blocking::HttpClient,
 }
 
 /// tickwire's loopback client, connected to `addr`.
 pub(super) fn client(addr: SocketAddr) -> Result<Client, String> {
-    let mut client = tickwire::HttpClient::new(&format!("http://{addr}"))
+    let mut client = tickwire_blocking::HttpClient::new(&format!("http://{addr}"))
         .map_err(|e| format!("tickwire: client: {e}"))?;
     client
         .connect()

@@ -7,7 +7,7 @@
 //! requests in flight (a new one begins as each finishes); both servers are one blocking std
 //! thread on the peer core that answers every request of a read with one write.
 //!
-//! - tickwire: its blocking packet transport, `tickwire::packet::PacketClient` over a
+//! - tickwire: its blocking packet transport, `tickwire_blocking::packet::PacketClient` over a
 //!   `std::net::TcpStream` (`send_request` to keep `depth` in flight, `recv_response` for each
 //!   answer), requests written in batches of a quarter of the window (`flush` after every
 //!   `depth / 4` requests begun, and `recv_response` writes the rest before it waits), and
@@ -33,7 +33,7 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use hdrhistogram::Histogram;
 use network_protocol::service::multiplex::{MultiplexConfig, Multiplexer};
-use tickwire::packet::{PacketClientBuilder, PacketServer, RequestId};
+use tickwire_blocking::packet::{PacketClientBuilder, PacketServer, RequestId};
 use tokio::io::{AsyncRead, AsyncWrite, BufReader, BufWriter};
 
 use super::{Library, payloads};

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use hdrhistogram::Histogram;
-use tickwire::ServerTlsConfig;
+use tickwire_blocking::ServerTlsConfig;
 
 use super::{allocations_sentence, ws_clients};
 use crate::Ctx;

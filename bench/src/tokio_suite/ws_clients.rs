@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use nexus_async_web::ws::{MaybeTls, WsReader, WsStreamBuilder, WsWriter};
-use tickwire::ServerTlsConfig;
+use tickwire_blocking::ServerTlsConfig;
 use tickwire_tokio::{MaybeTlsStream, Message, Recv, WebSocket};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;

@@ -42,8 +42,10 @@ pub(super) fn raw(addr: SocketAddr) -> TcpStream {
 }
 
 /// A tickwire client (its builder turns TCP_NODELAY on by default).
-pub(crate) fn tickwire(addr: SocketAddr) -> tickwire::WebSocket<tickwire::MaybeTlsStream> {
-    tickwire::ClientBuilder::new()
+pub(crate) fn tickwire(
+    addr: SocketAddr,
+) -> tickwire_blocking::WebSocket<tickwire_blocking::MaybeTlsStream> {
+    tickwire_blocking::ClientBuilder::new()
         .nodelay(true)
         .read_timeout(Some(READ_TIMEOUT))
         .connect(&url(addr))
@@ -54,8 +56,8 @@ pub(crate) fn tickwire(addr: SocketAddr) -> tickwire::WebSocket<tickwire::MaybeT
 pub(super) fn tickwire_deflate(
     addr: SocketAddr,
     deflate: Option<DeflateConfig>,
-) -> tickwire::WebSocket<tickwire::MaybeTlsStream> {
-    let mut builder = tickwire::ClientBuilder::new()
+) -> tickwire_blocking::WebSocket<tickwire_blocking::MaybeTlsStream> {
+    let mut builder = tickwire_blocking::ClientBuilder::new()
         .nodelay(true)
         .read_timeout(Some(READ_TIMEOUT));
     if let Some(config) = deflate {
@@ -91,8 +93,10 @@ pub(crate) fn wss_url(addr: SocketAddr) -> String {
 }
 
 /// A tickwire `wss://` client trusting the bench CA (see [`pki`]).
-pub(crate) fn tickwire_tls(addr: SocketAddr) -> tickwire::WebSocket<tickwire::MaybeTlsStream> {
-    tickwire::ClientBuilder::new()
+pub(crate) fn tickwire_tls(
+    addr: SocketAddr,
+) -> tickwire_blocking::WebSocket<tickwire_blocking::MaybeTlsStream> {
+    tickwire_blocking::ClientBuilder::new()
         .nodelay(true)
         .read_timeout(Some(READ_TIMEOUT))
         .tls(pki::tickwire_client_config())

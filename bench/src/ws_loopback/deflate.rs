@@ -127,7 +127,7 @@ fn measure(
     let started = Instant::now();
     for (i, original) in texts.iter().cycle().take(count).enumerate() {
         match ws.recv().expect("tickwire: receive") {
-            tickwire::Recv::Message(tickwire::Message::Text(text)) => assert!(
+            tickwire_blocking::Recv::Message(tickwire_blocking::Message::Text(text)) => assert!(
                 text == original.as_str(),
                 "tickwire: message {i} arrived altered ({} B, deflate {negotiated})",
                 text.len()

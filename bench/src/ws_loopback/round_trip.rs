@@ -72,8 +72,8 @@ fn tickwire(server: &servers::Server, plan: Plan, text: &str) -> Histogram<u64> 
 
 /// The timed loop of [`tickwire`](mod@::tickwire) on a connected client, over `ws://` or `wss://`;
 /// `library` names it in failures.
-pub(crate) fn tickwire_round_trips<S: tickwire::Stream>(
-    ws: &mut tickwire::WebSocket<S>,
+pub(crate) fn tickwire_round_trips<S: tickwire_blocking::Stream>(
+    ws: &mut tickwire_blocking::WebSocket<S>,
     plan: Plan,
     text: &str,
     library: &str,
@@ -81,14 +81,15 @@ pub(crate) fn tickwire_round_trips<S: tickwire::Stream>(
     ws.send_text_now(text)
         .unwrap_or_else(|e| panic!("{library}: send: {e}"));
     match ws.recv() {
-        Ok(tickwire::Recv::Message(tickwire::Message::Text(echo))) if echo == text => {}
+        Ok(tickwire_blocking::Recv::Message(tickwire_blocking::Message::Text(echo)))
+            if echo == text => {}
         other => panic!("{library}: wrong echo: {other:?}"),
     }
     harness::sample_each(plan, || {
         ws.send_text_now(text)
             .unwrap_or_else(|e| panic!("{library}: send: {e}"));
         match ws.recv() {
-            Ok(tickwire::Recv::Message(tickwire::Message::Text(echo)))
+            Ok(tickwire_blocking::Recv::Message(tickwire_blocking::Message::Text(echo)))
                 if echo.len() == text.len() =>
             {
                 black_box(echo);

@@ -11,7 +11,7 @@ use std::sync::mpsc::Receiver;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use tickwire::{Message, ServerTlsConfig, TlsStream};
+use tickwire_blocking::{Message, ServerTlsConfig, TlsStream};
 use tickwire_codec::deflate::DeflateConfig;
 
 use crate::harness;
@@ -46,7 +46,7 @@ impl<T> Server<T> {
 /// until the client closes, disconnects or stays silent for [`IDLE_LIMIT`].
 pub(crate) fn tickwire_echo(peer_core: usize) -> Server {
     spawn("tickwire-echo", peer_core, |stream| {
-        let ws = tickwire::ServerBuilder::new()
+        let ws = tickwire_blocking::ServerBuilder::new()
             .nodelay(true)
             .read_timeout(Some(IDLE_LIMIT))
             .accept(stream)
@@ -60,7 +60,7 @@ pub(crate) fn tickwire_echo(peer_core: usize) -> Server {
 /// Panics unless the handshake settled on [`pki::CIPHER_SUITE`].
 pub(crate) fn tickwire_echo_tls(peer_core: usize, tls: ServerTlsConfig) -> Server {
     spawn("tickwire-echo-tls", peer_core, move |stream| {
-        let ws = tickwire::ServerBuilder::new()
+        let ws = tickwire_blocking::ServerBuilder::new()
             .nodelay(true)
             .read_timeout(Some(IDLE_LIMIT))
             .accept_tls(stream, &tls)
@@ -71,10 +71,10 @@ pub(crate) fn tickwire_echo_tls(peer_core: usize, tls: ServerTlsConfig) -> Serve
 }
 
 /// The echo loop of [`tickwire_echo`] and [`tickwire_echo_tls`].
-fn echo<S: tickwire::Stream>(mut ws: tickwire::WebSocket<S>) {
+fn echo<S: tickwire_blocking::Stream>(mut ws: tickwire_blocking::WebSocket<S>) {
     // Bounded by the client: it ends with the client's EOF (an error here), its close or
     // the idle limit (`Recv::Timeout`).
-    while let Ok((tickwire::Recv::Message(message), mut sender)) = ws.recv_with_sender() {
+    while let Ok((tickwire_blocking::Recv::Message(message), mut sender)) = ws.recv_with_sender() {
         // Reply from the borrowed message: no copy, the library's own echo path.
         let queued = match message {
             Message::Text(text) => sender.text(text),
@@ -136,7 +136,7 @@ pub(crate) fn stream_sender(
         let mut ws = None;
         let mut raw = None;
         let socket: &mut TcpStream = if handshake {
-            let upgraded = tickwire::ServerBuilder::new()
+            let upgraded = tickwire_blocking::ServerBuilder::new()
                 .nodelay(true)
                 .accept(stream)
                 .expect("stream server: handshake");
@@ -174,7 +174,7 @@ pub(crate) fn stream_sender_tls(
     go: Receiver<()>,
 ) -> Server {
     spawn("stream-sender-tls", peer_core, move |stream| {
-        let mut ws = tickwire::ServerBuilder::new()
+        let mut ws = tickwire_blocking::ServerBuilder::new()
             .nodelay(true)
             .accept_tls(stream, &tls)
             .expect("wss stream server: handshake");
@@ -245,7 +245,7 @@ pub(super) fn tickwire_feed(
     go: Receiver<()>,
 ) -> Server<u64> {
     spawn("tickwire-feed", peer_core, move |stream| {
-        let mut builder = tickwire::ServerBuilder::new().nodelay(true);
+        let mut builder = tickwire_blocking::ServerBuilder::new().nodelay(true);
         if let Some(config) = deflate.clone() {
             builder = builder.deflate(config);
         }

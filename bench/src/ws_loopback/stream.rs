@@ -89,7 +89,7 @@ fn tickwire(addr: SocketAddr, go: SyncSender<()>, messages: usize) -> Duration {
 /// `go`, waits for the first byte on the TCP socket, then receives `messages` messages;
 /// `library` names it in failures.
 pub(crate) fn tickwire_receive(
-    ws: &mut tickwire::WebSocket<tickwire::MaybeTlsStream>,
+    ws: &mut tickwire_blocking::WebSocket<tickwire_blocking::MaybeTlsStream>,
     go: &SyncSender<()>,
     messages: usize,
     len: usize,
@@ -101,7 +101,7 @@ pub(crate) fn tickwire_receive(
         .peek(&mut [0u8; 1])
         .unwrap_or_else(|e| panic!("{library}: wait for the first byte: {e}"));
     receive_all(library, messages, len, || match ws.recv() {
-        Ok(tickwire::Recv::Message(tickwire::Message::Text(text))) => text.len(),
+        Ok(tickwire_blocking::Recv::Message(tickwire_blocking::Message::Text(text))) => text.len(),
         other => panic!("{library}: expected text, got {other:?}"),
     })
 }

@@ -21,7 +21,7 @@ use std::sync::mpsc::sync_channel;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use tickwire::ServerTlsConfig;
+use tickwire_blocking::ServerTlsConfig;
 
 use super::{PAYLOAD_LEN, STREAM_MESSAGES_FULL, connect, round_trip, servers, stream};
 use crate::Ctx;

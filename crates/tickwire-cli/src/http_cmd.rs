@@ -4,8 +4,8 @@
 use std::io::Write;
 
 use clap::Args;
-use tickwire::codec::http::{Headers, Method, StatusCode, Version};
-use tickwire::{ClientTlsConfig, HttpClient};
+use tickwire_blocking::codec::http::{Headers, Method, StatusCode, Version};
+use tickwire_blocking::{ClientTlsConfig, HttpClient};
 
 #[derive(Args)]
 pub(crate) struct HttpArgs {

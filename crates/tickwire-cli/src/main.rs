@@ -20,7 +20,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use tickwire::{
+use tickwire_blocking::{
     ClientBuilder, ClientTlsConfig, CloseCode, Error, Limits, Message, Recv, Sender, ServerBuilder,
     ServerTlsConfig, Stream, WebSocket,
 };
@@ -32,7 +32,7 @@ macro_rules! server_builder {
         let builder = $builder.limits(args.limits.limits());
         #[cfg(feature = "deflate")]
         let builder = if args.deflate {
-            builder.deflate(tickwire::DeflateConfig::default())
+            builder.deflate(tickwire_blocking::DeflateConfig::default())
         } else {
             builder
         };
@@ -48,7 +48,7 @@ macro_rules! client_builder {
         let mut builder = $builder.limits(args.limits.limits());
         #[cfg(feature = "deflate")]
         if args.deflate {
-            builder = builder.deflate(tickwire::DeflateConfig::default());
+            builder = builder.deflate(tickwire_blocking::DeflateConfig::default());
         }
         for header in &args.headers {
             let (name, value) = header

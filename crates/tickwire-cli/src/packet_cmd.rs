@@ -1,5 +1,5 @@
 //! `tickwire packet serve` and `tickwire packet send`: the packet transports by hand, the
-//! blocking one (`tickwire::packet`, a thread per connection) or with `--runtime tokio`
+//! blocking one (`tickwire_blocking::packet`, a thread per connection) or with `--runtime tokio`
 //! tickwire-tokio's (`serve`: a multi-thread runtime, a task per connection; `send`: a
 //! current-thread runtime). `serve` echoes every request's payload; `send` sends each line
 //! of standard input as a request and prints each answer on its own line. Both runtimes
@@ -9,9 +9,9 @@ use std::io::{BufRead, Write};
 use std::net::TcpListener;
 
 use clap::{Args, Subcommand, ValueEnum};
-use tickwire::codec::packet::{CompressionPolicy, PacketConfig};
-use tickwire::packet::{PacketClientBuilder, PacketServer};
-use tickwire::{ClientTlsConfig, ServerTlsConfig};
+use tickwire_blocking::codec::packet::{CompressionPolicy, PacketConfig};
+use tickwire_blocking::packet::{PacketClientBuilder, PacketServer};
+use tickwire_blocking::{ClientTlsConfig, ServerTlsConfig};
 
 /// `tickwire packet ...`.
 #[derive(Args)]

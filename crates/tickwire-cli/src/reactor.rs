@@ -2,7 +2,7 @@
 //! same options and output as the blocking and tokio ones.
 
 use std::net::SocketAddr;
-use tickwire::codec::ws::OpCode;
+use tickwire_blocking::codec::ws::OpCode;
 
 use tickwire_server::{
     Conn, Decision, Handler, HandshakeFailure, Message, Request, ServerBuilder, ServerHandle,

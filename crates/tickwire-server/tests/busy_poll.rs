@@ -10,7 +10,7 @@ use std::thread;
 use std::time::Duration;
 
 use support::Fixture;
-use tickwire::{ClientBuilder, Message, Recv};
+use tickwire_blocking::{ClientBuilder, Message, Recv};
 use tickwire_server::ServerBuilder;
 
 /// Nanoseconds on the CPU of this process's reactor worker threads, summed.
@@ -36,7 +36,7 @@ fn workers_cpu_ns() -> u64 {
     total
 }
 
-fn echo(ws: &mut tickwire::WebSocket<tickwire::MaybeTlsStream>, text: &str) {
+fn echo(ws: &mut tickwire_blocking::WebSocket<tickwire_blocking::MaybeTlsStream>, text: &str) {
     ws.send_text_now(text).unwrap();
     assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Text(text)));
 }

@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use tickwire::{ClientBuilder, MaybeTlsStream, Message, Recv, WebSocket};
+use tickwire_blocking::{ClientBuilder, MaybeTlsStream, Message, Recv, WebSocket};
 use tickwire_server::{
     Conn, ConnId, Decision, Gap, HandleError, Handler, Replay, Request, ServerBuilder,
     ServerHandle, SharedFrame, SlowConsumer, Topic,

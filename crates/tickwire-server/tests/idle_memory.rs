@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
-use tickwire::{ClientBuilder, ClientTlsConfig, Message, Recv};
+use tickwire_blocking::{ClientBuilder, ClientTlsConfig, Message, Recv};
 use tickwire_server::{
     Conn, Decision, DeflateConfig, Handler, OpCode, Request, ServerBuilder, ServerTlsConfig,
 };

@@ -9,8 +9,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use support::{Fixture, Seen, client_frame, closed_by_server, raw_upgrade, read_frame, read_head};
-use tickwire::codec::handshake::HandshakeError;
-use tickwire::{ClientBuilder, Error, Message, Recv};
+use tickwire_blocking::codec::handshake::HandshakeError;
+use tickwire_blocking::{ClientBuilder, Error, Message, Recv};
 use tickwire_server::{BusyPoll, CloseCode, DisconnectKind, ServerBuilder};
 
 fn one_worker() -> ServerBuilder {

@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use support::{Fixture, read_head};
-use tickwire::{ClientBuilder, ClientTlsConfig, CloseCode, Message, Recv};
+use tickwire_blocking::{ClientBuilder, ClientTlsConfig, CloseCode, Message, Recv};
 use tickwire_server::{DisconnectKind, ServerBuilder, ServerTlsConfig};
 
 /// A self-signed certificate for 127.0.0.1, the server's config, and a client config that

@@ -12,7 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use support::{raw_upgrade, read_frame};
-use tickwire::{ClientBuilder, MaybeTlsStream, Message, Recv, WebSocket};
+use tickwire_blocking::{ClientBuilder, MaybeTlsStream, Message, Recv, WebSocket};
 
 type Ws = WebSocket<MaybeTlsStream>;
 use tickwire_server::{

@@ -24,7 +24,7 @@ pub async fn connect(url: &str) -> Result<WebSocket<MaybeTlsStream>, Error> {
     ClientBuilder::new().connect(url).await
 }
 
-/// Options for a client connection, those of the blocking `tickwire::ClientBuilder`.
+/// Options for a client connection, those of the blocking `tickwire_blocking::ClientBuilder`.
 /// Defaults: [`Config::client`](tickwire_codec::ws::Config::client) (16 MiB frames, 64 MiB messages), TCP_NODELAY on, a 10 s
 /// connect timeout and a 10 s handshake timeout, no read or write timeout.
 #[derive(Debug)]
@@ -63,7 +63,7 @@ impl ClientBuilder {
         }
     }
 
-    tickwire::__client_builder_options!();
+    tickwire_core::__client_builder_options!();
 
     /// Connects over TCP (and TLS for `wss://`) and performs the opening handshake. The
     /// handshake timeout bounds the TLS and WebSocket handshakes together.

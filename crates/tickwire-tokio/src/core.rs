@@ -20,8 +20,8 @@ use std::task::{Context, Poll, Waker, ready};
 use tokio::io::ReadBuf;
 use tokio::time::Sleep;
 
-use tickwire::Error;
 use tickwire_codec::ws::{Buffers, Connection, ConnectionState, Message, Progress, Role, Sender};
+use tickwire_core::Error;
 
 use crate::Transport;
 
@@ -360,13 +360,13 @@ impl Core {
     fn io_failed_ref(
         &mut self,
         error: std::io::Error,
-        failure: Option<tickwire::TransportError>,
+        failure: Option<tickwire_core::TransportError>,
     ) -> Error {
         if !matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
             self.transport_done = true;
         }
         failure
-            .unwrap_or(tickwire::TransportError::Io(error))
+            .unwrap_or(tickwire_core::TransportError::Io(error))
             .into()
     }
 }

@@ -4,8 +4,8 @@
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use tickwire::TransportError;
 use tickwire_codec::buf::ReadBuf;
+use tickwire_core::TransportError;
 
 use crate::Transport;
 

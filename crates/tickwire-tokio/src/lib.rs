@@ -1,9 +1,9 @@
-//! tickwire-tokio: the WebSocket transport of [`tickwire`] on tokio, over the same sans-IO
+//! tickwire-tokio: the WebSocket transport of `tickwire-blocking` on tokio, over the same sans-IO
 //! codecs ([`tickwire_codec`], TLS through [`tickwire_tls`]) and with the same shape:
 //! [`connect`] / [`ClientBuilder`], [`accept`] / [`ServerBuilder`], and [`WebSocket`], whose
 //! `recv` lends each message from the connection's buffer. It also carries the async HTTP
 //! client ([`HttpClient`]) and the [`packet`] transport (client, server, pool for the binary
-//! packet protocol, the shape of `tickwire::packet`). This crate does I/O only: every
+//! packet protocol, the shape of `tickwire_blocking::packet`). This crate does I/O only: every
 //! protocol decision, the opening handshake included, is the codec's.
 //!
 //! ```no_run
@@ -23,7 +23,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Errors and results are the blocking crate's types ([`Error`], [`Recv`],
+//! Errors and results are tickwire-core's types, the blocking transport's too ([`Error`], [`Recv`],
 //! [`TransportError`]), so code can move between the two transports. Sends queue; nothing is
 //! written before [`WebSocket::flush`] or a `recv` that is about to wait (which writes what is
 //! owed first). Timers (keepalive pings, pong deadline, idle and close timeouts) are the
@@ -66,9 +66,9 @@
 //!
 //! # Features
 //!
-//! - `tls` (default), `aws-lc-rs`, `deflate` (default): as in [`tickwire`].
+//! - `tls` (default), `aws-lc-rs`, `deflate` (default): as in `tickwire-blocking`.
 //! - `lz4`, `zstd`: packet compression ([`packet`]), forwarded to the codec and to
-//!   [`tickwire`]; `serde-json`, `bincode`: typed packet requests, as in [`tickwire`].
+//!   tickwire-core; `serde-json`, `bincode`: typed packet requests, as in `tickwire-blocking`.
 //! - `stream`: [`WebSocket`] as a `futures_core::Stream` of `OwnedMessage`s and a
 //!   `futures_sink::Sink` of them, for code written against tokio-tungstenite (one
 //!   allocation per received message: the owned copy).
@@ -96,7 +96,6 @@ pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder};
 pub use owned::OwnedMessage;
 pub use server::{ServerBuilder, accept};
 pub use split::{Received, WebSocketReader, WebSocketWriter};
-pub use tickwire::{Error, HttpClientError, Recv, TransportError};
 pub use tickwire_codec as codec;
 #[cfg(feature = "deflate")]
 pub use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PreparedMessage};
@@ -104,6 +103,8 @@ pub use tickwire_codec::handshake::{Request, Response};
 pub use tickwire_codec::ws::{
     CloseCode, CloseFrame, Compression, Config, Limits, Message, Sender, SharedFrame,
 };
+pub use tickwire_core::http::HttpClientError;
+pub use tickwire_core::{Error, Recv, TransportError};
 #[cfg(feature = "tls")]
 pub use tickwire_tls::{ClientTlsConfig, ServerTlsConfig, TlsError};
 pub use transport::{MaybeTlsStream, Transport};

@@ -8,7 +8,8 @@ use std::time::Duration;
 use tokio::net::TcpStream;
 #[cfg(feature = "tls")]
 use {
-    crate::stream::MaybeTls, crate::tls::TlsStream, tickwire::TransportError, tokio::time::Instant,
+    crate::stream::MaybeTls, crate::tls::TlsStream, tickwire_core::TransportError,
+    tokio::time::Instant,
 };
 
 /// Resolves `host:port` and connects to the first address that answers, each attempt (and the

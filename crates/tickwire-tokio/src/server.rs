@@ -30,7 +30,7 @@ pub async fn accept(stream: TcpStream) -> Result<WebSocket<TcpStream>, Error> {
     ServerBuilder::new().accept(stream).await
 }
 
-/// Options for the server side, those of the blocking `tickwire::ServerBuilder`. Defaults:
+/// Options for the server side, those of the blocking `tickwire_blocking::ServerBuilder`. Defaults:
 /// [`Config::server`](tickwire_codec::ws::Config::server) (1 MiB frames and messages), 8 KiB request head and 32 headers at most,
 /// TCP_NODELAY on, a 10 s handshake timeout, no read or write timeout.
 #[derive(Debug, Clone)]
@@ -61,7 +61,7 @@ impl ServerBuilder {
         }
     }
 
-    tickwire::__server_builder_options!();
+    tickwire_core::__server_builder_options!();
 
     /// Accepts any valid upgrade request.
     pub async fn accept(&self, stream: TcpStream) -> Result<WebSocket<TcpStream>, Error> {

@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-use tickwire::TransportError;
+use tickwire_core::TransportError;
 
 /// Plain TCP (`ws://`, `http://`, a plain server) or TLS over TCP (`wss://`, `https://`, a
 /// TLS server).

@@ -17,7 +17,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use tickwire::TransportError;
+use tickwire_core::TransportError;
 use tickwire_tls::{PLAINTEXT_ON_TLS_PORT, Plaintext, TlsCodec, TlsError};
 
 /// How long a failed handshake may take to write what the peer is owed (an alert, a 400).

@@ -9,15 +9,15 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::stream::MaybeTls;
-use tickwire::TransportError;
+use tickwire_core::TransportError;
 
 /// A byte stream a [`WebSocket`](crate::WebSocket) runs over: implemented for tokio's
 /// `TcpStream`, for [`MaybeTlsStream`] and for `tokio::io::DuplexStream` (tests); implement it
 /// for your own stream with the default method.
 pub trait Transport: AsyncRead + AsyncWrite + Unpin {
     /// Why the stream failed when it knows more than the `io::Error` it returned (a TLS
-    /// stream's [`TlsError`](tickwire::TlsError)): the WebSocket reports this instead of
-    /// [`Error::Io`](tickwire::Error::Io). Default: `None`.
+    /// stream's [`TlsError`](tickwire_core::TlsError)): the WebSocket reports this instead of
+    /// [`Error::Io`](tickwire_core::Error::Io). Default: `None`.
     fn failure(&self) -> Option<TransportError> {
         None
     }

@@ -1,100 +1,138 @@
-//! tickwire: low-latency WebSocket transports on sans-IO codecs.
+//! tickwire: low-latency WebSocket, HTTP/1.1 and binary packet protocol primitives for
+//! trading systems. This is the crate to add: its features pick the transports, and its
+//! modules are named for the job.
 //!
-//! This crate owns the blocking transports over `std::net`: [`connect`] / [`ClientBuilder`]
-//! for clients, [`accept`] / [`ServerBuilder`] for the server side of an accepted
-//! `TcpStream`, and [`WebSocket`], the connection both return; and [`HttpClient`], a
-//! keep-alive HTTP/1.1 client for REST APIs. Protocol logic lives in
-//! [`tickwire_codec`], re-exported here as [`codec`], the opening handshake included; this
-//! crate adds sockets, timeouts, TLS streams and the handshake's reads and writes.
+//! | module | what it holds | feature |
+//! | --- | --- | --- |
+//! | [`ws`] | WebSocket messages, configuration, limits, close codes, errors: the types every transport shares | always |
+//! | [`http`] | the HTTP client's error and the sans-IO HTTP/1.1 codec | always |
+//! | [`packet`] | the binary packet protocol's error, options and request ids | always |
+//! | [`codec`] | every sans-IO codec and state machine ([`tickwire_codec`]) | always |
+//! | `blocking` | `std::net` transports: WebSocket client and server, HTTP client, packet links | `blocking` (default) |
+//! | `tokio` | the same transports on tokio | `tokio` |
+//! | `server` | the epoll reactor WebSocket server, one worker per core, with topics | `server` |
+//! | `nats` | a fleet of reactor servers fed by NATS (Rust 1.89) | `nats` |
+//! | `tls` | TLS configuration and the sans-IO TLS codec, through rustls | `tls` (default) |
+//! | `spsc` | the lock-free SPSC ring buffer and channel | `spsc` |
+//!
+//! Other features: `deflate` (default; permessage-deflate and gzip bodies), `aws-lc-rs` (the
+//! other rustls crypto provider), `lz4` and `zstd` (packet compression), `serde-json` and
+//! `bincode` (typed packet requests), `stream` (the tokio WebSocket as a futures `Stream` and
+//! `Sink`).
+//!
+//! Each module re-exports an implementation crate (`tickwire-blocking`, `tickwire-tokio`,
+//! `tickwire-server`, ...), which stays usable on its own; code written against this crate
+//! names none of them.
 //!
 //! ```no_run
-//! use tickwire::{Message, Recv, connect};
+//! # #[cfg(feature = "blocking")]
+//! # fn main() -> Result<(), tickwire::ws::Error> {
+//! use tickwire::blocking::connect;
+//! use tickwire::ws::{Message, Recv};
 //!
 //! let mut ws = connect("ws://127.0.0.1:9001/feed")?;
-//! ws.send_text("{\"op\":\"subscribe\"}")?;
-//! ws.flush()?;
-//! // Reply while the received message is still borrowed: no copy. The loop ends at
-//! // `Recv::Closed`, the end of the close handshake.
-//! while let (Recv::Message(message), mut sender) = ws.recv_with_sender()? {
+//! ws.send_text_now(r#"{"op":"subscribe"}"#)?;
+//! while let Recv::Message(message) = ws.recv()? {
 //!     if let Message::Text(text) = message {
-//!         sender.text(text)?;
+//!         println!("{text}");
 //!     }
-//!     ws.flush()?;
 //! }
-//! # Ok::<(), tickwire::Error>(())
+//! # Ok(()) }
+//! # #[cfg(not(feature = "blocking"))]
+//! # fn main() {}
 //! ```
-//!
-//! # Layers
-//!
-//! Internal modules depend one way (`a <- b`: `b` uses `a`, never the reverse): `error` and
-//! `stream` (the [`Stream`] trait) at the bottom; `stream <- tls <- maybe_tls <- net`;
-//! `stream <- websocket <- client, server` (both read and write the upgrade's bytes through
-//! `stream`'s deadline helpers and leave every decision to [`tickwire_codec::handshake`]);
-//! `net <- client, http, packet`; `options <- client, server` (the builders' setters, as
-//! macros the tokio transport expands too); `stream, maybe_tls <- packet` (the packet
-//! transports: client, server, pool, with their own [`packet::Error`]). The protocol logic is
-//! [`tickwire_codec`]'s, below all of them.
-//!
-//! Each protocol has its own error: [`Error`] for the WebSocket, [`HttpClientError`] for the
-//! HTTP client. The shared layers below them (`stream`, `tls`, `net`) fail with
-//! [`TransportError`], which both convert with `From`.
-//!
-//! # Features
-//!
-//! - `tls` (default): `wss://` and `https://` through rustls ([`tickwire_tls`]), ring provider.
-//! - `aws-lc-rs`: `tls` with aws-lc-rs as the crypto provider instead of ring.
-//! - `lz4`, `zstd`: LZ4 and Zstd compression on [`packet`] links (the codec's features).
-//! - `deflate` (default): permessage-deflate (RFC 7692) through flate2, on both sides
-//!   (`ClientBuilder::deflate`, `ServerBuilder::deflate`, `PreparedMessage` and
-//!   `WebSocket::send_prepared`), and gzip response bodies in the HTTP client
-//!   (`HttpClientBuilder::gzip`). With it off (`default-features = false`, adding back
-//!   `tls` if wanted) those items do not exist, and:
-//!   - a client never offers permessage-deflate, and a server ignores a client's offer and
-//!     answers the upgrade without it, which RFC 7692 §5 allows; a frame with RSV1 set is then
-//!     a protocol error (close code 1002);
-//!   - the HTTP client sends no `Accept-Encoding`, and a response a server compressed anyway
-//!     is handed over as it came: [`ClientResponse::body`] holds the gzip bytes,
-//!     `Content-Encoding` stays visible in its headers, and
-//!     [`ClientResponse::was_decompressed`] is false. Nothing is dropped or guessed; decode it
-//!     yourself if you must.
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod client;
-mod error;
-mod http;
-mod maybe_tls;
-mod net;
-mod options;
-pub mod packet;
-mod server;
-mod stream;
-#[cfg(feature = "tls")]
-mod tls;
-mod websocket;
-
-pub use client::{ClientBuilder, connect};
-pub use error::{Error, TransportError};
-pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder, HttpClientError};
-// What tickwire-tokio's HTTP client shares with the blocking one; not API.
-#[doc(hidden)]
-pub use http::HttpSocketOptions;
-pub use maybe_tls::MaybeTlsStream;
-pub use packet::{PacketClient, PacketClientBuilder, PacketConnection, PacketServer};
-pub use server::{ServerBuilder, accept};
-pub use stream::{Readiness, Stream};
 pub use tickwire_codec as codec;
-#[cfg(feature = "deflate")]
-pub use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PreparedMessage};
-pub use tickwire_codec::handshake::{Request, Response};
-pub use tickwire_codec::ws::{
-    CloseCode, CloseFrame, Compression, Config, Limits, Message, Sender, SharedFrame,
-};
-pub use websocket::{Recv, WebSocket};
+pub use tickwire_core::TransportError;
 
-/// TLS configuration and the sans-IO TLS codec ([`tickwire_tls`]).
+pub mod ws {
+    //! WebSocket (RFC 6455, permessage-deflate RFC 7692): the types every transport shares.
+    //! A connection is opened by a transport: [`crate::blocking`], [`crate::tokio`] or
+    //! [`crate::server`] (each behind its feature). The sans-IO state machine itself is
+    //! [`Connection`].
+
+    #[cfg(feature = "deflate")]
+    pub use tickwire_codec::deflate::{DeflateConfig, DeflateParams};
+    pub use tickwire_codec::handshake::{
+        HandshakeError, Request as UpgradeRequest, Response as UpgradeResponse,
+    };
+    /// A protocol violation, limit or timer failure found by the codec, with the close code
+    /// that went on the wire: what [`Error::Protocol`] carries.
+    pub use tickwire_codec::ws::Error as ProtocolError;
+    #[cfg(feature = "deflate")]
+    pub use tickwire_codec::ws::PreparedMessage;
+    pub use tickwire_codec::ws::{
+        CloseCode, CloseFrame, Compression, Config, Connection, Limits, MaskSource, Message,
+        OpCode, Role, Sender, SharedFrame,
+    };
+    pub use tickwire_core::{Error, Recv};
+}
+
+pub mod http {
+    //! HTTP/1.1: the clients' error ([`ClientError`]) and the sans-IO codec (readers and
+    //! writers of requests and responses, chunked bodies). The clients are in
+    //! [`crate::blocking`] and [`crate::tokio`].
+
+    pub use tickwire_codec::http::*;
+    pub use tickwire_codec::rest::RequestWriter;
+    pub use tickwire_core::http::HttpClientError as ClientError;
+}
+
+pub mod packet {
+    //! The binary packet protocol: framing with per-packet LZ4 / Zstd, requests multiplexed
+    //! by id. The links (client, server, pool) are in [`crate::blocking`] and
+    //! [`crate::tokio`]; this module has what both share.
+
+    pub use tickwire_core::packet::*;
+}
+
 #[cfg(feature = "tls")]
-pub use tickwire_tls as tls_codec;
-#[cfg(feature = "tls")]
-pub use tickwire_tls::{ClientTlsConfig, ServerTlsConfig, TlsError};
-#[cfg(feature = "tls")]
-pub use tls::TlsStream;
+pub mod tls {
+    //! TLS through rustls: client and server configuration, the typed handshake failures, and
+    //! the sans-IO [`TlsCodec`] the transports drive.
+
+    pub use tickwire_tls::*;
+}
+
+#[cfg(feature = "blocking")]
+pub mod blocking {
+    //! Blocking `std::net` transports (the `tickwire-blocking` crate): WebSocket [`connect`]
+    //! and [`ClientBuilder`], [`accept`] and [`ServerBuilder`], the [`HttpClient`] for REST
+    //! APIs, and packet links ([`packet`]).
+
+    pub use tickwire_blocking::*;
+}
+
+#[cfg(feature = "tokio")]
+pub mod tokio {
+    //! The transports on tokio (the `tickwire-tokio` crate): WebSocket [`connect`] and
+    //! [`ClientBuilder`], [`accept`] and [`ServerBuilder`], a [`WebSocket`] that splits into
+    //! reader and writer, the pooled async [`HttpClient`], and packet links ([`packet`]).
+
+    pub use tickwire_tokio::*;
+}
+
+#[cfg(feature = "server")]
+pub mod server {
+    //! The epoll reactor WebSocket server (the `tickwire-server` crate): one worker per core,
+    //! a [`Handler`] per worker, topics published once to every subscriber.
+
+    pub use tickwire_server::*;
+}
+
+#[cfg(feature = "nats")]
+pub mod nats {
+    //! A fleet of reactor servers fed by NATS (the `tickwire-nats` crate).
+
+    pub use tickwire_nats::*;
+}
+
+#[cfg(feature = "spsc")]
+pub mod spsc {
+    //! The lock-free single-producer single-consumer ring buffer and channel (the
+    //! `tickwire-spsc` crate).
+
+    pub use tickwire_spsc::*;
+}

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use socket2::{Domain, Protocol, Socket, Type};
-use tickwire::{ClientBuilder, Message, Recv, WebSocket};
+use tickwire_blocking::{ClientBuilder, Message, Recv, WebSocket};
 
 use super::check::{SeqCheck, field_str, field_u64};
 use super::stats::Interval;
@@ -371,7 +371,9 @@ impl Client {
             self.report.gapless = self.report.connections == 1
                 && (0..TOPICS).all(|t| checks[t].gapless(published[t]));
             self.add_tallies(&connection);
-            let _ = connection.ws.close(tickwire::CloseCode::NORMAL, "");
+            let _ = connection
+                .ws
+                .close(tickwire_blocking::CloseCode::NORMAL, "");
             let _ = connection.ws.flush();
         }
         self.report

@@ -6,7 +6,7 @@ mod echo;
 mod support;
 // The certificates (`Ca`): the library's TLS test helpers, included.
 #[allow(dead_code, reason = "the CLI tests use the certificates only")]
-#[path = "../../../tickwire/tests/tls_support/mod.rs"]
+#[path = "../../../tickwire-blocking/tests/tls_support/mod.rs"]
 mod tls_support;
 
 mod fleet;

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tickwire::{ClientBuilder, MaybeTlsStream, Message, Recv, WebSocket};
+use tickwire_blocking::{ClientBuilder, MaybeTlsStream, Message, Recv, WebSocket};
 use tickwire_nats::{Backing, Bridge, BridgeBuilder, BridgeHandle, Kind, Publisher};
 use tickwire_server::{
     Conn, Decision, Gap, Handler, Request, Running, ServerBuilder, SlowConsumer, Topic,
@@ -224,7 +224,12 @@ impl Handler for NodeHandler {
         }
     }
 
-    fn on_message(&mut self, _conn: &mut Conn<'_, Self::State>, _message: tickwire::Message<'_>) {}
+    fn on_message(
+        &mut self,
+        _conn: &mut Conn<'_, Self::State>,
+        _message: tickwire_blocking::Message<'_>,
+    ) {
+    }
 
     fn on_gap(&mut self, conn: &mut Conn<'_, Self::State>, _topic: &Topic, gap: Gap) {
         let notice = format!("gap {} {} {}", gap.first_seq, gap.last_seq, gap.dropped);

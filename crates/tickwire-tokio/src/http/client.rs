@@ -4,10 +4,10 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use tickwire::{HttpClientError, HttpSocketOptions};
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::http::{ClientSession, Failure, Limits, Method};
 use tickwire_codec::rest::Query;
+use tickwire_core::http::{HttpClientError, HttpSocketOptions};
 
 use super::conn::Attempt;
 use super::pool::Shared;
@@ -19,7 +19,7 @@ use super::response::ClientResponse;
 /// each future leaves, [cancel safety](#cancel-safety)).
 ///
 /// A handle builds one request at a time into its own write buffer (`&mut self`, as the
-/// blocking [`tickwire::HttpClient`]); for concurrent requests, [`clone`](Clone::clone) it,
+/// blocking `tickwire_blocking::HttpClient`); for concurrent requests, [`clone`](Clone::clone) it,
 /// one handle per task: clones share the pool, the options and the counters, and each has its
 /// own buffer. A request allocates nothing once the buffers have grown to fit.
 ///
@@ -36,7 +36,7 @@ use super::response::ClientResponse;
 /// - Redirects are reported ([`ClientResponse::is_redirect`]), not followed.
 ///
 /// ```no_run
-/// # async fn run() -> Result<(), tickwire::HttpClientError> {
+/// # async fn run() -> Result<(), tickwire_core::http::HttpClientError> {
 /// use tickwire_tokio::HttpClient;
 ///
 /// let mut client = HttpClient::builder("https://api.example.com/api/v3")
@@ -85,7 +85,7 @@ use super::response::ClientResponse;
 ///
 /// The request's total deadline ([`request_deadline`](HttpClientBuilder::request_deadline))
 /// is this same drop, made by the client: the request fails with
-/// [`HttpClientError::DeadlineExceeded`](tickwire::HttpClientError::DeadlineExceeded) and its
+/// [`HttpClientError::DeadlineExceeded`](tickwire_core::http::HttpClientError::DeadlineExceeded) and its
 /// connection is closed.
 ///
 /// Works on the current_thread and the multi_thread runtime: handles and futures are `Send`,
@@ -127,7 +127,7 @@ impl HttpClient {
         ClientRequest::new(shared, builder, method)
     }
 
-    tickwire::__http_client_request_methods!(ClientRequest);
+    tickwire_core::__http_client_request_methods!(ClientRequest);
 
     /// Makes sure one warm connection waits in the pool (a warm-up before the first order):
     /// opens one unless an idle one is there, bounded by the connect timeout. With the pool at
@@ -251,7 +251,7 @@ pub(crate) struct Options {
 #[non_exhaustive]
 pub struct HttpClientBuilder {
     // From `base_url` to `socket`: the fields the shared setters and base-URL check name
-    // (`tickwire::__http_client_builder_options`).
+    // (`tickwire_core::__http_client_builder_options`).
     base_url: String,
     headers: Vec<(String, Vec<u8>)>,
     user_agent: Option<String>,
@@ -284,7 +284,7 @@ impl HttpClientBuilder {
         }
     }
 
-    tickwire::__http_client_builder_options!();
+    tickwire_core::__http_client_builder_options!();
 
     /// The most connections open to the origin at once, idle, in use or being opened
     /// (default 8; at least 1). A request beyond it waits for one to come back.

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use tickwire::{HttpClientError, HttpSocketOptions};
 use tickwire_codec::buf::ReadBuf;
 use tickwire_codec::http::{
     ClientSession, Failure, Method, Parsed, Probe, Response, ResponseReader, Reuse,
@@ -17,6 +16,7 @@ use tickwire_codec::http::{
 #[cfg(feature = "deflate")]
 use tickwire_codec::rest::GzipBody;
 use tickwire_codec::rest::Origin;
+use tickwire_core::http::{HttpClientError, HttpSocketOptions};
 
 use super::alarm::Alarm;
 use super::client::Options;

@@ -1,6 +1,6 @@
 //! The async HTTP/1.1 client: keep-alive connections to one origin (`http://` or `https://`),
 //! pooled for concurrent requests, on the same sans-IO codecs as the blocking
-//! [`tickwire::HttpClient`].
+//! `tickwire_blocking::HttpClient`.
 //!
 //! This module owns the I/O: connecting (through the crate's `net`, TLS included), writing a
 //! request, reading its response under the per-read timeouts and the request's total deadline,
@@ -11,7 +11,7 @@
 //! [`GzipBody`](tickwire_codec::rest::GzipBody), and when a connection may be reused, must be
 //! checked, or a failed request may be sent again is
 //! [`ClientSession`](tickwire_codec::http::ClientSession)'s answer. Errors are the blocking
-//! client's [`HttpClientError`](tickwire::HttpClientError): one set of variants for both.
+//! client's [`HttpClientError`](tickwire_core::http::HttpClientError): one set of variants for both.
 //!
 //! What a user needs (the pool, and what dropping each future leaves) is documented on
 //! [`HttpClient`], which is public; this module is not.

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tokio::sync::futures::Notified;
 
-use tickwire::HttpClientError;
 use tickwire_codec::rest::{Origin, RequestWriter};
+use tickwire_core::http::HttpClientError;
 
 use super::client::Options;
 use super::conn::Conn;

@@ -4,9 +4,9 @@
 use std::fmt::Display;
 use std::sync::Arc;
 
-use tickwire::HttpClientError;
 use tickwire_codec::http::{Method, WriteError};
 use tickwire_codec::rest::{BodyWriter, Query, RequestBuilder, WithHeaders};
+use tickwire_core::http::HttpClientError;
 
 use super::pool::Shared;
 use super::response::ClientResponse;

@@ -2,7 +2,7 @@
 //! ([`request`](PacketClient::request)) or many in flight
 //! ([`send_request`](PacketClient::send_request) /
 //! [`recv_response`](PacketClient::recv_response)), matched by a [`mux::Client`]. The same
-//! shape as the blocking `tickwire::packet::PacketClient`.
+//! shape as the blocking `tickwire_core::packet::PacketClient`.
 
 use std::time::Duration;
 
@@ -27,7 +27,7 @@ use crate::{MaybeTlsStream, Transport};
 #[derive(Debug, Clone, Default)]
 pub struct PacketClientBuilder {
     /// What the blocking client builder has too, with its defaults.
-    options: tickwire::packet::PacketClientOptions,
+    options: tickwire_core::packet::PacketClientOptions,
     /// Off by default: a client holds a few connections, and each round trip counts.
     release_idle_buffers: bool,
     write_timeout: Option<Duration>,
@@ -39,7 +39,7 @@ impl PacketClientBuilder {
         Self::default()
     }
 
-    tickwire::__packet_client_builder_options!();
+    tickwire_core::__packet_client_builder_options!();
     super::release_idle_buffers_setter!();
     super::write_timeout_setter!();
 

@@ -23,12 +23,12 @@ use std::time::{Duration, Instant};
 
 use tokio::io::ReadBuf;
 
-use tickwire::packet::Error;
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::mux::RequestId;
 use tickwire_codec::packet::{
     Control, Header, Keepalive, PacketConfig, PacketWriter, Session, SessionBuffers, SessionEvent,
 };
+use tickwire_core::packet::Error;
 
 use crate::Transport;
 use crate::core::{Timer, now};

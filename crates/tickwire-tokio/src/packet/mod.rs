@@ -1,7 +1,7 @@
 //! Packet transports on tokio: the binary packet protocol of [`tickwire_codec::packet`]
 //! (framing, per-packet LZ4 / Zstd) with requests multiplexed by [`tickwire_codec::mux`],
 //! over TCP or TLS (mutual TLS included), with the shape of the blocking
-//! `tickwire::packet`: code moves between the two by adding `.await`.
+//! `tickwire_blocking::packet`: code moves between the two by adding `.await`.
 //!
 //! This module does I/O only. The protocol of a connection (framing, limits, the control
 //! packets on request id 0, keepalive timers, its buffers) is the codec's sans-IO
@@ -25,7 +25,7 @@
 //!   `request_bincode` / `send_bincode` / `respond_bincode` (feature `bincode`).
 //!
 //! Control packets, keepalive and flushing follow the blocking transport's rules
-//! (`tickwire::packet` module docs, docs/PACKET.md "Transports"): sends queue, and what is
+//! (`tickwire_blocking::packet` module docs, docs/PACKET.md "Transports"): sends queue, and what is
 //! queued is written by `flush`, by [`PacketClient::request`], and before a call waits for
 //! bytes. Timers run on tokio's clock (paused and advanced in tests).
 //!
@@ -69,7 +69,7 @@
 //! | `send_request`, `respond`, `cancel` | Not async. |
 
 /// The setter the async [`PacketClientBuilder`] and [`PacketServer`] add to those both
-/// transports share (`tickwire::__packet_client_builder_options` and the server's), on
+/// transports share (`tickwire_core::__packet_client_builder_options` and the server's), on
 /// field `release_idle_buffers`.
 macro_rules! release_idle_buffers_setter {
     () => {
@@ -111,10 +111,10 @@ mod typed;
 pub use client::{PacketClient, PacketClientBuilder};
 pub use pool::{PacketPool, PacketPoolBuilder};
 pub use server::{PacketConnection, PacketServer, Responder, ServerHandle};
-pub use tickwire::packet::Error;
-#[cfg(feature = "bincode")]
-pub use tickwire::packet::{decode_bincode, encode_bincode};
-#[cfg(feature = "serde-json")]
-pub use tickwire::packet::{decode_json, encode_json};
 pub use tickwire_codec::mux::RequestId;
 pub use tickwire_codec::packet::Keepalive;
+pub use tickwire_core::packet::Error;
+#[cfg(feature = "bincode")]
+pub use tickwire_core::packet::{decode_bincode, encode_bincode};
+#[cfg(feature = "serde-json")]
+pub use tickwire_core::packet::{decode_json, encode_json};

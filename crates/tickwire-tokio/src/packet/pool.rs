@@ -1,6 +1,6 @@
 //! [`PacketPool`]: several [`PacketClient`] connections to one address, shared by tasks,
 //! with reconnects, backoff, health checks and a [`Breaker`] in front. The same rules as
-//! the blocking `tickwire::packet::PacketPool`: it never resends a request, so no request
+//! the blocking `tickwire_core::packet::PacketPool`: it never resends a request, so no request
 //! is ever answered twice.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,7 +22,7 @@ use crate::core::now;
 pub struct PacketPoolBuilder {
     client: PacketClientBuilder,
     /// What the blocking pool builder has too, with its defaults.
-    options: tickwire::packet::PacketPoolOptions,
+    options: tickwire_core::packet::PacketPoolOptions,
 }
 
 impl PacketPoolBuilder {
@@ -31,7 +31,7 @@ impl PacketPoolBuilder {
         Self::default()
     }
 
-    tickwire::__packet_pool_builder_options!(PacketClientBuilder);
+    tickwire_core::__packet_pool_builder_options!(PacketClientBuilder);
 
     /// A pool for `host:port`. Connects lazily: the first request on each slot connects.
     pub fn build(self, host: &str, port: u16) -> PacketPool {

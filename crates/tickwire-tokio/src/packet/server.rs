@@ -1,7 +1,7 @@
 //! The accept side on tokio: [`PacketServer`] (options, TLS, a task per connection) and
 //! [`PacketConnection`], one accepted connection whose requests are counted against a
 //! [`mux::Server`]'s caps and answered in any order. The same shape as the blocking
-//! `tickwire::packet` server.
+//! `tickwire_blocking::packet` server.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -30,7 +30,7 @@ use crate::{MaybeTlsStream, Transport};
 #[derive(Debug, Clone)]
 pub struct PacketServer {
     /// What the blocking server builder has too, with its defaults.
-    options: tickwire::packet::PacketServerOptions,
+    options: tickwire_core::packet::PacketServerOptions,
     release_idle_buffers: bool,
     write_timeout: Option<std::time::Duration>,
 }
@@ -45,14 +45,14 @@ impl PacketServer {
     /// The defaults above.
     pub fn new() -> Self {
         Self {
-            options: tickwire::packet::PacketServerOptions::default(),
+            options: tickwire_core::packet::PacketServerOptions::default(),
             // On, unlike a client's: a server holds many mostly idle connections.
             release_idle_buffers: true,
             write_timeout: None,
         }
     }
 
-    tickwire::__packet_server_builder_options!();
+    tickwire_core::__packet_server_builder_options!();
     super::release_idle_buffers_setter!();
     super::write_timeout_setter!();
 

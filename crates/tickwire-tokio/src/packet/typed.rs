@@ -1,6 +1,6 @@
 //! Typed requests and answers through serde on the tokio packet transport: JSON (feature
 //! `serde-json`) and bincode 2 (feature `bincode`), with the blocking crate's encoders and
-//! decoders (`tickwire::packet::encode_json` and friends), so both transports put the same
+//! decoders (`tickwire_core::packet::encode_json` and friends), so both transports put the same
 //! bytes on the wire. A value is serialized into a buffer the connection keeps and reuses;
 //! answers are deserialized from the borrowed payload.
 
@@ -22,11 +22,11 @@ struct Json;
 #[cfg(feature = "serde-json")]
 impl Format for Json {
     fn encode<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result<(), Error> {
-        tickwire::packet::encode_json(value, out)
+        tickwire_core::packet::encode_json(value, out)
     }
 
     fn decode<R: DeserializeOwned>(bytes: &[u8]) -> Result<R, Error> {
-        tickwire::packet::decode_json(bytes)
+        tickwire_core::packet::decode_json(bytes)
     }
 }
 
@@ -36,11 +36,11 @@ struct Bincode;
 #[cfg(feature = "bincode")]
 impl Format for Bincode {
     fn encode<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result<(), Error> {
-        tickwire::packet::encode_bincode(value, out)
+        tickwire_core::packet::encode_bincode(value, out)
     }
 
     fn decode<R: DeserializeOwned>(bytes: &[u8]) -> Result<R, Error> {
-        tickwire::packet::decode_bincode(bytes)
+        tickwire_core::packet::decode_bincode(bytes)
     }
 }
 
@@ -82,7 +82,7 @@ impl<S: Transport> PacketClient<S> {
     }
 
     /// [`send_request`](Self::send_request) with `value` as JSON; parse the answer with
-    /// `tickwire::packet::decode_json`. Not async.
+    /// `tickwire_core::packet::decode_json`. Not async.
     #[cfg(feature = "serde-json")]
     pub fn send_json<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<RequestId, Error> {
         self.typed_send::<Json, T>(value)
@@ -99,7 +99,7 @@ impl<S: Transport> PacketClient<S> {
     }
 
     /// [`send_request`](Self::send_request) with `value` in bincode 2; decode the answer
-    /// with `tickwire::packet::decode_bincode`. Not async.
+    /// with `tickwire_core::packet::decode_bincode`. Not async.
     #[cfg(feature = "bincode")]
     pub fn send_bincode<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<RequestId, Error> {
         self.typed_send::<Bincode, T>(value)

@@ -8,7 +8,7 @@ use crate::http_support::*;
 
 use std::time::{Duration, Instant};
 
-use tickwire::codec::http::HttpError;
+use tickwire_blocking::codec::http::HttpError;
 use tickwire_tokio::HttpClientError;
 
 /// Long enough for a FIN sent by the server to reach the client.

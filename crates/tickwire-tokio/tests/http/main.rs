@@ -7,11 +7,11 @@ mod http_async;
     dead_code,
     reason = "the blocking client's helpers are not all used here"
 )]
-#[path = "../../../tickwire/tests/http_support/mod.rs"]
+#[path = "../../../tickwire-blocking/tests/http_support/mod.rs"]
 mod http_support;
 #[cfg(feature = "tls")]
 #[allow(dead_code, reason = "the HTTP tests use the certificates only")]
-#[path = "../../../tickwire/tests/tls_support/mod.rs"]
+#[path = "../../../tickwire-blocking/tests/tls_support/mod.rs"]
 mod tls_support;
 
 mod basic;

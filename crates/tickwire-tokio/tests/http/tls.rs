@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use crate::http_async::{joined, on_both_runtimes};
 use crate::http_support::{Conn, Listener, PATIENCE, ok, server};
 use crate::tls_support::{Ca, client_config, server_config};
-use tickwire::tls_codec::TlsCodec;
-use tickwire::{ServerTlsConfig, TlsStream};
+use tickwire_blocking::tls_codec::TlsCodec;
+use tickwire_blocking::{ServerTlsConfig, TlsStream};
 use tickwire_tokio::{HttpClient, HttpClientError};
 
 /// The next connection on `listener`, TLS handshake done.

@@ -3,7 +3,7 @@
 
 use std::net::TcpListener as StdListener;
 
-use tickwire::packet as blocking;
+use tickwire_blocking::packet as blocking;
 use tickwire_tokio::packet::{PacketServer, RequestId};
 
 use crate::support::{PATIENCE, builder, echo_server};

@@ -293,7 +293,7 @@ async fn a_read_timeout_is_reported_and_the_connection_carries_on() {
     assert_eq!(answered, (id, b"slow but sure".to_vec()));
 }
 
-#[path = "../../../tickwire/tests/packet_support/flood.rs"]
+#[path = "../../../tickwire-blocking/tests/packet_support/flood.rs"]
 mod flood;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,7 +4,7 @@
 //! runs them. Its own `main` (no libtest threads around) and one counting allocator, the
 //! blocking client's `tests/zero_alloc_support`, which counts only the thread that asks.
 
-#[path = "../../../tickwire/tests/zero_alloc_support/mod.rs"]
+#[path = "../../../tickwire-blocking/tests/zero_alloc_support/mod.rs"]
 mod zero_alloc_support;
 
 mod http;

@@ -6,7 +6,7 @@
 use std::net::TcpListener;
 use std::sync::atomic::Ordering;
 
-use tickwire::packet::PacketServer;
+use tickwire_blocking::packet::PacketServer;
 use tickwire_tokio::packet::{PacketClient, PacketClientBuilder};
 
 use crate::zero_alloc_support::{ALLOCATIONS, COUNT_THIS_THREAD};

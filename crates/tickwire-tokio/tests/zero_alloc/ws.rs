@@ -19,7 +19,7 @@ fn echo_server(connections: usize) -> u16 {
     std::thread::spawn(move || {
         for _ in 0..connections {
             let (tcp, _) = listener.accept().unwrap();
-            let mut ws = tickwire::accept(tcp).unwrap();
+            let mut ws = tickwire_blocking::accept(tcp).unwrap();
             while let (Recv::Message(message), mut sender) = ws.recv_with_sender().unwrap() {
                 if let Message::Text(text) = message {
                     sender.text(text).unwrap();

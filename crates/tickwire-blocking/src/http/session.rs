@@ -1,0 +1,442 @@
+//! One connection's I/O: open, probe, write a request, read its response. The decisions (when
+//! to reuse, when to probe, when a request may be resent, reading a response after a failed
+//! write) are the codec's [`ClientSession`]; this module only carries them out.
+
+use std::io::{ErrorKind, Read, Write};
+use std::time::{Duration, Instant};
+
+use tickwire_codec::buf::{ReadBuf, WriteBuf};
+use tickwire_codec::http::{ClientSession, Failure, Method, Parsed, Probe, ResponseReader, Reuse};
+use tickwire_codec::rest::Origin;
+
+use super::HttpClientError;
+use super::gunzip::Gunzip;
+use super::response::ClientResponse;
+use crate::stream::io_error;
+use crate::{MaybeTlsStream, Stream};
+use tickwire_core::http::HttpSocketOptions;
+
+/// Everything of a client but the request writer and its buffer.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub(crate) origin: Origin,
+    pub(crate) options: HttpSocketOptions,
+    stream: Option<MaybeTlsStream>,
+    rbuf: ReadBuf,
+    reader: ResponseReader,
+    rules: ClientSession,
+    connections_opened: u64,
+    pub(crate) gunzip: Option<Gunzip>,
+    /// When the request being carried out must be complete (`None`: no deadline, or no
+    /// request under way).
+    deadline: Option<Instant>,
+    /// The read timeout set on the socket now: the configured one, or shorter while the
+    /// deadline is nearer than that. Compared before each read, so the socket option is only
+    /// set when it has to change.
+    applied_read_timeout: Option<Duration>,
+    /// The same for the write timeout.
+    applied_write_timeout: Option<Duration>,
+}
+
+/// How long one socket wait may take within a request.
+#[derive(Debug, Clone, Copy)]
+struct Wait {
+    timeout: Option<Duration>,
+    /// The request's deadline, not the per-call timeout, set `timeout`.
+    by_deadline: bool,
+}
+
+/// Outcome of one attempt on one connection.
+enum Attempt {
+    /// A final response is complete in the reader.
+    Done,
+    /// The connection was closed by the server before any byte of the response: an
+    /// idempotent request may be sent again on a fresh connection.
+    ClosedBeforeResponse(HttpClientError),
+}
+
+impl Session {
+    pub(crate) fn new(
+        origin: Origin,
+        options: HttpSocketOptions,
+        reader: ResponseReader,
+        read_buffer: usize,
+        gunzip: Option<Gunzip>,
+        probe_after: Duration,
+    ) -> Self {
+        Self {
+            origin,
+            options,
+            stream: None,
+            rbuf: ReadBuf::with_capacity(read_buffer),
+            reader,
+            rules: ClientSession::with_probe_after(probe_after),
+            connections_opened: 0,
+            gunzip,
+            deadline: None,
+            applied_read_timeout: None,
+            applied_write_timeout: None,
+        }
+    }
+
+    pub(crate) fn connections_opened(&self) -> u64 {
+        self.connections_opened
+    }
+
+    pub(crate) fn is_connected(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    /// Opens the connection unless a live one is open.
+    pub(crate) fn connect(&mut self) -> Result<(), HttpClientError> {
+        self.release_previous();
+        self.deadline = None;
+        self.ready(Instant::now())
+    }
+
+    /// Makes the connection ready for a request as the rules say: as it is, after a probe, or
+    /// anew.
+    fn ready(&mut self, now: Instant) -> Result<(), HttpClientError> {
+        let mut next = self.rules.before_request(now);
+        if next == Reuse::Probe {
+            let probe = self.probe();
+            next = self.rules.after_probe(probe);
+        }
+        if next == Reuse::Reconnect || self.stream.is_none() {
+            self.disconnect();
+            self.open()?;
+        }
+        Ok(())
+    }
+
+    /// Drops the connection (the next request opens a new one).
+    pub(crate) fn disconnect(&mut self) {
+        self.stream = None;
+        self.reader.reset();
+        self.rbuf.clear();
+        self.rules.closed();
+    }
+
+    /// Sends the request queued in `wbuf` and reads its final response. `wbuf` is empty
+    /// afterwards, whatever the outcome.
+    pub(crate) fn execute(
+        &mut self,
+        wbuf: &mut WriteBuf,
+        method: Method,
+    ) -> Result<ClientResponse<'_>, HttpClientError> {
+        let result = self.exchange(wbuf, method);
+        wbuf.clear();
+        if let Err(e) = result {
+            // A failed exchange leaves the connection in an unknown state: never reuse it.
+            self.disconnect();
+            return Err(e);
+        }
+        self.response()
+    }
+
+    fn exchange(&mut self, wbuf: &WriteBuf, method: Method) -> Result<(), HttpClientError> {
+        self.release_previous();
+        let now = Instant::now();
+        self.deadline = self.options.request_deadline.map(|total| now + total);
+        self.ready(now)?;
+        match self.attempt(wbuf, method)? {
+            Attempt::Done => Ok(()),
+            Attempt::ClosedBeforeResponse(e) => {
+                if !self.rules.may_resend(method, Failure::ClosedBeforeResponse) {
+                    return Err(e);
+                }
+                self.disconnect();
+                self.open()?;
+                match self.attempt(wbuf, method)? {
+                    Attempt::Done => Ok(()),
+                    Attempt::ClosedBeforeResponse(e) => Err(e),
+                }
+            }
+        }
+    }
+
+    /// Releases the previous response's bytes; bytes after it that no request asked for
+    /// leave the connection out of step, so it is dropped.
+    fn release_previous(&mut self) {
+        if self.stream.is_none() {
+            return;
+        }
+        self.reader.release(&mut self.rbuf);
+        if !self.rbuf.is_empty() {
+            self.disconnect();
+        }
+    }
+
+    fn open(&mut self) -> Result<(), HttpClientError> {
+        let wait = self.wait(self.options.connect_timeout)?;
+        let Origin { secure, host, port } = &self.origin;
+        let tcp = crate::net::tcp_connect(host, *port, wait.timeout)
+            .map_err(|e| self.deadline_or(wait, e.into()))?;
+        tcp.set_nodelay(self.options.nodelay)?;
+        let mut stream = if *secure {
+            let budget = self.options.tls_handshake_timeout();
+            let wait = self.wait(Some(budget))?;
+            let deadline = Instant::now() + wait.timeout.unwrap_or(budget);
+            #[cfg(feature = "tls")]
+            {
+                crate::net::tls_connect(tcp, host, self.options.tls.as_ref(), deadline)
+                    .map_err(|e| self.deadline_or(wait, e.into()))?
+            }
+            // The builder refuses `https://` without the `tls` feature.
+            #[cfg(not(feature = "tls"))]
+            {
+                let _ = (tcp, deadline, wait);
+                return Err(HttpClientError::UnsupportedScheme("https".into()));
+            }
+        } else {
+            MaybeTlsStream::Plain(tcp)
+        };
+        stream.set_read_timeout(self.options.read_timeout)?;
+        stream.set_write_timeout(self.options.write_timeout)?;
+        self.applied_read_timeout = self.options.read_timeout;
+        self.applied_write_timeout = self.options.write_timeout;
+        self.stream = Some(stream);
+        self.connections_opened += 1;
+        self.rules.connected(Instant::now());
+        Ok(())
+    }
+
+    /// Checks an idle connection without blocking: has the server closed it or sent something
+    /// unasked? One non-blocking `recv(MSG_PEEK)`, made only when the rules ask for it.
+    fn probe(&mut self) -> Probe {
+        let Some(stream) = self.stream.as_mut() else {
+            return Probe::Closed;
+        };
+        match peek_idle(stream.tcp()) {
+            Idle::Open => Probe::Open,
+            Idle::Closed => Probe::Closed,
+            Idle::Readable => match stream {
+                MaybeTlsStream::Plain(_) => Probe::Unexpected,
+                // TLS may have records that carry no data (a session ticket): let the TLS
+                // layer consume them without blocking, and see what remains.
+                #[cfg(feature = "tls")]
+                MaybeTlsStream::Tls(tls) => {
+                    if tls_idle_read(tls, &mut self.rbuf) {
+                        Probe::Open
+                    } else {
+                        Probe::Closed
+                    }
+                }
+            },
+        }
+    }
+
+    /// Writes the request and reads until a final (non-1xx) response is complete.
+    fn attempt(&mut self, wbuf: &WriteBuf, method: Method) -> Result<Attempt, HttpClientError> {
+        let write_wait = self.wait(self.options.write_timeout)?;
+        let Some(stream) = self.stream.as_mut() else {
+            return Err(HttpClientError::Io(ErrorKind::NotConnected.into()));
+        };
+        if write_wait.timeout != self.applied_write_timeout {
+            stream.set_write_timeout(write_wait.timeout)?;
+            self.applied_write_timeout = write_wait.timeout;
+        }
+        self.rules.request_started();
+        let mut write_error = None;
+        if let Err(e) = stream
+            .write_all(wbuf.as_slice())
+            .and_then(|()| stream.flush())
+        {
+            if !Failure::is_close(e.kind()) || !self.rules.read_after_write_error() {
+                let e = io_error(stream, e).into();
+                return Err(self.deadline_or(write_wait, e));
+            }
+            // The server stopped reading: it may have answered first (a 413 to a body too
+            // large, a 401 before the body). Read what it sent; report the write error only
+            // when no response is there.
+            write_error = Some(e);
+        }
+        self.reader.expect(method);
+        let mut received_any = false;
+        // The previous response was released before this request was written, so an empty
+        // buffer holds nothing to parse yet: go straight to the socket. Parsing nothing cost
+        // about 170 instructions per request (`tickwire-bench http --callgrind`, client-side
+        // table).
+        let mut parse = !self.rbuf.is_empty();
+        loop {
+            let parsed = if parse {
+                self.reader.read(&mut self.rbuf)?
+            } else {
+                parse = true;
+                Parsed::NeedMore
+            };
+            let informational = match parsed {
+                Parsed::Complete(response) => {
+                    let status = response.status();
+                    if status.is_informational() && status.as_u16() != 101 {
+                        true
+                    } else {
+                        let keep_alive = response.keep_alive() && write_error.is_none();
+                        self.rules.response_complete(keep_alive, Instant::now());
+                        return Ok(Attempt::Done);
+                    }
+                }
+                Parsed::NeedMore => false,
+            };
+            if informational {
+                // 100 Continue, 103 Early Hints: the final response follows.
+                self.reader.expect(method);
+                continue;
+            }
+            let wait = self.wait(self.options.read_timeout)?;
+            let Some(stream) = self.stream.as_mut() else {
+                return Err(HttpClientError::Io(ErrorKind::NotConnected.into()));
+            };
+            if wait.timeout != self.applied_read_timeout {
+                stream.set_read_timeout(wait.timeout)?;
+                self.applied_read_timeout = wait.timeout;
+            }
+            let spare = ResponseReader::read_space(&mut self.rbuf);
+            let n = match stream.read(spare) {
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if !received_any && Failure::is_close(e.kind()) => {
+                    let e = write_error.take().unwrap_or(e);
+                    return Ok(Attempt::ClosedBeforeResponse(io_error(stream, e).into()));
+                }
+                Err(e) => {
+                    let e = io_error(stream, write_error.take().unwrap_or(e)).into();
+                    return Err(self.deadline_or(wait, e));
+                }
+            };
+            if n == 0 {
+                return match self.reader.read_eof(&mut self.rbuf)? {
+                    Some(response) => {
+                        let _ = response;
+                        self.rules.response_complete(false, Instant::now());
+                        Ok(Attempt::Done)
+                    }
+                    None => {
+                        let e = write_error
+                            .map_or(HttpClientError::NoResponse, |e| io_error(stream, e).into());
+                        if received_any {
+                            Err(e)
+                        } else {
+                            Ok(Attempt::ClosedBeforeResponse(e))
+                        }
+                    }
+                };
+            }
+            received_any = true;
+            self.rbuf.filled(n);
+        }
+    }
+
+    /// The longest the next socket wait may take: `per_call`, or the time left before the
+    /// request's deadline when that is shorter. [`HttpClientError::DeadlineExceeded`] once
+    /// the deadline has passed. Without a deadline, no clock is read.
+    fn wait(&self, per_call: Option<Duration>) -> Result<Wait, HttpClientError> {
+        let Some(deadline) = self.deadline else {
+            return Ok(Wait {
+                timeout: per_call,
+                by_deadline: false,
+            });
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(self.deadline_exceeded());
+        }
+        Ok(match per_call {
+            Some(per_call) if per_call <= left => Wait {
+                timeout: Some(per_call),
+                by_deadline: false,
+            },
+            _ => Wait {
+                timeout: Some(left),
+                by_deadline: true,
+            },
+        })
+    }
+
+    /// `error`, or [`HttpClientError::DeadlineExceeded`] when it is the expiry of a wait the
+    /// deadline had shortened.
+    fn deadline_or(&self, wait: Wait, error: HttpClientError) -> HttpClientError {
+        if wait.by_deadline && error.is_timeout() {
+            self.deadline_exceeded()
+        } else {
+            error
+        }
+    }
+
+    fn deadline_exceeded(&self) -> HttpClientError {
+        HttpClientError::DeadlineExceeded {
+            deadline: self.options.request_deadline.unwrap_or_default(),
+        }
+    }
+
+    /// The final response the last [`attempt`](Self::attempt) completed.
+    fn response(&mut self) -> Result<ClientResponse<'_>, HttpClientError> {
+        let Self {
+            reader,
+            rbuf,
+            gunzip,
+            ..
+        } = self;
+        let Some(response) = reader.last(rbuf) else {
+            return Err(HttpClientError::NoResponse);
+        };
+        ClientResponse::new(response, gunzip.as_mut())
+    }
+}
+
+enum Idle {
+    Open,
+    Closed,
+    Readable,
+}
+
+#[cfg(unix)]
+fn peek_idle(tcp: &std::net::TcpStream) -> Idle {
+    use std::mem::MaybeUninit;
+    let mut byte = [MaybeUninit::<u8>::uninit(); 1];
+    match socket2::SockRef::from(tcp)
+        .recv_with_flags(&mut byte, libc::MSG_PEEK | libc::MSG_DONTWAIT)
+    {
+        Ok(0) => Idle::Closed,
+        Ok(_) => Idle::Readable,
+        Err(e) if e.kind() == ErrorKind::WouldBlock => Idle::Open,
+        Err(e) if e.kind() == ErrorKind::Interrupted => Idle::Open,
+        Err(_) => Idle::Closed,
+    }
+}
+
+#[cfg(not(unix))]
+fn peek_idle(tcp: &std::net::TcpStream) -> Idle {
+    let mut byte = [0u8; 1];
+    if tcp.set_nonblocking(true).is_err() {
+        return Idle::Closed;
+    }
+    let idle = match tcp.peek(&mut byte) {
+        Ok(0) => Idle::Closed,
+        Ok(_) => Idle::Readable,
+        Err(e) if e.kind() == ErrorKind::WouldBlock => Idle::Open,
+        Err(_) => Idle::Closed,
+    };
+    if tcp.set_nonblocking(false).is_err() {
+        return Idle::Closed;
+    }
+    idle
+}
+
+/// Reads what an idle TLS connection has without blocking: records with no plaintext
+/// (session tickets, key updates) leave it open; data, close_notify or EOF close it.
+#[cfg(feature = "tls")]
+fn tls_idle_read(tls: &mut crate::TlsStream<std::net::TcpStream>, rbuf: &mut ReadBuf) -> bool {
+    if tls.get_ref().set_nonblocking(true).is_err() {
+        return false;
+    }
+    let open = loop {
+        match tls.read(ResponseReader::read_space(rbuf)) {
+            Ok(_) => break false,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break true,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => break false,
+        }
+    };
+    tls.get_ref().set_nonblocking(false).is_ok() && open
+}

@@ -1,0 +1,58 @@
+//! Proves DESIGN rule 6 for REST: after warm-up, a POST with four headers and a ~100 B JSON
+//! body, answered with a Content-Length JSON response, allocates nothing on the client's
+//! thread: building the request, writing it, reading and parsing the response. A counting
+//! allocator counts only the thread that asks it to (the loopback server thread is not
+//! counted).
+
+mod zero_alloc_support;
+use zero_alloc_support::*;
+
+use std::sync::atomic::Ordering;
+
+use tickwire_blocking::HttpClient;
+
+fn post(client: &mut HttpClient, order: &Order<'_>) -> usize {
+    let response = client
+        .post("/api/v3/order")
+        .header("X-API-Key", "k-3f9a2b")
+        .header("X-Timestamp", "1732390000123")
+        .header("X-Signature", "9f86d081884c7d659a2feaa0c55ad015")
+        .header("Content-Type", "application/json")
+        .send_body_with(|w| write_order(w, order))
+        .expect("order accepted");
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(response.body(), RESPONSE_BODY);
+    response.body().len()
+}
+
+fn main() {
+    let (port, server) = server();
+    let mut client = HttpClient::builder(&format!("http://127.0.0.1:{port}"))
+        .build()
+        .unwrap();
+    let order = ORDER;
+    for _ in 0..100 {
+        post(&mut client, &order);
+    }
+    COUNT_THIS_THREAD.with(|c| c.set(true));
+    let rounds = 1_000;
+    let mut bytes = 0;
+    for _ in 0..rounds {
+        bytes += post(&mut client, &order);
+    }
+    COUNT_THIS_THREAD.with(|c| c.set(false));
+    let allocations = ALLOCATIONS.load(Ordering::Relaxed);
+    assert_eq!(client.connections_opened(), 1, "one keep-alive connection");
+    assert_eq!(bytes, rounds * RESPONSE_BODY.len());
+    drop(client);
+    assert_eq!(
+        server.join().unwrap(),
+        1_100,
+        "every request reached the server"
+    );
+    assert_eq!(
+        allocations, 0,
+        "{allocations} allocations in {rounds} POST round trips after warm-up"
+    );
+    println!("http_zero_alloc: {rounds} POST round trips after warm-up, 0 allocations");
+}
