@@ -4,8 +4,15 @@
 //! The per-connection I/O (handshake, reads, message delivery, writes) is in `conn`; this
 //! module owns the loop, accepting, commands from other threads, timers and shutdown.
 
+#[cfg_attr(
+    target_os = "linux",
+    expect(
+        unsafe_code,
+        reason = "the io_uring submission and send(2) of batched sends (docs/UNSAFE.md)"
+    )
+)]
+mod batch_send;
 mod conn;
-#[allow(unsafe_code)]
 mod fanout;
 mod replies;
 pub(crate) mod spin;
@@ -224,10 +231,10 @@ pub(crate) struct Worker<H: Handler, T: Transport> {
     accept_blocked: bool,
     shutdown_at: Option<Instant>,
     topics: topics::Topics,
-    /// Batched sends of topic rounds (io_uring), when enabled and available.
-    fanout: fanout::Fanout,
-    /// Reused: the subscribers of the batch being sent.
-    batched: Vec<ConnId>,
+    /// Batched sends of topic rounds and replies (io_uring), when enabled and available.
+    sender: batch_send::BatchSender,
+    /// Reused: the topic round being sent in one batch.
+    round_batch: fanout::RoundBatch,
     /// The wake-up's replies waiting for one batched send.
     replies: replies::Replies,
 }
@@ -252,8 +259,8 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         let config = Arc::new(options.config.clone());
         let scratch = Box::new(Buffers::new(&config));
         let now = Instant::now();
-        // A ring only where it is used: topic rounds on a plain server.
-        let fanout = fanout::Fanout::new(settings.batched_sends && !T::TLS);
+        // A ring only where it is used: topic rounds and replies on a plain server.
+        let sender = batch_send::BatchSender::new(settings.batched_sends && !T::TLS);
         Ok(Self {
             index,
             poll,
@@ -279,9 +286,9 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             accept_blocked: false,
             shutdown_at: None,
             topics: topics::Topics::default(),
-            replies: replies::Replies::new(fanout.enabled()),
-            fanout,
-            batched: Vec::new(),
+            replies: replies::Replies::new(sender.enabled()),
+            sender,
+            round_batch: fanout::RoundBatch::default(),
         })
     }
 

@@ -1,16 +1,10 @@
 //! A round's sends to many subscribers in one system call.
 //!
 //! When a topic's round is the same bytes for every subscriber that was idle (nothing owed
-//! before it, no deflate), those bytes are laid out once and handed to the kernel as one
-//! io_uring submission of a `send` per subscriber, instead of one `send(2)` each: the
-//! system call's entry, exit and descriptor lookup are paid once per round rather than once
-//! per subscriber. Measured on this project's VM (`docs/benchmarks/pubsub.md`): 100 loopback
-//! sockets, 3.3 KB each, about 10% less CPU per send.
-//!
-//! Every send is `MSG_DONTWAIT`: a socket that would block completes at once with `EAGAIN`
-//! or a short count, and the worker queues what was not taken exactly as a short `send(2)`
-//! would have left it. Where io_uring is missing or refused (an old kernel, a seccomp
-//! filter, another OS), the worker writes to each subscriber as before.
+//! before it, no deflate), those bytes are laid out once and handed to the batched sender
+//! (`batch_send`) with each subscriber's socket, instead of one `send(2)` each. What a
+//! socket did not take is queued again exactly as a short `send(2)` would have left it.
+//! Where batching is off, the worker writes to each subscriber as before.
 
 use std::io::IoSlice;
 use std::os::fd::{AsRawFd, RawFd};
@@ -18,6 +12,7 @@ use std::sync::Arc;
 
 use tickwire_codec::ws::{Buffers, Connection, ConnectionState};
 
+use super::batch_send::Sent;
 use super::conn::Reading;
 use super::topics::{self, Counts, Round};
 use super::{Phase, Worker};
@@ -30,241 +25,14 @@ use crate::transport::Transport;
 /// the round reads this many slices).
 pub(super) const MAX_FRAMES: usize = 256;
 
-/// Sends per submission (the ring's size): a larger fan-out is submitted in several.
-#[cfg(target_os = "linux")]
-const ENTRIES: u32 = 256;
-
-/// What one send did: all of it, part (`Short(n)`), or an error (`errno`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Sent {
-    All,
-    Short(usize),
-    Failed(i32),
-}
-
-impl Sent {
-    /// The socket took nothing because it was full (`EAGAIN`).
-    pub(super) fn would_block(self) -> bool {
-        #[cfg(target_os = "linux")]
-        return self == Sent::Failed(libc::EAGAIN);
-        #[cfg(not(target_os = "linux"))]
-        false
-    }
-}
-
-/// The worker's ring and the round's bytes.
-pub(super) struct Fanout {
-    ring: Ring,
-    /// The bytes every batched subscriber is sent (one round of one topic).
-    pub(super) bytes: Vec<u8>,
-    /// Reused: descriptors to send `bytes` to, in the order results are reported.
+/// Reused between rounds: the bytes every batched subscriber is sent, and to whom.
+#[derive(Debug, Default)]
+pub(super) struct RoundBatch {
+    /// The round's frames, laid out once.
+    bytes: Vec<u8>,
+    /// The batched subscribers' sockets, in the order of `ids`.
     fds: Vec<RawFd>,
-}
-
-/// The io_uring ring (none: batching is off) and the results of its last sends.
-struct Ring {
-    #[cfg(target_os = "linux")]
-    ring: Option<io_uring::IoUring>,
-    /// Reused: the result per send.
-    results: Vec<Sent>,
-}
-
-impl std::fmt::Debug for Fanout {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Fanout")
-            .field("enabled", &self.enabled())
-            .field("bytes", &self.bytes.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Fanout {
-    /// A ring when `wanted` and the kernel gives one; otherwise batching is off.
-    pub(super) fn new(wanted: bool) -> Self {
-        #[cfg(target_os = "linux")]
-        let ring = if wanted {
-            io_uring::IoUring::new(ENTRIES).ok()
-        } else {
-            None
-        };
-        #[cfg(not(target_os = "linux"))]
-        let _ = wanted;
-        Self {
-            ring: Ring {
-                #[cfg(target_os = "linux")]
-                ring,
-                results: Vec::new(),
-            },
-            bytes: Vec::new(),
-            fds: Vec::new(),
-        }
-    }
-
-    /// Sends are batched.
-    pub(super) fn enabled(&self) -> bool {
-        #[cfg(target_os = "linux")]
-        return self.ring.ring.is_some();
-        #[cfg(not(target_os = "linux"))]
-        false
-    }
-
-    /// What the last [`send`](Self::send) did for the `index`th descriptor.
-    pub(super) fn result(&self, index: usize) -> Sent {
-        self.ring.results[index]
-    }
-
-    /// Adds a descriptor to the batch.
-    pub(super) fn push(&mut self, fd: RawFd) {
-        self.fds.push(fd);
-    }
-
-    /// Sends `bytes` to every descriptor pushed since the last call; the results, in push
-    /// order. Empties the batch.
-    pub(super) fn send(&mut self) -> &[Sent] {
-        let bytes = &self.bytes[..];
-        self.ring
-            .submit_all(self.fds.iter().map(|&fd| (fd, bytes)), self.fds.len());
-        self.fds.clear();
-        &self.ring.results
-    }
-
-    /// Sends each entry's bytes to its descriptor (the connections' own replies); the
-    /// results, in order.
-    pub(super) fn send_each(&mut self, entries: &[(RawFd, IoSlice<'_>)]) -> &[Sent] {
-        self.ring.submit_all(
-            entries.iter().map(|(fd, bytes)| (*fd, &bytes[..])),
-            entries.len(),
-        );
-        &self.ring.results
-    }
-}
-
-impl Ring {
-    /// Sends `count` entries in submissions of at most the ring's size, each waited for to
-    /// its last completion, and sets `results`. The borrows of the bytes last the call, and
-    /// the call returns only when the kernel is done with them.
-    fn submit_all<'b>(&mut self, entries: impl Iterator<Item = (RawFd, &'b [u8])>, count: usize) {
-        self.results.clear();
-        self.results.resize(count, Sent::Failed(0));
-        #[cfg(target_os = "linux")]
-        {
-            let mut entries = entries;
-            if count == 1 && self.ring.is_some() {
-                // One send: send(2) itself costs less than a submission and its completion
-                // (a wake-up with one reply, the common case at low load).
-                if let Some((fd, bytes)) = entries.next() {
-                    self.results[0] = send_one(fd, bytes);
-                }
-                return;
-            }
-            for results in self.results.chunks_mut(ENTRIES as usize) {
-                let Some(ring) = self.ring.as_mut() else {
-                    break;
-                };
-                if let Err(error) = submit(ring, entries.by_ref().take(results.len()), results) {
-                    // Nothing of this submission reached the kernel (io_uring_enter reports
-                    // an error only when it took no entry): every send left is reported
-                    // failed, the connections are written one by one, and so is everything
-                    // after (the ring, with the entries it did not take, goes).
-                    let errno = error.raw_os_error().unwrap_or(libc::EIO);
-                    for result in results.iter_mut().filter(|r| **r == Sent::Failed(0)) {
-                        *result = Sent::Failed(errno);
-                    }
-                    self.ring = None;
-                }
-            }
-        }
-        #[cfg(not(target_os = "linux"))]
-        drop(entries);
-    }
-}
-
-/// One `MSG_DONTWAIT` send(2), reported as the ring would report it.
-#[cfg(target_os = "linux")]
-fn send_one(fd: RawFd, bytes: &[u8]) -> Sent {
-    loop {
-        // SAFETY: `bytes` is a live slice for the whole call and the kernel only reads
-        // `bytes.len()` bytes from its start; `fd` is a descriptor the worker owns.
-        let n = unsafe {
-            libc::send(
-                fd,
-                bytes.as_ptr().cast(),
-                bytes.len(),
-                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-            )
-        };
-        if n >= 0 {
-            let n = n as usize;
-            return if n >= bytes.len() {
-                Sent::All
-            } else {
-                Sent::Short(n)
-            };
-        }
-        let errno = std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO);
-        if errno != libc::EINTR {
-            return Sent::Failed(errno);
-        }
-    }
-}
-
-/// One submission of a send per entry (at most the ring's size: `results.len()` of them),
-/// waited for to the last completion; `results[i]` is set for the completion of the `i`th.
-#[cfg(target_os = "linux")]
-fn submit<'b>(
-    ring: &mut io_uring::IoUring,
-    entries: impl Iterator<Item = (RawFd, &'b [u8])>,
-    results: &mut [Sent],
-) -> std::io::Result<()> {
-    use io_uring::{opcode, types};
-
-    // The length asked of each send, to tell a whole send from a short one.
-    let mut asked = [0u32; ENTRIES as usize];
-    let mut waiting = 0;
-    {
-        let mut queue = ring.submission();
-        for (index, (fd, bytes)) in entries.enumerate().take(results.len()) {
-            let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
-            asked[index] = len;
-            let entry = opcode::Send::new(types::Fd(fd), bytes.as_ptr(), len)
-                // A full socket completes at once with EAGAIN (io_uring marks a
-                // MSG_DONTWAIT send no-wait, so it never parks it); a reset one raises no
-                // SIGPIPE.
-                .flags(libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
-                .build()
-                .user_data(index as u64);
-            // Why the push is sound: this function returns only once each pushed entry has
-            // completed (or, on an error, when the kernel took none of them, and the caller
-            // then drops the ring with them); each entry's bytes are borrowed for the whole
-            // call, so nothing moves or changes them meanwhile; at most the ring's size is
-            // pushed and the last call left the ring empty.
-            // SAFETY: so the bytes outlive every entry, and the queue has room for this one.
-            if unsafe { queue.push(&entry) }.is_err() {
-                results[index] = Sent::Failed(libc::EAGAIN);
-                continue;
-            }
-            waiting += 1;
-        }
-    }
-    while waiting > 0 {
-        match ring.submit_and_wait(waiting) {
-            Ok(_) => {}
-            Err(error) if error.raw_os_error() == Some(libc::EINTR) => {}
-            Err(error) => return Err(error),
-        }
-        for completion in ring.completion() {
-            let index = completion.user_data() as usize;
-            results[index] = match completion.result() {
-                n if n >= 0 && n as u32 >= asked[index] => Sent::All,
-                n if n >= 0 => Sent::Short(n as usize),
-                errno => Sent::Failed(-errno),
-            };
-            waiting -= 1;
-        }
-    }
-    Ok(())
+    ids: Vec<ConnId>,
 }
 
 impl<H: Handler, T: Transport> Worker<H, T> {
@@ -283,8 +51,9 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         counts: &mut Counts,
         gaps: &mut Vec<(ConnId, Topic, Gap)>,
     ) {
-        let mut batched = std::mem::take(&mut self.batched);
-        batched.clear();
+        let mut batched = std::mem::take(&mut self.round_batch);
+        batched.fds.clear();
+        batched.ids.clear();
         for &id in walk {
             let mut gap = None;
             let closed_before = counts.closed;
@@ -310,8 +79,8 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             });
             match quiet {
                 Some(fd) if written => {
-                    self.fanout.push(fd);
-                    batched.push(id);
+                    batched.fds.push(fd);
+                    batched.ids.push(id);
                 }
                 _ if queued => self.serve(id.slot(), Reading::No),
                 _ => {}
@@ -323,16 +92,15 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 gaps.push((id, topic.clone(), gap));
             }
         }
-        if !batched.is_empty() {
-            self.fanout.bytes.clear();
+        if !batched.ids.is_empty() {
+            batched.bytes.clear();
             for publication in batch {
-                self.fanout
-                    .bytes
-                    .extend_from_slice(publication.frame.wire());
+                batched.bytes.extend_from_slice(publication.frame.wire());
             }
-            self.fanout.send();
-            for (index, &id) in batched.iter().enumerate() {
-                let taken = match self.fanout.result(index) {
+            let bytes = &batched.bytes[..];
+            self.sender.send(batched.fds.iter().map(|&fd| (bytes, fd)));
+            for (index, &id) in batched.ids.iter().enumerate() {
+                let taken = match self.sender.result(index) {
                     Sent::All => continue,
                     Sent::Short(n) => n,
                     Sent::Failed(_) => 0,
@@ -351,7 +119,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 self.serve(id.slot(), Reading::No);
             }
         }
-        self.batched = batched;
+        self.round_batch = batched;
     }
 
     /// The socket of `id` when it can join a batch: open, plain, owing nothing, no flag set
@@ -417,127 +185,4 @@ fn holds_exactly_in<const N: usize>(
                 let wire = publication.frame.wire();
                 slice.as_ptr() == wire.as_ptr() && slice.len() == wire.len()
             })
-}
-
-#[cfg(all(test, target_os = "linux"))]
-mod tests {
-    use std::io::{ErrorKind, Read};
-    use std::net::{TcpListener, TcpStream};
-    use std::os::fd::AsRawFd;
-
-    use super::{Fanout, Sent};
-
-    /// `n` connected pairs: (the sending end, non-blocking, the receiving end).
-    fn pairs(n: usize) -> Vec<(TcpStream, TcpStream)> {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        (0..n)
-            .map(|_| {
-                let receiver = TcpStream::connect(addr).unwrap();
-                let (sender, _) = listener.accept().unwrap();
-                sender.set_nonblocking(true).unwrap();
-                (sender, receiver)
-            })
-            .collect()
-    }
-
-    #[test]
-    fn one_submission_delivers_the_bytes_whole_to_every_socket() {
-        // More sockets than the ring holds: the batch goes in several submissions.
-        let pairs = pairs(300);
-        let mut fanout = Fanout::new(true);
-        assert!(
-            fanout.enabled(),
-            "io_uring is available on Linux CI machines"
-        );
-        fanout.bytes = (0..3_000u32).map(|i| (i % 251) as u8).collect();
-        for (sender, _) in &pairs {
-            fanout.push(sender.as_raw_fd());
-        }
-        let results = fanout.send().to_vec();
-        assert_eq!(results, vec![Sent::All; 300]);
-        for (_, receiver) in &pairs {
-            let mut got = vec![0; 3_000];
-            (&*receiver).read_exact(&mut got).unwrap();
-            assert_eq!(got, fanout.bytes);
-        }
-        // The batch is emptied: the next send has nothing to do.
-        assert!(fanout.send().is_empty());
-    }
-
-    #[test]
-    fn a_full_socket_answers_at_once_with_what_it_took() {
-        let pairs = pairs(1);
-        let (sender, receiver) = &pairs[0];
-        let mut fanout = Fanout::new(true);
-        assert!(fanout.enabled());
-        fanout.bytes = vec![7; 64 << 10];
-        let mut taken = 0;
-        let mut full = false;
-        // Bounded: the kernel's buffers hold a few MB at most.
-        for _ in 0..10_000 {
-            fanout.push(sender.as_raw_fd());
-            match fanout.send()[0] {
-                Sent::All => taken += 64 << 10,
-                Sent::Short(n) => taken += n,
-                Sent::Failed(errno) => {
-                    assert_eq!(errno, libc::EAGAIN, "a full socket says EAGAIN");
-                    full = true;
-                    break;
-                }
-            }
-        }
-        assert!(full, "the receiver never read, so the socket filled");
-        // Every byte reported taken arrives, and nothing more.
-        receiver.set_nonblocking(true).unwrap();
-        let mut got = 0;
-        let mut buf = vec![0; 1 << 16];
-        let mut idle = 0;
-        while idle < 50 {
-            match (&*receiver).read(&mut buf) {
-                Ok(n) => {
-                    assert!(buf[..n].iter().all(|&b| b == 7));
-                    got += n;
-                    idle = 0;
-                }
-                Err(error) if error.kind() == ErrorKind::WouldBlock => {
-                    idle += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(2));
-                }
-                Err(error) => panic!("{error}"),
-            }
-        }
-        assert_eq!(got, taken);
-    }
-
-    #[test]
-    fn a_reset_peer_fails_its_send_and_not_the_others() {
-        let mut pairs = pairs(3);
-        // The middle receiver goes with a reset (SO_LINGER 0).
-        let (reset_sender, reset_receiver) = pairs.remove(1);
-        socket2::SockRef::from(&reset_receiver)
-            .set_linger(Some(std::time::Duration::ZERO))
-            .unwrap();
-        drop(reset_receiver);
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        let mut fanout = Fanout::new(true);
-        assert!(fanout.enabled());
-        fanout.bytes = b"tick".to_vec();
-        fanout.push(pairs[0].0.as_raw_fd());
-        fanout.push(reset_sender.as_raw_fd());
-        fanout.push(pairs[1].0.as_raw_fd());
-        let results = fanout.send().to_vec();
-        assert_eq!(results[0], Sent::All);
-        assert!(
-            matches!(results[1], Sent::Failed(errno) if errno == libc::ECONNRESET || errno == libc::EPIPE),
-            "{:?}",
-            results[1]
-        );
-        assert_eq!(results[2], Sent::All);
-        for (_, receiver) in &pairs {
-            let mut got = [0; 4];
-            (&*receiver).read_exact(&mut got).unwrap();
-            assert_eq!(&got, b"tick");
-        }
-    }
 }

@@ -16,12 +16,11 @@
 //! Nothing is queued on, written to or closed on a connection while its run waits: serving
 //! it, lending it to a callback or ending it sends the batch first.
 
-use std::io::IoSlice;
 use std::os::fd::RawFd;
 
 use tickwire_codec::ws::{Buffers, CloseCode, Connection};
 
-use super::fanout::Sent;
+use super::batch_send::Sent;
 use super::{BATCHED, End, Phase, WRITE_WAITING, Worker};
 use crate::handler::{DisconnectKind, Handler};
 use crate::transport::Transport;
@@ -126,7 +125,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         if self.replies.replies.is_empty() {
             return;
         }
-        let mut entries = [(0 as RawFd, IoSlice::new(&[])); MAX_REPLIES];
+        let mut pairs: [(&[u8], RawFd); MAX_REPLIES] = [(&[], 0); MAX_REPLIES];
         let mut count = 0;
         for reply in &self.replies.replies {
             let slot = &self.slots[reply.slot as usize];
@@ -136,11 +135,11 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             let Some(stream) = slot.stream.as_ref() else {
                 continue;
             };
-            entries[count] = (stream.fd(), IoSlice::new(self.replies.run(reply)));
+            pairs[count] = (self.replies.run(reply), stream.fd());
             count += 1;
         }
         let mut results = [Sent::All; MAX_REPLIES];
-        results[..count].copy_from_slice(self.fanout.send_each(&entries[..count]));
+        results[..count].copy_from_slice(self.sender.send(pairs[..count].iter().copied()));
         let replies = std::mem::take(&mut self.replies.replies);
         let mut sent = 0;
         for reply in &replies {

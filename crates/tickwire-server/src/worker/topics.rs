@@ -225,7 +225,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             let batched = !careful
                 && pieces.len() == 1
                 && !T::TLS
-                && self.fanout.enabled()
+                && self.sender.enabled()
                 && batch.len() <= fanout::MAX_FRAMES;
             if batched {
                 self.fanout_round(&topic, &batch, &walk, &round, &mut counts, &mut gaps);
