@@ -12,13 +12,18 @@
     )
 )]
 mod batch_send;
-mod conn;
 mod fanout;
+mod marks;
+mod peer;
 mod replies;
+mod serving;
+mod socket_io;
 pub(crate) mod spin;
 mod topics;
 
-use conn::Reading;
+use marks::{End, Marks};
+use peer::{HandshakeLent, Handshook, Peer, Phase, Release, Served};
+use serving::{Open, Reading, ServeLent};
 use spin::{BusyPoll, Spin};
 
 use std::io::{self, Write};
@@ -29,7 +34,7 @@ use mio::net::{TcpListener, TcpStream};
 
 use mio::{Events, Interest, Poll, Token};
 use tickwire_codec::buf::WriteBuf;
-use tickwire_codec::handshake::{ServerHandshake, ServerOptions};
+use tickwire_codec::handshake::ServerOptions;
 use tickwire_codec::ws::{Buffers, CloseCode, Config, Connection};
 
 use crate::handle::{Command, ConnId, GENERATION_MASK};
@@ -81,106 +86,6 @@ impl Default for Settings {
     }
 }
 
-/// Reads pause: more than the backpressure limit is queued.
-const READ_PAUSED: u8 = 1;
-/// Output waited for the socket: `on_writable` is owed once it drains.
-const WRITE_WAITING: u8 = 2;
-/// A callback panicked: no more callbacks but `on_close`.
-const PANICKED: u8 = 4;
-/// The connection failed and its close frame (or the refusal of its upgrade request) is
-/// written: the write side is shut and what the peer still sends is read and dropped until it
-/// closes or the close timeout passes, so that closing the socket with unread bytes (which
-/// sends a reset, and can destroy that last answer in the peer's receive queue) does not
-/// happen.
-const LINGERING: u8 = 8;
-/// The connection's last output was copied into the worker's batch of replies
-/// (`replies`) and recorded written; the batch goes before anything else is queued on the
-/// connection or written to it.
-const BATCHED: u8 = 16;
-
-/// How a connection is ending, recorded when it is known (the socket may close later, once
-/// what is owed is written).
-#[derive(Debug, Clone, Copy)]
-struct End {
-    kind: DisconnectKind,
-    code: Option<CloseCode>,
-}
-
-/// A slot's flags and how the connection is ending, in 4 bytes (`Option<End>` and the flags
-/// apart take 8 with alignment, and push the slot 8 bytes past the codec state + 24): close
-/// code 0 is never sent, so it stands for none.
-#[derive(Debug, Clone, Copy, Default)]
-struct Marks {
-    flags: u8,
-    end_kind: Option<DisconnectKind>,
-    end_code: u16,
-}
-
-impl Marks {
-    /// Records how the connection ends unless something was recorded first (the first cause
-    /// wins).
-    fn record(&mut self, end: End) {
-        if self.end_kind.is_none() {
-            self.end_kind = Some(end.kind);
-            self.end_code = end.code.map_or(0, u16::from);
-        }
-    }
-
-    /// What was recorded, if anything.
-    fn end(&self) -> Option<End> {
-        self.end_kind.map(|kind| End {
-            kind,
-            code: (self.end_code != 0).then(|| CloseCode::from(self.end_code)),
-        })
-    }
-}
-
-/// 272 bytes for a plain server with `State = ()`: the codec's `Connection` (248) and 24 of
-/// bookkeeping.
-#[derive(Debug)]
-struct Slot<S, T> {
-    phase: Phase<S>,
-    /// The buffer set the connection keeps while it owes bytes; `None` when idle.
-    bufs: Option<Box<Buffers>>,
-    stream: Option<T>,
-    generation: u32,
-    /// The tick of the connection's live wheel entry ([`UNARMED`]: none).
-    armed: u32,
-    marks: Marks,
-}
-
-#[derive(Debug)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "an open connection is the common case and lives in the slot itself: boxing it \
-              would add an allocation and a pointer per connection"
-)]
-enum Phase<S> {
-    /// Unused; the next free slot.
-    Free {
-        next: u32,
-    },
-    /// Reading the upgrade request. A partial head is in `bufs`, and the handshake that has
-    /// scanned it is kept (boxed: only while a request is partial), so that each read scans
-    /// only the new bytes: a client trickling its request costs the server linear time.
-    Handshake(Option<Box<ServerHandshake<'static>>>),
-    /// The 101 did not fit in the socket at once: the rest of it, then open.
-    Responding(Box<Responding<S>>),
-    Open(Open<S>),
-}
-
-#[derive(Debug)]
-struct Open<S> {
-    conn: Connection,
-    state: S,
-}
-
-#[derive(Debug)]
-struct Responding<S> {
-    open: Open<S>,
-    rest: Vec<u8>,
-}
-
 /// What [`Worker::lend`] hands out: the disjoint parts a callback on one open connection
 /// needs.
 struct Lent<'w, H: Handler> {
@@ -206,7 +111,7 @@ pub(crate) struct Worker<H: Handler, T: Transport> {
     /// The connections' configuration, one `Arc` for all of them.
     config: Arc<Config>,
     settings: Settings,
-    slots: Vec<Slot<H::State, T>>,
+    slots: Vec<Peer<H::State, T>>,
     free: u32,
     live: usize,
     /// The set lent to the connection being served when it has none of its own.
@@ -222,7 +127,7 @@ pub(crate) struct Worker<H: Handler, T: Transport> {
     /// Handshake responses are written here, then to the socket.
     head_out: WriteBuf,
     /// Where the slices of one vectored write are gathered when they are short
-    /// (`conn::STAGE`).
+    /// (`socket_io::STAGE`).
     stage: Vec<u8>,
     wheel: Wheel,
     due: Vec<Entry>,
@@ -279,7 +184,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             scratch,
             pool: Vec::new(),
             head_out: WriteBuf::new(1024, 0),
-            stage: Vec::with_capacity(conn::STAGE),
+            stage: Vec::with_capacity(socket_io::STAGE),
             wheel: Wheel::new(now),
             due: Vec::new(),
             now,
@@ -458,14 +363,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             return index;
         }
         let index = u32::try_from(self.slots.len()).expect("fewer than 2^32 connections");
-        self.slots.push(Slot {
-            phase: Phase::Handshake(None),
-            bufs: None,
-            stream: None,
-            generation: 0,
-            armed: UNARMED,
-            marks: Marks::default(),
-        });
+        self.slots.push(Peer::empty());
         index
     }
 
@@ -490,7 +388,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         };
         match slot.phase {
             Phase::Free { .. } => {}
-            Phase::Handshake(_) if slot.marks.flags & LINGERING != 0 => {
+            Phase::Handshake(_) if slot.marks.flags.lingering() => {
                 if reading != Reading::No {
                     self.linger(index);
                 }
@@ -582,7 +480,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         let Some(lent) = self.lend(id) else {
             return;
         };
-        if lent.marks.flags & PANICKED != 0 {
+        if lent.marks.flags.panicked() {
             return;
         }
         let mut conn = Conn {
@@ -591,8 +489,8 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             sender: lent.open.conn.sender(lent.bufs),
         };
         let handler = lent.handler;
-        if !conn::guarded(|| f(handler, &mut conn)) {
-            conn::panicked(lent.marks, &mut conn);
+        if !serving::guarded(|| f(handler, &mut conn)) {
+            serving::panicked(lent.marks, &mut conn);
         }
     }
 
@@ -616,27 +514,15 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 continue;
             }
             slot.armed = UNARMED;
-            if slot.marks.flags & LINGERING != 0 {
-                self.finish(
-                    entry.slot,
-                    End {
-                        kind: DisconnectKind::Failed,
-                        code: None,
-                    },
-                );
+            if slot.marks.flags.lingering() {
+                self.finish(entry.slot, End::FAILED);
                 continue;
             }
             match slot.phase {
                 Phase::Free { .. } => {}
                 // The opening handshake took too long (a trickled request included).
                 Phase::Handshake(_) => self.drop_handshake(entry.slot, HandshakeFailure::Timeout),
-                Phase::Responding(_) => self.finish(
-                    entry.slot,
-                    End {
-                        kind: DisconnectKind::Failed,
-                        code: None,
-                    },
-                ),
+                Phase::Responding(_) => self.finish(entry.slot, End::FAILED),
                 Phase::Open(_) => self.serve(entry.slot, Reading::No),
             }
         }
@@ -704,10 +590,8 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         self.put_slot(index);
         self.topics.forget(index);
         self.live -= 1;
-        let state = match phase {
-            Phase::Open(open) => open.state,
-            Phase::Responding(responding) => responding.open.state,
-            Phase::Handshake(_) | Phase::Free { .. } => return,
+        let Some(state) = phase.into_state() else {
+            return;
         };
         let disconnect = Disconnect {
             kind: end.kind,
@@ -717,6 +601,161 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             handler.on_close(id, state, disconnect);
         }));
+    }
+
+    /// Reads the upgrade request (see [`Peer::handshake`]); on a 101 the connection opens
+    /// and is served at once (bytes that followed the request included).
+    fn handshake(&mut self, index: u32) {
+        let mut lent = HandshakeLent {
+            handler: &mut self.handler,
+            options: &self.options,
+            config: &self.config,
+            head_out: &mut self.head_out,
+            now: self.now,
+        };
+        let slot = &mut self.slots[index as usize];
+        match slot.handshake(&mut self.scratch, &mut lent) {
+            Handshook::Gone
+            | Handshook::Waiting {
+                keep_scratch: false,
+            } => {}
+            Handshook::Waiting { keep_scratch: true } => self.keep_scratch(index),
+            Handshook::Opened => self.opened(index),
+            Handshook::Refused(failure) => self.refuse(index, failure),
+            Handshook::Failed(failure) => self.drop_handshake(index, failure),
+        }
+    }
+
+    /// The rest of a 101 the socket did not take at once.
+    fn respond_rest(&mut self, index: u32) {
+        match self.slots[index as usize].respond_rest() {
+            Ok(true) => self.opened(index),
+            Ok(false) => {}
+            Err(_) => self.finish(index, End::RESET),
+        }
+    }
+
+    /// The 101 is written: `on_open`, then serve (frames that came with the request first).
+    fn opened(&mut self, index: u32) {
+        let id = self.id(index);
+        self.call(id, |handler, conn| handler.on_open(conn));
+        // Read too: the request's read may have stopped at a full buffer, or bytes came
+        // while the 101 waited for the socket, and their edge has passed.
+        self.serve(index, Reading::ToWouldBlock);
+    }
+
+    /// Writes the refusal in `head_out`, tells the handler, and lingers until the client has
+    /// stopped sending (see [`Peer::write_refusal`]), or drops the connection at once.
+    fn refuse(&mut self, index: u32, failure: HandshakeFailure) {
+        let slot = &mut self.slots[index as usize];
+        if !slot.write_refusal(self.head_out.as_slice(), &mut self.scratch.read) {
+            return self.drop_handshake(index, failure);
+        }
+        self.report_handshake_failure(index, failure);
+        self.start_lingering(index);
+    }
+
+    /// Starts lingering on a connection whose last answer is written and whose write side is
+    /// shut: the close timeout is armed, and its buffers go back (the scratch set is emptied
+    /// for the next connection, as `finish` does).
+    fn start_lingering(&mut self, index: u32) {
+        let tick = self.wheel.tick_of(self.now + self.config.close_timeout);
+        let slot = &mut self.slots[index as usize];
+        let kept = slot.start_lingering();
+        if slot.armed == UNARMED || tick < slot.armed {
+            self.wheel.insert(index, tick);
+            slot.armed = tick;
+        }
+        match kept {
+            Some(mut owned) => {
+                owned.clear();
+                self.give_back(owned);
+            }
+            None => self.scratch.clear(),
+        }
+    }
+
+    /// A lingering connection: drop what the peer still sends, close at its end.
+    fn linger(&mut self, index: u32) {
+        if self.slots[index as usize].linger(&mut self.scratch.read) {
+            self.finish(index, End::FAILED);
+        }
+    }
+
+    /// A TLS handshake whose messages the socket did not take at once: write the rest.
+    fn flush_handshake(&mut self, index: u32) {
+        if let Err(failure) = self.slots[index as usize].flush_handshake() {
+            self.drop_handshake(index, failure);
+        }
+    }
+
+    /// Tells the handler why a connection's opening handshake failed.
+    fn report_handshake_failure(&mut self, index: u32, failure: HandshakeFailure) {
+        let peer = self.slots[index as usize].peer_addr();
+        let handler = &mut self.handler;
+        let _ = serving::guarded(|| handler.on_handshake_error(peer, failure));
+    }
+
+    /// Drops a connection whose opening handshake failed, after telling the handler why.
+    fn drop_handshake(&mut self, index: u32, failure: HandshakeFailure) {
+        self.report_handshake_failure(index, failure);
+        self.finish(index, End::RESET);
+    }
+
+    /// The connection being served keeps the scratch set (it owes bytes); the worker takes
+    /// a set from its pool as its new scratch.
+    fn keep_scratch(&mut self, index: u32) {
+        let fresh = self
+            .pool
+            .pop()
+            .unwrap_or_else(|| Box::new(Buffers::new(&self.config)));
+        let owned = std::mem::replace(&mut self.scratch, fresh);
+        self.slots[index as usize].bufs = Some(owned);
+    }
+
+    /// Serves an open connection (see [`Peer::serve`]), then closes it if it is over, or
+    /// arms its next deadline and settles who keeps the buffer set.
+    fn serve(&mut self, index: u32, reading: Reading) {
+        self.reply_before_more(index);
+        let id = self.id(index);
+        let mut lent = ServeLent {
+            handler: &mut self.handler,
+            replies: &mut self.replies,
+            stage: &mut self.stage,
+            now: self.now,
+            limit: self.settings.backpressure_limit,
+        };
+        let slot = &mut self.slots[index as usize];
+        let (deadline, release) = match slot.serve(id, reading, &mut self.scratch, &mut lent) {
+            Served::Untouched => return,
+            Served::Over(end) => return self.finish(index, end),
+            Served::Linger => return self.start_lingering(index),
+            Served::Open { deadline, release } => (deadline, release),
+        };
+        // Arm the wheel for the connection's next deadline, if it is earlier than the entry
+        // already armed (a later one is found when that entry fires).
+        if let Some(at) = deadline {
+            let tick = self.wheel.tick_of(at);
+            if slot.armed == UNARMED || tick < slot.armed {
+                self.wheel.insert(index, tick);
+                slot.armed = tick;
+            }
+        }
+        match release {
+            Release::GiveBack(owned) => self.give_back(owned),
+            Release::Keep => {}
+            Release::ScratchIdle => {
+                if self.scratch.capacity() > 4 * self.set_capacity {
+                    // A large frame grew the scratch set: do not keep the memory.
+                    *self.scratch = Buffers::new(&self.config);
+                }
+            }
+            Release::KeepScratch => self.keep_scratch(index),
+        }
+        // Settled: the connection keeps its set or not, as if its reply had been written.
+        if self.replies.full() {
+            self.send_replies();
+        }
     }
 
     /// A set back from a connection: pooled if the pool has room and it did not grow.
@@ -738,7 +777,7 @@ mod tests {
         // mio's socket carries a selector id in debug builds only.
         let debug =
             (size_of::<TcpStream>() - size_of::<std::os::fd::OwnedFd>()).next_multiple_of(8);
-        let slot = size_of::<Slot<(), TcpStream>>();
+        let slot = size_of::<Peer<(), TcpStream>>();
         assert_eq!(slot, size_of::<Connection>() + 24 + debug, "{slot}");
     }
 }

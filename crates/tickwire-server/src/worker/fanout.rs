@@ -13,7 +13,7 @@ use std::sync::Arc;
 use tickwire_codec::ws::{Buffers, Connection, ConnectionState};
 
 use super::batch_send::Sent;
-use super::conn::Reading;
+use super::serving::Reading;
 use super::topics::{self, Counts, Round};
 use super::{Phase, Worker};
 use crate::handle::ConnId;
@@ -126,7 +126,8 @@ impl<H: Handler, T: Transport> Worker<H, T> {
     /// and (on a deflate server) without the extension.
     fn quiet_socket(&mut self, id: ConnId, round: &Round<'_>) -> Option<RawFd> {
         let slot = self.slots.get_mut(id.slot() as usize)?;
-        if slot.generation != id.generation() || slot.bufs.is_some() || slot.marks.flags != 0 {
+        if slot.generation != id.generation() || slot.bufs.is_some() || !slot.marks.flags.is_clear()
+        {
             return None;
         }
         let Phase::Open(open) = &slot.phase else {

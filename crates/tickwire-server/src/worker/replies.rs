@@ -18,11 +18,12 @@
 
 use std::os::fd::RawFd;
 
-use tickwire_codec::ws::{Buffers, CloseCode, Connection};
+use tickwire_codec::ws::{Buffers, Connection};
 
 use super::batch_send::Sent;
-use super::{BATCHED, End, Phase, WRITE_WAITING, Worker};
-use crate::handler::{DisconnectKind, Handler};
+use super::marks::End;
+use super::{Phase, Worker};
+use crate::handler::Handler;
 use crate::transport::Transport;
 
 /// The most runs one submission carries: the system call's cost is spread over this many
@@ -113,7 +114,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         if self
             .slots
             .get(index as usize)
-            .is_some_and(|slot| slot.marks.flags & BATCHED != 0)
+            .is_some_and(|slot| slot.marks.flags.batched())
         {
             self.send_replies();
         }
@@ -129,7 +130,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         let mut count = 0;
         for reply in &self.replies.replies {
             let slot = &self.slots[reply.slot as usize];
-            if slot.generation != reply.generation || slot.marks.flags & BATCHED == 0 {
+            if slot.generation != reply.generation || !slot.marks.flags.batched() {
                 continue;
             }
             let Some(stream) = slot.stream.as_ref() else {
@@ -144,13 +145,13 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         let mut sent = 0;
         for reply in &replies {
             let slot = &mut self.slots[reply.slot as usize];
-            if slot.generation != reply.generation || slot.marks.flags & BATCHED == 0 {
+            if slot.generation != reply.generation || !slot.marks.flags.batched() {
                 continue;
             }
             if slot.stream.is_none() {
                 continue;
             }
-            slot.marks.flags &= !BATCHED;
+            slot.marks.flags.set_batched(false);
             let result = results[sent];
             sent += 1;
             let taken = match result {
@@ -159,12 +160,12 @@ impl<H: Handler, T: Transport> Worker<H, T> {
                 result if result.would_block() => 0,
                 Sent::Failed(_) => {
                     // What a failed write ends the connection with.
-                    self.finish(reply.slot, FAILED_WRITE);
+                    self.finish(reply.slot, End::ABNORMAL);
                     continue;
                 }
             };
             if !self.put_back(reply, taken) {
-                self.finish(reply.slot, FAILED_WRITE);
+                self.finish(reply.slot, End::ABNORMAL);
             }
         }
         self.replies.replies = replies;
@@ -191,13 +192,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             return false;
         }
         // As after a short send(2): the rest goes when the socket drains.
-        slot.marks.flags |= WRITE_WAITING;
+        slot.marks.flags.set_write_waiting(true);
         true
     }
 }
-
-/// How a connection whose write failed ends.
-const FAILED_WRITE: End = End {
-    kind: DisconnectKind::Reset,
-    code: Some(CloseCode::ABNORMAL),
-};

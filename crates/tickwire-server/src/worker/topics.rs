@@ -13,7 +13,7 @@ use tickwire_codec::ws::{Buffers, Connection, ConnectionState, SharedLabel};
 #[cfg(feature = "deflate")]
 use tickwire_codec::{deflate::DeflateConfig, ws::PreparedMessage};
 
-use super::conn::Reading;
+use super::serving::Reading;
 use super::{End, Worker, fanout};
 use crate::handle::ConnId;
 use crate::handler::DisconnectKind;
