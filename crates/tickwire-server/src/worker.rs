@@ -1,8 +1,21 @@
 //! One worker: a poll, a listener, a slab of connections, a scratch buffer set lent to the
 //! connection being served, a pool of sets for connections that owe bytes, and a timer wheel.
 //!
-//! The per-connection I/O (handshake, reads, message delivery, writes) is in `conn`; this
-//! module owns the loop, accepting, commands from other threads, timers and shutdown.
+//! This module owns the [`Worker`] and its bookkeeping: the slab (taking and freeing a
+//! slot), lending an open connection to a callback, ending a connection, the pool of buffer
+//! sets, and sending the wake-up's batch of replies. It does not own a connection's phases
+//! (`peer`, driven from `phases`), the topic rounds (`rounds`) or the loop (`event_loop`):
+//! those are `impl Worker` blocks in child modules that use this one, never the reverse.
+//!
+//! The modules depend one way (`a <- b`: `b` uses `a`):
+//!
+//! - `batch_send, marks, socket_io, spin, topics, replies`: use no other module of the worker.
+//!   `batch_send` is the one module allowed `unsafe` (docs/UNSAFE.md); it sends `(bytes,
+//!   descriptor)` pairs and knows nothing of topics or connections.
+//! - `marks, replies, socket_io <- serving <- peer`: a connection ([`peer::Peer`]) and the
+//!   serving of an open one, over buffers lent to them.
+//! - `batch_send, peer, replies, topics <- worker` (this module) `<- phases <- rounds <-
+//!   event_loop`: each `impl Worker` block calls only the ones before it.
 
 #[cfg_attr(
     target_os = "linux",
@@ -12,36 +25,40 @@
     )
 )]
 mod batch_send;
-mod fanout;
+mod event_loop;
 mod marks;
 mod peer;
+mod phases;
 mod replies;
+mod rounds;
 mod serving;
 mod socket_io;
 pub(crate) mod spin;
 mod topics;
 
+use batch_send::Sent;
 use marks::{End, Marks};
-use peer::{HandshakeLent, Handshook, Peer, Phase, Release, Served};
-use serving::{Open, Reading, ServeLent};
-use spin::{BusyPoll, Spin};
+use peer::{Peer, Phase};
+use replies::MAX_REPLIES;
+use serving::Open;
+use spin::BusyPoll;
 
-use std::io::{self, Write};
+use std::io;
+use std::os::fd::RawFd;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use mio::net::{TcpListener, TcpStream};
+use mio::net::TcpListener;
 
 use mio::{Events, Interest, Poll, Token};
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::handshake::ServerOptions;
-use tickwire_codec::ws::{Buffers, CloseCode, Config, Connection};
+use tickwire_codec::ws::{Buffers, Config};
 
 use crate::handle::{Command, ConnId, GENERATION_MASK};
-use crate::handler::{Conn, Disconnect, DisconnectKind, Handler, HandshakeFailure};
-use crate::topic::Subscription;
+use crate::handler::{Conn, Disconnect, Handler};
 use crate::transport::Transport;
-use crate::wheel::{Entry, TICK, UNARMED, Wheel};
+use crate::wheel::{Entry, UNARMED, Wheel};
 
 /// The poll token of the worker's waker.
 pub(crate) const WAKER: usize = usize::MAX - 1;
@@ -138,8 +155,6 @@ pub(crate) struct Worker<H: Handler, T: Transport> {
     topics: topics::Topics,
     /// Batched sends of topic rounds and replies (io_uring), when enabled and available.
     sender: batch_send::BatchSender,
-    /// Reused: the topic round being sent in one batch.
-    round_batch: fanout::RoundBatch,
     /// The wake-up's replies waiting for one batched send.
     replies: replies::Replies,
 }
@@ -193,165 +208,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             topics: topics::Topics::default(),
             replies: replies::Replies::new(sender.enabled()),
             sender,
-            round_batch: fanout::RoundBatch::default(),
         })
-    }
-
-    pub(crate) fn run(mut self) -> io::Result<()> {
-        let mut spin = Spin::new(self.settings.busy_poll);
-        // Until then, an empty poll is retried at once instead of sleeping (busy polling).
-        let mut spin_until = self.now;
-        // When the last wake-up's work was done, while no event has come since.
-        let mut idle_since = None;
-        let mut worked = false;
-        loop {
-            // Replies made after the events (commands, topic rounds, timers) go out before
-            // the worker sleeps.
-            self.send_replies();
-            if worked && spin.active() {
-                let done = Instant::now();
-                idle_since = Some(done);
-                spin_until = done + spin.window();
-            }
-            let mut timeout = self.wheel.timeout(self.now);
-            if self.accept_blocked {
-                timeout = Some(timeout.map_or(TICK, |t| t.min(TICK)));
-            }
-            if let Some(at) = self.shutdown_at {
-                if self.live == 0 {
-                    return Ok(());
-                }
-                let left = at.saturating_duration_since(self.now);
-                timeout = Some(timeout.map_or(left, |t| t.min(left)));
-            }
-            if self.topics.has_pending() || crate::handle::self_queued() {
-                timeout = Some(Duration::ZERO);
-            } else if self.now < spin_until {
-                timeout = Some(Duration::ZERO);
-                if !worked {
-                    // Polling with nothing to do: let whatever else wants this core run
-                    // first (the network's softirq thread, a kernel worker).
-                    std::thread::yield_now();
-                }
-            }
-            let mut events = std::mem::replace(&mut self.events, Events::with_capacity(0));
-            match self.poll.poll(&mut events, timeout) {
-                Ok(()) => {}
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(error) => return Err(error),
-            }
-            self.now = Instant::now();
-            worked = !events.is_empty();
-            if worked {
-                if let Some(since) = idle_since.take() {
-                    spin.observe(self.now.saturating_duration_since(since));
-                }
-            }
-            for event in events.iter() {
-                match event.token().0 {
-                    LISTENER => self.accept(),
-                    WAKER => self.drain_commands(),
-                    index => {
-                        let reading = if event.is_read_closed() || event.is_error() {
-                            Reading::ToWouldBlock
-                        } else if event.is_readable() {
-                            Reading::Readable
-                        } else {
-                            Reading::No
-                        };
-                        let writable = event.is_writable() || event.is_write_closed();
-                        self.on_event(index as u32, reading, writable);
-                    }
-                }
-            }
-            self.events = events;
-            // The wake-up's replies go out before anything else touches the connections.
-            self.send_replies();
-            // Commands this thread queued for itself (a handler publishing) woke nothing.
-            if crate::handle::take_self_queued() {
-                self.drain_commands();
-            }
-            self.topics_round();
-            if self.accept_blocked {
-                self.accept_blocked = false;
-                self.accept();
-            }
-            self.run_timers();
-            if let Some(at) = self.shutdown_at {
-                if self.now >= at {
-                    self.end_all(DisconnectKind::Shutdown);
-                    return Ok(());
-                }
-            }
-        }
-    }
-
-    fn accept(&mut self) {
-        loop {
-            let Some(listener) = &self.listener else {
-                return;
-            };
-            match listener.accept() {
-                Ok((stream, peer)) => self.admit(stream, peer),
-                Err(error) => match error.kind() {
-                    io::ErrorKind::WouldBlock => return,
-                    io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted => {}
-                    // EMFILE, ENFILE, ENOBUFS, ENOMEM: the pending connections stay queued;
-                    // try again on the next tick rather than spinning.
-                    _ => {
-                        self.accept_blocked = true;
-                        return;
-                    }
-                },
-            }
-        }
-    }
-
-    fn admit(&mut self, mut socket: TcpStream, peer: std::net::SocketAddr) {
-        if self.live >= self.settings.max_connections {
-            // A plain client reads the refusal; a TLS client sees the connection end.
-            if !T::TLS {
-                let _ = socket.write(SERVICE_UNAVAILABLE);
-            }
-            let _ = socket.shutdown(std::net::Shutdown::Write);
-            let handler = &mut self.handler;
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                handler.on_handshake_error(Some(peer), HandshakeFailure::OverCapacity);
-            }));
-            return;
-        }
-        if self.settings.nodelay {
-            let _ = socket.set_nodelay(true);
-        }
-        if let Some(size) = self.settings.socket_send_buffer {
-            let _ = socket2::SockRef::from(&socket).set_send_buffer_size(size);
-        }
-        let Ok(mut stream) = T::accept(socket, &self.setup) else {
-            return;
-        };
-        let index = self.take_slot();
-        if self
-            .poll
-            .registry()
-            .register(
-                stream.socket(),
-                Token(index as usize),
-                Interest::READABLE | Interest::WRITABLE,
-            )
-            .is_err()
-        {
-            self.put_slot(index);
-            return;
-        }
-        let tick = self
-            .wheel
-            .tick_of(self.now + self.settings.handshake_timeout);
-        let slot = &mut self.slots[index as usize];
-        slot.phase = Phase::Handshake(None);
-        slot.stream = Some(stream);
-        slot.armed = tick;
-        self.wheel.insert(index, tick);
-        self.live += 1;
     }
 
     fn take_slot(&mut self) -> u32 {
@@ -380,75 +237,6 @@ impl<H: Handler, T: Transport> Worker<H, T> {
 
     fn id(&self, index: u32) -> ConnId {
         ConnId::new(self.index, index, self.slots[index as usize].generation)
-    }
-
-    fn on_event(&mut self, index: u32, reading: Reading, writable: bool) {
-        let Some(slot) = self.slots.get(index as usize) else {
-            return;
-        };
-        match slot.phase {
-            Phase::Free { .. } => {}
-            Phase::Handshake(_) if slot.marks.flags.lingering() => {
-                if reading != Reading::No {
-                    self.linger(index);
-                }
-            }
-            Phase::Handshake(_) => {
-                if writable {
-                    self.flush_handshake(index);
-                }
-                if reading != Reading::No {
-                    self.handshake(index);
-                }
-            }
-            Phase::Responding(_) => {
-                if writable {
-                    self.respond_rest(index);
-                }
-            }
-            Phase::Open(_) => self.serve(index, reading),
-        }
-    }
-
-    fn drain_commands(&mut self) {
-        while let Ok(command) = self.commands.try_recv() {
-            match command {
-                Command::Shutdown(grace) => self.shutdown(grace),
-                Command::Send(id, opcode, payload) => {
-                    self.with_open(id, |conn, bufs, _| {
-                        let _ = conn.sender(bufs).message(opcode, &payload);
-                    });
-                }
-                Command::Shared(id, frame) => {
-                    self.with_open(id, |conn, bufs, _| {
-                        let _ = conn.sender(bufs).shared(&frame);
-                    });
-                }
-                Command::Subscribe(id, topic) => {
-                    self.change_subscription(Subscription {
-                        id,
-                        topic,
-                        subscribe: true,
-                    });
-                }
-                Command::Unsubscribe(id, topic) => {
-                    self.change_subscription(Subscription {
-                        id,
-                        topic,
-                        subscribe: false,
-                    });
-                }
-                Command::Publish(publication) => self.topics.queue(publication),
-                Command::Resume(id, topic, after, items) => {
-                    self.resume(id, &topic, after, items);
-                }
-                Command::Close(id, code, reason) => {
-                    self.with_open(id, |conn, bufs, now| {
-                        let _ = conn.close(bufs, code, &reason, now);
-                    });
-                }
-            }
-        }
     }
 
     /// The open connection `id` (if it still exists) with its buffers, its marks and the
@@ -494,82 +282,6 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         }
     }
 
-    /// Runs `f` on the open connection `id` (if it still exists) with its buffers, then
-    /// serves it (writes what `f` queued).
-    fn with_open(&mut self, id: ConnId, f: impl FnOnce(&mut Connection, &mut Buffers, Instant)) {
-        let now = self.now;
-        let Some(lent) = self.lend(id) else {
-            return;
-        };
-        f(&mut lent.open.conn, lent.bufs, now);
-        self.serve(id.slot(), Reading::No);
-    }
-
-    fn run_timers(&mut self) {
-        let mut due = std::mem::take(&mut self.due);
-        self.wheel.expire(self.now, &mut due);
-        for entry in due.drain(..) {
-            let slot = &mut self.slots[entry.slot as usize];
-            if slot.armed != entry.tick {
-                continue;
-            }
-            slot.armed = UNARMED;
-            if slot.marks.flags.lingering() {
-                self.finish(entry.slot, End::FAILED);
-                continue;
-            }
-            match slot.phase {
-                Phase::Free { .. } => {}
-                // The opening handshake took too long (a trickled request included).
-                Phase::Handshake(_) => self.drop_handshake(entry.slot, HandshakeFailure::Timeout),
-                Phase::Responding(_) => self.finish(entry.slot, End::FAILED),
-                Phase::Open(_) => self.serve(entry.slot, Reading::No),
-            }
-        }
-        self.due = due;
-    }
-
-    fn shutdown(&mut self, grace: Duration) {
-        if let Some(mut listener) = self.listener.take() {
-            let _ = self.poll.registry().deregister(&mut listener);
-        }
-        self.accept_blocked = false;
-        self.shutdown_at = Some(self.now + grace);
-        for index in 0..self.slots.len() as u32 {
-            match self.slots[index as usize].phase {
-                Phase::Free { .. } => {}
-                Phase::Handshake(_) | Phase::Responding(_) => self.finish(
-                    index,
-                    End {
-                        kind: DisconnectKind::Shutdown,
-                        code: None,
-                    },
-                ),
-                Phase::Open(_) => {
-                    let id = self.id(index);
-                    self.with_open(id, |conn, bufs, now| {
-                        let _ = conn.close(bufs, CloseCode::GOING_AWAY, "", now);
-                    });
-                }
-            }
-        }
-    }
-
-    /// Drops every remaining connection (the grace period is over).
-    fn end_all(&mut self, kind: DisconnectKind) {
-        for index in 0..self.slots.len() as u32 {
-            if !matches!(self.slots[index as usize].phase, Phase::Free { .. }) {
-                self.finish(
-                    index,
-                    End {
-                        kind,
-                        code: Some(CloseCode::GOING_AWAY),
-                    },
-                );
-            }
-        }
-    }
-
     /// Closes the socket, frees the slot and its buffers, and tells the handler (for a
     /// connection that was opened).
     fn finish(&mut self, index: u32, end: End) {
@@ -603,105 +315,6 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         }));
     }
 
-    /// Reads the upgrade request (see [`Peer::handshake`]); on a 101 the connection opens
-    /// and is served at once (bytes that followed the request included).
-    fn handshake(&mut self, index: u32) {
-        let mut lent = HandshakeLent {
-            handler: &mut self.handler,
-            options: &self.options,
-            config: &self.config,
-            head_out: &mut self.head_out,
-            now: self.now,
-        };
-        let slot = &mut self.slots[index as usize];
-        match slot.handshake(&mut self.scratch, &mut lent) {
-            Handshook::Gone
-            | Handshook::Waiting {
-                keep_scratch: false,
-            } => {}
-            Handshook::Waiting { keep_scratch: true } => self.keep_scratch(index),
-            Handshook::Opened => self.opened(index),
-            Handshook::Refused(failure) => self.refuse(index, failure),
-            Handshook::Failed(failure) => self.drop_handshake(index, failure),
-        }
-    }
-
-    /// The rest of a 101 the socket did not take at once.
-    fn respond_rest(&mut self, index: u32) {
-        match self.slots[index as usize].respond_rest() {
-            Ok(true) => self.opened(index),
-            Ok(false) => {}
-            Err(_) => self.finish(index, End::RESET),
-        }
-    }
-
-    /// The 101 is written: `on_open`, then serve (frames that came with the request first).
-    fn opened(&mut self, index: u32) {
-        let id = self.id(index);
-        self.call(id, |handler, conn| handler.on_open(conn));
-        // Read too: the request's read may have stopped at a full buffer, or bytes came
-        // while the 101 waited for the socket, and their edge has passed.
-        self.serve(index, Reading::ToWouldBlock);
-    }
-
-    /// Writes the refusal in `head_out`, tells the handler, and lingers until the client has
-    /// stopped sending (see [`Peer::write_refusal`]), or drops the connection at once.
-    fn refuse(&mut self, index: u32, failure: HandshakeFailure) {
-        let slot = &mut self.slots[index as usize];
-        if !slot.write_refusal(self.head_out.as_slice(), &mut self.scratch.read) {
-            return self.drop_handshake(index, failure);
-        }
-        self.report_handshake_failure(index, failure);
-        self.start_lingering(index);
-    }
-
-    /// Starts lingering on a connection whose last answer is written and whose write side is
-    /// shut: the close timeout is armed, and its buffers go back (the scratch set is emptied
-    /// for the next connection, as `finish` does).
-    fn start_lingering(&mut self, index: u32) {
-        let tick = self.wheel.tick_of(self.now + self.config.close_timeout);
-        let slot = &mut self.slots[index as usize];
-        let kept = slot.start_lingering();
-        if slot.armed == UNARMED || tick < slot.armed {
-            self.wheel.insert(index, tick);
-            slot.armed = tick;
-        }
-        match kept {
-            Some(mut owned) => {
-                owned.clear();
-                self.give_back(owned);
-            }
-            None => self.scratch.clear(),
-        }
-    }
-
-    /// A lingering connection: drop what the peer still sends, close at its end.
-    fn linger(&mut self, index: u32) {
-        if self.slots[index as usize].linger(&mut self.scratch.read) {
-            self.finish(index, End::FAILED);
-        }
-    }
-
-    /// A TLS handshake whose messages the socket did not take at once: write the rest.
-    fn flush_handshake(&mut self, index: u32) {
-        if let Err(failure) = self.slots[index as usize].flush_handshake() {
-            self.drop_handshake(index, failure);
-        }
-    }
-
-    /// Tells the handler why a connection's opening handshake failed.
-    fn report_handshake_failure(&mut self, index: u32, failure: HandshakeFailure) {
-        let peer = self.slots[index as usize].peer_addr();
-        let handler = &mut self.handler;
-        let _ = serving::guarded(|| handler.on_handshake_error(peer, failure));
-    }
-
-    /// Drops a connection whose opening handshake failed, after telling the handler why.
-    fn drop_handshake(&mut self, index: u32, failure: HandshakeFailure) {
-        self.report_handshake_failure(index, failure);
-        self.finish(index, End::RESET);
-    }
-
     /// The connection being served keeps the scratch set (it owes bytes); the worker takes
     /// a set from its pool as its new scratch.
     fn keep_scratch(&mut self, index: u32) {
@@ -713,49 +326,90 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         self.slots[index as usize].bufs = Some(owned);
     }
 
-    /// Serves an open connection (see [`Peer::serve`]), then closes it if it is over, or
-    /// arms its next deadline and settles who keeps the buffer set.
-    fn serve(&mut self, index: u32, reading: Reading) {
-        self.reply_before_more(index);
-        let id = self.id(index);
-        let mut lent = ServeLent {
-            handler: &mut self.handler,
-            replies: &mut self.replies,
-            stage: &mut self.stage,
-            now: self.now,
-            limit: self.settings.backpressure_limit,
-        };
-        let slot = &mut self.slots[index as usize];
-        let (deadline, release) = match slot.serve(id, reading, &mut self.scratch, &mut lent) {
-            Served::Untouched => return,
-            Served::Over(end) => return self.finish(index, end),
-            Served::Linger => return self.start_lingering(index),
-            Served::Open { deadline, release } => (deadline, release),
-        };
-        // Arm the wheel for the connection's next deadline, if it is earlier than the entry
-        // already armed (a later one is found when that entry fires).
-        if let Some(at) = deadline {
-            let tick = self.wheel.tick_of(at);
-            if slot.armed == UNARMED || tick < slot.armed {
-                self.wheel.insert(index, tick);
-                slot.armed = tick;
-            }
-        }
-        match release {
-            Release::GiveBack(owned) => self.give_back(owned),
-            Release::Keep => {}
-            Release::ScratchIdle => {
-                if self.scratch.capacity() > 4 * self.set_capacity {
-                    // A large frame grew the scratch set: do not keep the memory.
-                    *self.scratch = Buffers::new(&self.config);
-                }
-            }
-            Release::KeepScratch => self.keep_scratch(index),
-        }
-        // Settled: the connection keeps its set or not, as if its reply had been written.
-        if self.replies.full() {
+    /// Sends the batch if the connection in `index` has a run in it: before the connection
+    /// is served, lent or ended, so that its bytes keep their order.
+    fn reply_before_more(&mut self, index: u32) {
+        if self
+            .slots
+            .get(index as usize)
+            .is_some_and(|slot| slot.marks.flags.batched())
+        {
             self.send_replies();
         }
+    }
+
+    /// Sends every run in the batch in one submission and settles each connection as a
+    /// write of what its socket took would have.
+    fn send_replies(&mut self) {
+        if self.replies.is_empty() {
+            return;
+        }
+        let mut pairs: [(&[u8], RawFd); MAX_REPLIES] = [(&[], 0); MAX_REPLIES];
+        let mut count = 0;
+        for reply in self.replies.iter() {
+            let slot = &self.slots[reply.slot as usize];
+            if slot.generation != reply.generation || !slot.marks.flags.batched() {
+                continue;
+            }
+            let Some(stream) = slot.stream.as_ref() else {
+                continue;
+            };
+            pairs[count] = (self.replies.run(reply), stream.fd());
+            count += 1;
+        }
+        let mut results = [Sent::All; MAX_REPLIES];
+        results[..count].copy_from_slice(self.sender.send(pairs[..count].iter().copied()));
+        let replies = self.replies.take_list();
+        let mut sent = 0;
+        for reply in &replies {
+            let slot = &mut self.slots[reply.slot as usize];
+            if slot.generation != reply.generation || !slot.marks.flags.batched() {
+                continue;
+            }
+            if slot.stream.is_none() {
+                continue;
+            }
+            slot.marks.flags.set_batched(false);
+            let result = results[sent];
+            sent += 1;
+            let taken = match result {
+                Sent::All => continue,
+                Sent::Short(n) => n,
+                result if result.would_block() => 0,
+                Sent::Failed(_) => {
+                    // What a failed write ends the connection with.
+                    self.finish(reply.slot, End::ABNORMAL);
+                    continue;
+                }
+            };
+            if !self.put_back(reply, taken) {
+                self.finish(reply.slot, End::ABNORMAL);
+            }
+        }
+        self.replies.done(replies);
+    }
+
+    /// Queues again what the socket did not take of `reply`'s run, in the connection's own
+    /// set (one from the pool if it has none), and waits for the socket to drain.
+    fn put_back(&mut self, reply: &replies::Reply, taken: usize) -> bool {
+        let slot = &mut self.slots[reply.slot as usize];
+        let Phase::Open(open) = &mut slot.phase else {
+            return false;
+        };
+        let bufs = slot.bufs.get_or_insert_with(|| {
+            self.pool
+                .pop()
+                .unwrap_or_else(|| Box::new(Buffers::new(&self.config)))
+        });
+        if !open
+            .conn
+            .put_back_output(bufs, self.replies.run(reply), taken)
+        {
+            return false;
+        }
+        // As after a short send(2): the rest goes when the socket drains.
+        slot.marks.flags.set_write_waiting(true);
+        true
     }
 
     /// A set back from a connection: pooled if the pool has room and it did not grow.
@@ -763,21 +417,5 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         if self.pool.len() < self.settings.pool_size && bufs.capacity() <= self.set_capacity {
             self.pool.push(bufs);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The slot is most of what an idle plain connection costs (DESIGN rule 11): keep it at
-    /// the codec's connection state plus 24 bytes.
-    #[test]
-    fn an_idle_plain_slot_is_the_connection_plus_24_bytes() {
-        // mio's socket carries a selector id in debug builds only.
-        let debug =
-            (size_of::<TcpStream>() - size_of::<std::os::fd::OwnedFd>()).next_multiple_of(8);
-        let slot = size_of::<Peer<(), TcpStream>>();
-        assert_eq!(slot, size_of::<Connection>() + 24 + debug, "{slot}");
     }
 }

@@ -10,11 +10,14 @@
 //! worker does it.
 
 use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
-use tickwire_codec::handshake::{Outcome, Parsed, Response, ServerHandshake, ServerOptions};
+use tickwire_codec::handshake::{
+    Outcome, Parsed, Request, Response, ServerHandshake, ServerOptions,
+};
 use tickwire_codec::ws::{Buffers, Config, ConnectionState};
 
 use super::marks::{End, Marks};
@@ -195,21 +198,7 @@ impl<S, T: Transport> Peer<S, T> {
             // Malformed: its 4xx is in `head_out`.
             Err(error) => return Handshook::Refused(HandshakeFailure::Request(error)),
         };
-        let peer = stream.socket().peer_addr();
-        let handler = &mut *lent.handler;
-        let mut decision = None;
-        if let Ok(peer) = peer {
-            let _ = guarded(|| decision = Some(handler.upgrade(&request, peer)));
-        }
-        let (response, state) = match decision {
-            Some(Decision::Accept(response, state)) if response.status() == 101 => {
-                (response, Some(state))
-            }
-            Some(Decision::Accept(response, _)) => (response, None),
-            Some(Decision::Reject(response)) if response.status() != 101 => (response, None),
-            // A 101 without state, a panic, or a peer address that could not be read.
-            Some(Decision::Reject(_)) | None => (Response::reject(500), None),
-        };
+        let (response, state) = decide(lent.handler, &request, stream.socket().peer_addr());
         let outcome = handshake.respond(response, lent.head_out, lent.now);
         let (upgraded, state) = match (outcome, state) {
             (Ok(Outcome::Upgraded(upgraded)), Some(state)) => (upgraded, state),
@@ -312,7 +301,7 @@ impl<S, T: Transport> Peer<S, T> {
     }
 
     /// The peer's address, if it can be read.
-    pub(super) fn peer_addr(&mut self) -> Option<std::net::SocketAddr> {
+    pub(super) fn peer_addr(&mut self) -> Option<SocketAddr> {
         self.stream
             .as_mut()
             .and_then(|stream| stream.socket().peer_addr().ok())
@@ -386,5 +375,46 @@ impl<S, T: Transport> Peer<S, T> {
             None => Release::KeepScratch,
         };
         Served::Open { deadline, release }
+    }
+}
+
+/// Asks the handler about the upgrade `request`: the response to write and, for a 101, the
+/// connection's state.
+fn decide<H: Handler>(
+    handler: &mut H,
+    request: &Request,
+    peer: io::Result<SocketAddr>,
+) -> (Response, Option<H::State>) {
+    let mut decision = None;
+    if let Ok(peer) = peer {
+        let _ = guarded(|| decision = Some(handler.upgrade(request, peer)));
+    }
+    match decision {
+        Some(Decision::Accept(response, state)) if response.status() == 101 => {
+            (response, Some(state))
+        }
+        Some(Decision::Accept(response, _)) => (response, None),
+        Some(Decision::Reject(response)) if response.status() != 101 => (response, None),
+        // A 101 without state, a panic, or a peer address that could not be read.
+        Some(Decision::Reject(_)) | None => (Response::reject(500), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mio::net::TcpStream;
+    use tickwire_codec::ws::Connection;
+
+    use super::Peer;
+
+    /// The slot is most of what an idle plain connection costs (DESIGN rule 11): keep it at
+    /// the codec's connection state plus 24 bytes.
+    #[test]
+    fn an_idle_plain_slot_is_the_connection_plus_24_bytes() {
+        // mio's socket carries a selector id in debug builds only.
+        let debug =
+            (size_of::<TcpStream>() - size_of::<std::os::fd::OwnedFd>()).next_multiple_of(8);
+        let slot = size_of::<Peer<(), TcpStream>>();
+        assert_eq!(slot, size_of::<Connection>() + 24 + debug, "{slot}");
     }
 }
