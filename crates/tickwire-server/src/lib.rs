@@ -100,8 +100,8 @@
 //!
 //! Internal modules depend one way (`a <- b`: `b` uses `a`): `topic <- handle, handler,
 //! transport, wheel <- worker <- server` (`topic` names `ConnId`, a plain id type of
-//! `handle`'s).
-// One module may use `unsafe`: worker/fanout.rs, the io_uring submission (docs/UNSAFE.md).
+//! `handle`'s). Inside `worker` too; its module docs give the order.
+// One module may use `unsafe`: worker/batch_send.rs, the batched sender (docs/UNSAFE.md).
 #![deny(unsafe_code)]
 
 mod handle;

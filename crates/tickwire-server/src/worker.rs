@@ -1,35 +1,64 @@
 //! One worker: a poll, a listener, a slab of connections, a scratch buffer set lent to the
 //! connection being served, a pool of sets for connections that owe bytes, and a timer wheel.
 //!
-//! The per-connection I/O (handshake, reads, message delivery, writes) is in `conn`; this
-//! module owns the loop, accepting, commands from other threads, timers and shutdown.
+//! This module owns the [`Worker`] and its bookkeeping: the slab (taking and freeing a
+//! slot), lending an open connection to a callback, ending a connection, the pool of buffer
+//! sets, and sending the wake-up's batch of replies. It does not own a connection's phases
+//! (`peer`, driven from `phases`), the topic rounds (`rounds`) or the loop (`event_loop`):
+//! those are `impl Worker` blocks in child modules that use this one, never the reverse.
+//!
+//! The modules depend one way (`a <- b`: `b` uses `a`):
+//!
+//! - `batch_send, marks, socket_io, spin, topics, replies`: use no other module of the worker.
+//!   `batch_send` is the one module allowed `unsafe` (docs/UNSAFE.md); it sends `(bytes,
+//!   descriptor)` pairs and knows nothing of topics or connections.
+//! - `marks, replies, socket_io <- serving <- peer`: a connection ([`peer::Peer`]) and the
+//!   serving of an open one, over buffers lent to them.
+//! - `batch_send, peer, replies, topics <- worker` (this module) `<- phases <- rounds <-
+//!   event_loop`: each `impl Worker` block calls only the ones before it.
 
-mod conn;
-#[allow(unsafe_code)]
-mod fanout;
+#[cfg_attr(
+    target_os = "linux",
+    expect(
+        unsafe_code,
+        reason = "the io_uring submission and send(2) of batched sends (docs/UNSAFE.md)"
+    )
+)]
+mod batch_send;
+mod event_loop;
+mod marks;
+mod peer;
+mod phases;
 mod replies;
+mod rounds;
+mod serving;
+mod socket_io;
 pub(crate) mod spin;
 mod topics;
 
-use conn::Reading;
-use spin::{BusyPoll, Spin};
+use batch_send::Sent;
+use marks::{End, Marks};
+use peer::{Peer, Phase};
+use replies::MAX_REPLIES;
+use serving::Open;
+use spin::BusyPoll;
 
-use std::io::{self, Write};
+use std::io;
+use std::os::fd::RawFd;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use mio::net::{TcpListener, TcpStream};
+use mio::net::TcpListener;
 
 use mio::{Events, Interest, Poll, Token};
 use tickwire_codec::buf::WriteBuf;
-use tickwire_codec::handshake::{ServerHandshake, ServerOptions};
-use tickwire_codec::ws::{Buffers, CloseCode, Config, Connection};
+use tickwire_codec::handshake::ServerOptions;
+use tickwire_codec::ws::{Buffers, Config};
 
 use crate::handle::{Command, ConnId, GENERATION_MASK};
-use crate::handler::{Conn, Disconnect, DisconnectKind, Handler, HandshakeFailure};
-use crate::topic::Subscription;
+use crate::handler::{Conn, Disconnect, Handler};
 use crate::transport::Transport;
-use crate::wheel::{Entry, TICK, UNARMED, Wheel};
+use crate::wheel::{Entry, UNARMED, Wheel};
 
 /// The poll token of the worker's waker.
 pub(crate) const WAKER: usize = usize::MAX - 1;
@@ -74,106 +103,6 @@ impl Default for Settings {
     }
 }
 
-/// Reads pause: more than the backpressure limit is queued.
-const READ_PAUSED: u8 = 1;
-/// Output waited for the socket: `on_writable` is owed once it drains.
-const WRITE_WAITING: u8 = 2;
-/// A callback panicked: no more callbacks but `on_close`.
-const PANICKED: u8 = 4;
-/// The connection failed and its close frame (or the refusal of its upgrade request) is
-/// written: the write side is shut and what the peer still sends is read and dropped until it
-/// closes or the close timeout passes, so that closing the socket with unread bytes (which
-/// sends a reset, and can destroy that last answer in the peer's receive queue) does not
-/// happen.
-const LINGERING: u8 = 8;
-/// The connection's last output was copied into the worker's batch of replies
-/// (`replies`) and recorded written; the batch goes before anything else is queued on the
-/// connection or written to it.
-const BATCHED: u8 = 16;
-
-/// How a connection is ending, recorded when it is known (the socket may close later, once
-/// what is owed is written).
-#[derive(Debug, Clone, Copy)]
-struct End {
-    kind: DisconnectKind,
-    code: Option<CloseCode>,
-}
-
-/// A slot's flags and how the connection is ending, in 4 bytes (`Option<End>` and the flags
-/// apart take 8 with alignment, and push the slot 8 bytes past the codec state + 24): close
-/// code 0 is never sent, so it stands for none.
-#[derive(Debug, Clone, Copy, Default)]
-struct Marks {
-    flags: u8,
-    end_kind: Option<DisconnectKind>,
-    end_code: u16,
-}
-
-impl Marks {
-    /// Records how the connection ends unless something was recorded first (the first cause
-    /// wins).
-    fn record(&mut self, end: End) {
-        if self.end_kind.is_none() {
-            self.end_kind = Some(end.kind);
-            self.end_code = end.code.map_or(0, u16::from);
-        }
-    }
-
-    /// What was recorded, if anything.
-    fn end(&self) -> Option<End> {
-        self.end_kind.map(|kind| End {
-            kind,
-            code: (self.end_code != 0).then(|| CloseCode::from(self.end_code)),
-        })
-    }
-}
-
-/// 272 bytes for a plain server with `State = ()`: the codec's `Connection` (248) and 24 of
-/// bookkeeping.
-#[derive(Debug)]
-struct Slot<S, T> {
-    phase: Phase<S>,
-    /// The buffer set the connection keeps while it owes bytes; `None` when idle.
-    bufs: Option<Box<Buffers>>,
-    stream: Option<T>,
-    generation: u32,
-    /// The tick of the connection's live wheel entry ([`UNARMED`]: none).
-    armed: u32,
-    marks: Marks,
-}
-
-#[derive(Debug)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "an open connection is the common case and lives in the slot itself: boxing it \
-              would add an allocation and a pointer per connection"
-)]
-enum Phase<S> {
-    /// Unused; the next free slot.
-    Free {
-        next: u32,
-    },
-    /// Reading the upgrade request. A partial head is in `bufs`, and the handshake that has
-    /// scanned it is kept (boxed: only while a request is partial), so that each read scans
-    /// only the new bytes: a client trickling its request costs the server linear time.
-    Handshake(Option<Box<ServerHandshake<'static>>>),
-    /// The 101 did not fit in the socket at once: the rest of it, then open.
-    Responding(Box<Responding<S>>),
-    Open(Open<S>),
-}
-
-#[derive(Debug)]
-struct Open<S> {
-    conn: Connection,
-    state: S,
-}
-
-#[derive(Debug)]
-struct Responding<S> {
-    open: Open<S>,
-    rest: Vec<u8>,
-}
-
 /// What [`Worker::lend`] hands out: the disjoint parts a callback on one open connection
 /// needs.
 struct Lent<'w, H: Handler> {
@@ -199,7 +128,7 @@ pub(crate) struct Worker<H: Handler, T: Transport> {
     /// The connections' configuration, one `Arc` for all of them.
     config: Arc<Config>,
     settings: Settings,
-    slots: Vec<Slot<H::State, T>>,
+    slots: Vec<Peer<H::State, T>>,
     free: u32,
     live: usize,
     /// The set lent to the connection being served when it has none of its own.
@@ -215,7 +144,7 @@ pub(crate) struct Worker<H: Handler, T: Transport> {
     /// Handshake responses are written here, then to the socket.
     head_out: WriteBuf,
     /// Where the slices of one vectored write are gathered when they are short
-    /// (`conn::STAGE`).
+    /// (`socket_io::STAGE`).
     stage: Vec<u8>,
     wheel: Wheel,
     due: Vec<Entry>,
@@ -224,10 +153,8 @@ pub(crate) struct Worker<H: Handler, T: Transport> {
     accept_blocked: bool,
     shutdown_at: Option<Instant>,
     topics: topics::Topics,
-    /// Batched sends of topic rounds (io_uring), when enabled and available.
-    fanout: fanout::Fanout,
-    /// Reused: the subscribers of the batch being sent.
-    batched: Vec<ConnId>,
+    /// Batched sends of topic rounds and replies (io_uring), when enabled and available.
+    sender: batch_send::BatchSender,
     /// The wake-up's replies waiting for one batched send.
     replies: replies::Replies,
 }
@@ -252,8 +179,8 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         let config = Arc::new(options.config.clone());
         let scratch = Box::new(Buffers::new(&config));
         let now = Instant::now();
-        // A ring only where it is used: topic rounds on a plain server.
-        let fanout = fanout::Fanout::new(settings.batched_sends && !T::TLS);
+        // A ring only where it is used: topic rounds and replies on a plain server.
+        let sender = batch_send::BatchSender::new(settings.batched_sends && !T::TLS);
         Ok(Self {
             index,
             poll,
@@ -272,174 +199,16 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             scratch,
             pool: Vec::new(),
             head_out: WriteBuf::new(1024, 0),
-            stage: Vec::with_capacity(conn::STAGE),
+            stage: Vec::with_capacity(socket_io::STAGE),
             wheel: Wheel::new(now),
             due: Vec::new(),
             now,
             accept_blocked: false,
             shutdown_at: None,
             topics: topics::Topics::default(),
-            replies: replies::Replies::new(fanout.enabled()),
-            fanout,
-            batched: Vec::new(),
+            replies: replies::Replies::new(sender.enabled()),
+            sender,
         })
-    }
-
-    pub(crate) fn run(mut self) -> io::Result<()> {
-        let mut spin = Spin::new(self.settings.busy_poll);
-        // Until then, an empty poll is retried at once instead of sleeping (busy polling).
-        let mut spin_until = self.now;
-        // When the last wake-up's work was done, while no event has come since.
-        let mut idle_since = None;
-        let mut worked = false;
-        loop {
-            // Replies made after the events (commands, topic rounds, timers) go out before
-            // the worker sleeps.
-            self.send_replies();
-            if worked && spin.active() {
-                let done = Instant::now();
-                idle_since = Some(done);
-                spin_until = done + spin.window();
-            }
-            let mut timeout = self.wheel.timeout(self.now);
-            if self.accept_blocked {
-                timeout = Some(timeout.map_or(TICK, |t| t.min(TICK)));
-            }
-            if let Some(at) = self.shutdown_at {
-                if self.live == 0 {
-                    return Ok(());
-                }
-                let left = at.saturating_duration_since(self.now);
-                timeout = Some(timeout.map_or(left, |t| t.min(left)));
-            }
-            if self.topics.has_pending() || crate::handle::self_queued() {
-                timeout = Some(Duration::ZERO);
-            } else if self.now < spin_until {
-                timeout = Some(Duration::ZERO);
-                if !worked {
-                    // Polling with nothing to do: let whatever else wants this core run
-                    // first (the network's softirq thread, a kernel worker).
-                    std::thread::yield_now();
-                }
-            }
-            let mut events = std::mem::replace(&mut self.events, Events::with_capacity(0));
-            match self.poll.poll(&mut events, timeout) {
-                Ok(()) => {}
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(error) => return Err(error),
-            }
-            self.now = Instant::now();
-            worked = !events.is_empty();
-            if worked {
-                if let Some(since) = idle_since.take() {
-                    spin.observe(self.now.saturating_duration_since(since));
-                }
-            }
-            for event in events.iter() {
-                match event.token().0 {
-                    LISTENER => self.accept(),
-                    WAKER => self.drain_commands(),
-                    index => {
-                        let reading = if event.is_read_closed() || event.is_error() {
-                            Reading::ToWouldBlock
-                        } else if event.is_readable() {
-                            Reading::Readable
-                        } else {
-                            Reading::No
-                        };
-                        let writable = event.is_writable() || event.is_write_closed();
-                        self.on_event(index as u32, reading, writable);
-                    }
-                }
-            }
-            self.events = events;
-            // The wake-up's replies go out before anything else touches the connections.
-            self.send_replies();
-            // Commands this thread queued for itself (a handler publishing) woke nothing.
-            if crate::handle::take_self_queued() {
-                self.drain_commands();
-            }
-            self.topics_round();
-            if self.accept_blocked {
-                self.accept_blocked = false;
-                self.accept();
-            }
-            self.run_timers();
-            if let Some(at) = self.shutdown_at {
-                if self.now >= at {
-                    self.end_all(DisconnectKind::Shutdown);
-                    return Ok(());
-                }
-            }
-        }
-    }
-
-    fn accept(&mut self) {
-        loop {
-            let Some(listener) = &self.listener else {
-                return;
-            };
-            match listener.accept() {
-                Ok((stream, peer)) => self.admit(stream, peer),
-                Err(error) => match error.kind() {
-                    io::ErrorKind::WouldBlock => return,
-                    io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted => {}
-                    // EMFILE, ENFILE, ENOBUFS, ENOMEM: the pending connections stay queued;
-                    // try again on the next tick rather than spinning.
-                    _ => {
-                        self.accept_blocked = true;
-                        return;
-                    }
-                },
-            }
-        }
-    }
-
-    fn admit(&mut self, mut socket: TcpStream, peer: std::net::SocketAddr) {
-        if self.live >= self.settings.max_connections {
-            // A plain client reads the refusal; a TLS client sees the connection end.
-            if !T::TLS {
-                let _ = socket.write(SERVICE_UNAVAILABLE);
-            }
-            let _ = socket.shutdown(std::net::Shutdown::Write);
-            let handler = &mut self.handler;
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                handler.on_handshake_error(Some(peer), HandshakeFailure::OverCapacity);
-            }));
-            return;
-        }
-        if self.settings.nodelay {
-            let _ = socket.set_nodelay(true);
-        }
-        if let Some(size) = self.settings.socket_send_buffer {
-            let _ = socket2::SockRef::from(&socket).set_send_buffer_size(size);
-        }
-        let Ok(mut stream) = T::accept(socket, &self.setup) else {
-            return;
-        };
-        let index = self.take_slot();
-        if self
-            .poll
-            .registry()
-            .register(
-                stream.socket(),
-                Token(index as usize),
-                Interest::READABLE | Interest::WRITABLE,
-            )
-            .is_err()
-        {
-            self.put_slot(index);
-            return;
-        }
-        let tick = self
-            .wheel
-            .tick_of(self.now + self.settings.handshake_timeout);
-        let slot = &mut self.slots[index as usize];
-        slot.phase = Phase::Handshake(None);
-        slot.stream = Some(stream);
-        slot.armed = tick;
-        self.wheel.insert(index, tick);
-        self.live += 1;
     }
 
     fn take_slot(&mut self) -> u32 {
@@ -451,14 +220,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             return index;
         }
         let index = u32::try_from(self.slots.len()).expect("fewer than 2^32 connections");
-        self.slots.push(Slot {
-            phase: Phase::Handshake(None),
-            bufs: None,
-            stream: None,
-            generation: 0,
-            armed: UNARMED,
-            marks: Marks::default(),
-        });
+        self.slots.push(Peer::empty());
         index
     }
 
@@ -475,75 +237,6 @@ impl<H: Handler, T: Transport> Worker<H, T> {
 
     fn id(&self, index: u32) -> ConnId {
         ConnId::new(self.index, index, self.slots[index as usize].generation)
-    }
-
-    fn on_event(&mut self, index: u32, reading: Reading, writable: bool) {
-        let Some(slot) = self.slots.get(index as usize) else {
-            return;
-        };
-        match slot.phase {
-            Phase::Free { .. } => {}
-            Phase::Handshake(_) if slot.marks.flags & LINGERING != 0 => {
-                if reading != Reading::No {
-                    self.linger(index);
-                }
-            }
-            Phase::Handshake(_) => {
-                if writable {
-                    self.flush_handshake(index);
-                }
-                if reading != Reading::No {
-                    self.handshake(index);
-                }
-            }
-            Phase::Responding(_) => {
-                if writable {
-                    self.respond_rest(index);
-                }
-            }
-            Phase::Open(_) => self.serve(index, reading),
-        }
-    }
-
-    fn drain_commands(&mut self) {
-        while let Ok(command) = self.commands.try_recv() {
-            match command {
-                Command::Shutdown(grace) => self.shutdown(grace),
-                Command::Send(id, opcode, payload) => {
-                    self.with_open(id, |conn, bufs, _| {
-                        let _ = conn.sender(bufs).message(opcode, &payload);
-                    });
-                }
-                Command::Shared(id, frame) => {
-                    self.with_open(id, |conn, bufs, _| {
-                        let _ = conn.sender(bufs).shared(&frame);
-                    });
-                }
-                Command::Subscribe(id, topic) => {
-                    self.change_subscription(Subscription {
-                        id,
-                        topic,
-                        subscribe: true,
-                    });
-                }
-                Command::Unsubscribe(id, topic) => {
-                    self.change_subscription(Subscription {
-                        id,
-                        topic,
-                        subscribe: false,
-                    });
-                }
-                Command::Publish(publication) => self.topics.queue(publication),
-                Command::Resume(id, topic, after, items) => {
-                    self.resume(id, &topic, after, items);
-                }
-                Command::Close(id, code, reason) => {
-                    self.with_open(id, |conn, bufs, now| {
-                        let _ = conn.close(bufs, code, &reason, now);
-                    });
-                }
-            }
-        }
     }
 
     /// The open connection `id` (if it still exists) with its buffers, its marks and the
@@ -575,7 +268,7 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         let Some(lent) = self.lend(id) else {
             return;
         };
-        if lent.marks.flags & PANICKED != 0 {
+        if lent.marks.flags.panicked() {
             return;
         }
         let mut conn = Conn {
@@ -584,96 +277,8 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             sender: lent.open.conn.sender(lent.bufs),
         };
         let handler = lent.handler;
-        if !conn::guarded(|| f(handler, &mut conn)) {
-            conn::panicked(lent.marks, &mut conn);
-        }
-    }
-
-    /// Runs `f` on the open connection `id` (if it still exists) with its buffers, then
-    /// serves it (writes what `f` queued).
-    fn with_open(&mut self, id: ConnId, f: impl FnOnce(&mut Connection, &mut Buffers, Instant)) {
-        let now = self.now;
-        let Some(lent) = self.lend(id) else {
-            return;
-        };
-        f(&mut lent.open.conn, lent.bufs, now);
-        self.serve(id.slot(), Reading::No);
-    }
-
-    fn run_timers(&mut self) {
-        let mut due = std::mem::take(&mut self.due);
-        self.wheel.expire(self.now, &mut due);
-        for entry in due.drain(..) {
-            let slot = &mut self.slots[entry.slot as usize];
-            if slot.armed != entry.tick {
-                continue;
-            }
-            slot.armed = UNARMED;
-            if slot.marks.flags & LINGERING != 0 {
-                self.finish(
-                    entry.slot,
-                    End {
-                        kind: DisconnectKind::Failed,
-                        code: None,
-                    },
-                );
-                continue;
-            }
-            match slot.phase {
-                Phase::Free { .. } => {}
-                // The opening handshake took too long (a trickled request included).
-                Phase::Handshake(_) => self.drop_handshake(entry.slot, HandshakeFailure::Timeout),
-                Phase::Responding(_) => self.finish(
-                    entry.slot,
-                    End {
-                        kind: DisconnectKind::Failed,
-                        code: None,
-                    },
-                ),
-                Phase::Open(_) => self.serve(entry.slot, Reading::No),
-            }
-        }
-        self.due = due;
-    }
-
-    fn shutdown(&mut self, grace: Duration) {
-        if let Some(mut listener) = self.listener.take() {
-            let _ = self.poll.registry().deregister(&mut listener);
-        }
-        self.accept_blocked = false;
-        self.shutdown_at = Some(self.now + grace);
-        for index in 0..self.slots.len() as u32 {
-            match self.slots[index as usize].phase {
-                Phase::Free { .. } => {}
-                Phase::Handshake(_) | Phase::Responding(_) => self.finish(
-                    index,
-                    End {
-                        kind: DisconnectKind::Shutdown,
-                        code: None,
-                    },
-                ),
-                Phase::Open(_) => {
-                    let id = self.id(index);
-                    self.with_open(id, |conn, bufs, now| {
-                        let _ = conn.close(bufs, CloseCode::GOING_AWAY, "", now);
-                    });
-                }
-            }
-        }
-    }
-
-    /// Drops every remaining connection (the grace period is over).
-    fn end_all(&mut self, kind: DisconnectKind) {
-        for index in 0..self.slots.len() as u32 {
-            if !matches!(self.slots[index as usize].phase, Phase::Free { .. }) {
-                self.finish(
-                    index,
-                    End {
-                        kind,
-                        code: Some(CloseCode::GOING_AWAY),
-                    },
-                );
-            }
+        if !serving::guarded(|| f(handler, &mut conn)) {
+            serving::panicked(lent.marks, &mut conn);
         }
     }
 
@@ -697,10 +302,8 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         self.put_slot(index);
         self.topics.forget(index);
         self.live -= 1;
-        let state = match phase {
-            Phase::Open(open) => open.state,
-            Phase::Responding(responding) => responding.open.state,
-            Phase::Handshake(_) | Phase::Free { .. } => return,
+        let Some(state) = phase.into_state() else {
+            return;
         };
         let disconnect = Disconnect {
             kind: end.kind,
@@ -712,26 +315,107 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         }));
     }
 
+    /// The connection being served keeps the scratch set (it owes bytes); the worker takes
+    /// a set from its pool as its new scratch.
+    fn keep_scratch(&mut self, index: u32) {
+        let fresh = self
+            .pool
+            .pop()
+            .unwrap_or_else(|| Box::new(Buffers::new(&self.config)));
+        let owned = std::mem::replace(&mut self.scratch, fresh);
+        self.slots[index as usize].bufs = Some(owned);
+    }
+
+    /// Sends the batch if the connection in `index` has a run in it: before the connection
+    /// is served, lent or ended, so that its bytes keep their order.
+    fn reply_before_more(&mut self, index: u32) {
+        if self
+            .slots
+            .get(index as usize)
+            .is_some_and(|slot| slot.marks.flags.batched())
+        {
+            self.send_replies();
+        }
+    }
+
+    /// Sends every run in the batch in one submission and settles each connection as a
+    /// write of what its socket took would have.
+    fn send_replies(&mut self) {
+        if self.replies.is_empty() {
+            return;
+        }
+        let mut pairs: [(&[u8], RawFd); MAX_REPLIES] = [(&[], 0); MAX_REPLIES];
+        let mut count = 0;
+        for reply in self.replies.iter() {
+            let slot = &self.slots[reply.slot as usize];
+            if slot.generation != reply.generation || !slot.marks.flags.batched() {
+                continue;
+            }
+            let Some(stream) = slot.stream.as_ref() else {
+                continue;
+            };
+            pairs[count] = (self.replies.run(reply), stream.fd());
+            count += 1;
+        }
+        let mut results = [Sent::All; MAX_REPLIES];
+        results[..count].copy_from_slice(self.sender.send(pairs[..count].iter().copied()));
+        let replies = self.replies.take_list();
+        let mut sent = 0;
+        for reply in &replies {
+            let slot = &mut self.slots[reply.slot as usize];
+            if slot.generation != reply.generation || !slot.marks.flags.batched() {
+                continue;
+            }
+            if slot.stream.is_none() {
+                continue;
+            }
+            slot.marks.flags.set_batched(false);
+            let result = results[sent];
+            sent += 1;
+            let taken = match result {
+                Sent::All => continue,
+                Sent::Short(n) => n,
+                result if result.would_block() => 0,
+                Sent::Failed(_) => {
+                    // What a failed write ends the connection with.
+                    self.finish(reply.slot, End::ABNORMAL);
+                    continue;
+                }
+            };
+            if !self.put_back(reply, taken) {
+                self.finish(reply.slot, End::ABNORMAL);
+            }
+        }
+        self.replies.done(replies);
+    }
+
+    /// Queues again what the socket did not take of `reply`'s run, in the connection's own
+    /// set (one from the pool if it has none), and waits for the socket to drain.
+    fn put_back(&mut self, reply: &replies::Reply, taken: usize) -> bool {
+        let slot = &mut self.slots[reply.slot as usize];
+        let Phase::Open(open) = &mut slot.phase else {
+            return false;
+        };
+        let bufs = slot.bufs.get_or_insert_with(|| {
+            self.pool
+                .pop()
+                .unwrap_or_else(|| Box::new(Buffers::new(&self.config)))
+        });
+        if !open
+            .conn
+            .put_back_output(bufs, self.replies.run(reply), taken)
+        {
+            return false;
+        }
+        // As after a short send(2): the rest goes when the socket drains.
+        slot.marks.flags.set_write_waiting(true);
+        true
+    }
+
     /// A set back from a connection: pooled if the pool has room and it did not grow.
     fn give_back(&mut self, bufs: Box<Buffers>) {
         if self.pool.len() < self.settings.pool_size && bufs.capacity() <= self.set_capacity {
             self.pool.push(bufs);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The slot is most of what an idle plain connection costs (DESIGN rule 11): keep it at
-    /// the codec's connection state plus 24 bytes.
-    #[test]
-    fn an_idle_plain_slot_is_the_connection_plus_24_bytes() {
-        // mio's socket carries a selector id in debug builds only.
-        let debug =
-            (size_of::<TcpStream>() - size_of::<std::os::fd::OwnedFd>()).next_multiple_of(8);
-        let slot = size_of::<Slot<(), TcpStream>>();
-        assert_eq!(slot, size_of::<Connection>() + 24 + debug, "{slot}");
     }
 }

@@ -16,20 +16,12 @@
 //! Nothing is queued on, written to or closed on a connection while its run waits: serving
 //! it, lending it to a callback or ending it sends the batch first.
 
-use std::io::IoSlice;
-use std::os::fd::RawFd;
-
-use tickwire_codec::ws::{Buffers, CloseCode, Connection};
-
-use super::fanout::Sent;
-use super::{BATCHED, End, Phase, WRITE_WAITING, Worker};
-use crate::handler::{DisconnectKind, Handler};
-use crate::transport::Transport;
+use tickwire_codec::ws::{Buffers, Connection};
 
 /// The most runs one submission carries: the system call's cost is spread over this many
 /// sends, and the first reply of a wake-up waits for at most this many connections to be
 /// served.
-const MAX_REPLIES: usize = 64;
+pub(super) const MAX_REPLIES: usize = 64;
 
 /// A longer run is written at once (the copy would cost more than the system call saves).
 const MAX_RUN: usize = 16 << 10;
@@ -39,9 +31,9 @@ const MAX_BYTES: usize = 48 << 10;
 
 /// One connection's run in the batch.
 #[derive(Debug, Clone, Copy)]
-struct Reply {
-    slot: u32,
-    generation: u32,
+pub(super) struct Reply {
+    pub(super) slot: u32,
+    pub(super) generation: u32,
     /// Where its bytes are in [`Replies::bytes`].
     start: u32,
     len: u32,
@@ -102,103 +94,32 @@ impl Replies {
         self.replies.len() >= MAX_REPLIES || self.bytes.len() >= MAX_BYTES
     }
 
-    fn run(&self, reply: &Reply) -> &[u8] {
+    /// No run waits.
+    pub(super) fn is_empty(&self) -> bool {
+        self.replies.is_empty()
+    }
+
+    /// The runs waiting, in the order they were taken.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Reply> {
+        self.replies.iter()
+    }
+
+    /// Takes the list of runs out (their bytes stay until [`done`](Self::done)), so that
+    /// each connection can be settled while the batch is borrowed.
+    pub(super) fn take_list(&mut self) -> Vec<Reply> {
+        std::mem::take(&mut self.replies)
+    }
+
+    /// The batch was sent and every connection settled: `list` (from
+    /// [`take_list`](Self::take_list)) is emptied and kept for the next batch.
+    pub(super) fn done(&mut self, list: Vec<Reply>) {
+        self.replies = list;
+        self.replies.clear();
+        self.bytes.clear();
+    }
+
+    /// The bytes of `reply`'s run.
+    pub(super) fn run(&self, reply: &Reply) -> &[u8] {
         &self.bytes[reply.start as usize..][..reply.len as usize]
     }
 }
-
-impl<H: Handler, T: Transport> Worker<H, T> {
-    /// Sends the batch if the connection in `index` has a run in it: before the connection
-    /// is served, lent or ended, so that its bytes keep their order.
-    pub(super) fn reply_before_more(&mut self, index: u32) {
-        if self
-            .slots
-            .get(index as usize)
-            .is_some_and(|slot| slot.marks.flags & BATCHED != 0)
-        {
-            self.send_replies();
-        }
-    }
-
-    /// Sends every run in the batch in one submission and settles each connection as a
-    /// write of what its socket took would have.
-    pub(super) fn send_replies(&mut self) {
-        if self.replies.replies.is_empty() {
-            return;
-        }
-        let mut entries = [(0 as RawFd, IoSlice::new(&[])); MAX_REPLIES];
-        let mut count = 0;
-        for reply in &self.replies.replies {
-            let slot = &self.slots[reply.slot as usize];
-            if slot.generation != reply.generation || slot.marks.flags & BATCHED == 0 {
-                continue;
-            }
-            let Some(stream) = slot.stream.as_ref() else {
-                continue;
-            };
-            entries[count] = (stream.fd(), IoSlice::new(self.replies.run(reply)));
-            count += 1;
-        }
-        let mut results = [Sent::All; MAX_REPLIES];
-        results[..count].copy_from_slice(self.fanout.send_each(&entries[..count]));
-        let replies = std::mem::take(&mut self.replies.replies);
-        let mut sent = 0;
-        for reply in &replies {
-            let slot = &mut self.slots[reply.slot as usize];
-            if slot.generation != reply.generation || slot.marks.flags & BATCHED == 0 {
-                continue;
-            }
-            if slot.stream.is_none() {
-                continue;
-            }
-            slot.marks.flags &= !BATCHED;
-            let result = results[sent];
-            sent += 1;
-            let taken = match result {
-                Sent::All => continue,
-                Sent::Short(n) => n,
-                result if result.would_block() => 0,
-                Sent::Failed(_) => {
-                    // What a failed write ends the connection with.
-                    self.finish(reply.slot, FAILED_WRITE);
-                    continue;
-                }
-            };
-            if !self.put_back(reply, taken) {
-                self.finish(reply.slot, FAILED_WRITE);
-            }
-        }
-        self.replies.replies = replies;
-        self.replies.replies.clear();
-        self.replies.bytes.clear();
-    }
-
-    /// Queues again what the socket did not take of `reply`'s run, in the connection's own
-    /// set (one from the pool if it has none), and waits for the socket to drain.
-    fn put_back(&mut self, reply: &Reply, taken: usize) -> bool {
-        let slot = &mut self.slots[reply.slot as usize];
-        let Phase::Open(open) = &mut slot.phase else {
-            return false;
-        };
-        let bufs = slot.bufs.get_or_insert_with(|| {
-            self.pool
-                .pop()
-                .unwrap_or_else(|| Box::new(Buffers::new(&self.config)))
-        });
-        if !open
-            .conn
-            .put_back_output(bufs, self.replies.run(reply), taken)
-        {
-            return false;
-        }
-        // As after a short send(2): the rest goes when the socket drains.
-        slot.marks.flags |= WRITE_WAITING;
-        true
-    }
-}
-
-/// How a connection whose write failed ends.
-const FAILED_WRITE: End = End {
-    kind: DisconnectKind::Reset,
-    code: Some(CloseCode::ABNORMAL),
-};
