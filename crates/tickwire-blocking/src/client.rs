@@ -5,14 +5,12 @@
 //! Every protocol decision (the request, the checks on the answer, negotiation) is the
 //! codec's.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
-use tickwire_codec::handshake::{ClientHandshake, ClientOptions, Endpoint, HandshakeError, Parsed};
-use tickwire_codec::ws::{Buffers, MaskSource, Role};
-
-#[cfg(feature = "tls")]
-use tickwire_tls::ClientTlsConfig;
+use tickwire_codec::handshake::{ClientHandshake, Endpoint, HandshakeError, Parsed};
+use tickwire_codec::ws::{Buffers, Role};
+use tickwire_core::ws::{ClientOptions, Connect, HandshakeOver};
 
 use crate::{Error, MaybeTlsStream, Stream, WebSocket};
 
@@ -22,61 +20,32 @@ pub fn connect(url: &str) -> Result<WebSocket<MaybeTlsStream>, Error> {
     ClientBuilder::new().connect(url)
 }
 
-/// Options for a client connection. Defaults: [`Config::client`](tickwire_codec::ws::Config::client) (16 MiB frames, 64 MiB
-/// messages), TCP_NODELAY on, a 10 s connect timeout and a 10 s handshake timeout, no read or
-/// write timeout.
-#[derive(Debug)]
-pub struct ClientBuilder {
-    options: ClientOptions,
-    nodelay: bool,
-    connect_timeout: Option<Duration>,
-    handshake_timeout: Duration,
-    read_timeout: Option<Duration>,
-    write_timeout: Option<Duration>,
-    mask: Option<MaskSource>,
-    #[cfg(feature = "tls")]
-    tls: Option<ClientTlsConfig>,
-}
+/// Options for a client connection, then [`connect`](tickwire_core::ws::ClientBuilder::connect):
+/// the builder every transport shares, on this crate's [`Blocking`] transport. Defaults:
+/// those of [`ClientOptions`].
+pub type ClientBuilder = tickwire_core::ws::ClientBuilder<Blocking>;
 
-impl Default for ClientBuilder {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+/// The blocking transport's marker: what makes [`ClientBuilder`] and
+/// [`ServerBuilder`](crate::ServerBuilder) connect and accept over `std::net`.
+#[derive(Debug, Clone, Copy)]
+pub enum Blocking {}
 
-impl ClientBuilder {
-    /// The defaults above.
-    pub fn new() -> Self {
-        Self {
-            options: ClientOptions::default(),
-            nodelay: true,
-            connect_timeout: Some(Duration::from_secs(10)),
-            handshake_timeout: Duration::from_secs(10),
-            read_timeout: None,
-            write_timeout: None,
-            mask: None,
-            #[cfg(feature = "tls")]
-            tls: None,
-        }
-    }
+impl Connect for Blocking {
+    type Output = Result<WebSocket<MaybeTlsStream>, Error>;
 
-    tickwire_core::__client_builder_options!();
-
-    /// Connects over TCP (and TLS for `wss://`) and performs the opening handshake. The
-    /// handshake timeout bounds the TLS and WebSocket handshakes together.
-    pub fn connect(self, url: &str) -> Result<WebSocket<MaybeTlsStream>, Error> {
+    fn connect(options: ClientOptions, url: &str) -> Self::Output {
         let parsed = url::Url::parse(url).map_err(|e| Error::InvalidUrl(e.to_string()))?;
         let Endpoint { secure, host, port } = Endpoint::of(&parsed).map_err(|e| match e {
             HandshakeError::InvalidUrl(why) => Error::InvalidUrl(why),
             other => Error::Handshake(other),
         })?;
-        let tcp = crate::net::tcp_connect(host, port, self.connect_timeout)?;
-        tcp.set_nodelay(self.nodelay)?;
-        let deadline = Instant::now() + self.handshake_timeout;
+        let tcp = crate::net::tcp_connect(host, port, options.connect_timeout)?;
+        tcp.set_nodelay(options.nodelay)?;
+        let deadline = Instant::now() + options.handshake_timeout;
         let stream = if secure {
             #[cfg(feature = "tls")]
             {
-                crate::net::tls_connect(tcp, host, self.tls.as_ref(), deadline)?
+                crate::net::tls_connect(tcp, host, options.tls.as_ref(), deadline)?
             }
             #[cfg(not(feature = "tls"))]
             {
@@ -88,45 +57,44 @@ impl ClientBuilder {
         } else {
             MaybeTlsStream::Plain(tcp)
         };
-        self.upgrade(stream, &parsed, deadline)
+        upgrade(options, stream, &parsed, deadline)
     }
+}
 
-    /// Performs the opening handshake over an already connected stream (TCP, TLS, or a
-    /// stream this crate did not open), within the handshake timeout. Socket options are the
-    /// caller's.
-    pub fn handshake<S: Stream>(self, stream: S, url: &url::Url) -> Result<WebSocket<S>, Error> {
-        let deadline = Instant::now() + self.handshake_timeout;
-        self.upgrade(stream, url, deadline)
-    }
+impl<S: Stream> HandshakeOver<S> for Blocking {
+    type Output = Result<WebSocket<S>, Error>;
 
-    fn upgrade<S: Stream>(
-        self,
-        mut stream: S,
-        url: &url::Url,
-        deadline: Instant,
-    ) -> Result<WebSocket<S>, Error> {
-        let mask = self.mask.unwrap_or_default();
-        let mut handshake = ClientHandshake::new(url, self.options, mask)?;
-        let mut request = WriteBuf::new(512, 0);
-        handshake.write_request(&mut request)?;
-        crate::stream::write_before(&mut stream, request.as_slice(), deadline)?;
-        let mut received = ReadBuf::with_capacity(4 << 10);
-        let accepted = loop {
-            match handshake.read_response(&mut received, Instant::now())? {
-                Parsed::Complete(accepted) => break accepted,
-                Parsed::NeedMore => {
-                    crate::stream::read_before(&mut stream, &mut received, deadline)?
-                }
-            }
-        };
-        stream.set_write_timeout(self.write_timeout)?;
-        stream.set_read_timeout(None)?;
-        let conn = accepted.connection;
-        let bufs = Buffers::with_read(received, conn.config());
-        let ws = WebSocket::from_parts(stream, conn, bufs, Role::Client, self.read_timeout)
-            .with_subprotocol(accepted.subprotocol);
-        #[cfg(feature = "deflate")]
-        let ws = ws.with_deflate(accepted.deflate);
-        Ok(ws)
+    fn handshake(options: ClientOptions, stream: S, url: &url::Url) -> Self::Output {
+        let deadline = Instant::now() + options.handshake_timeout;
+        upgrade(options, stream, url, deadline)
     }
+}
+
+fn upgrade<S: Stream>(
+    options: ClientOptions,
+    mut stream: S,
+    url: &url::Url,
+    deadline: Instant,
+) -> Result<WebSocket<S>, Error> {
+    let mask = options.mask.unwrap_or_default();
+    let mut handshake = ClientHandshake::new(url, options.handshake, mask)?;
+    let mut request = WriteBuf::new(512, 0);
+    handshake.write_request(&mut request)?;
+    crate::stream::write_before(&mut stream, request.as_slice(), deadline)?;
+    let mut received = ReadBuf::with_capacity(4 << 10);
+    let accepted = loop {
+        match handshake.read_response(&mut received, Instant::now())? {
+            Parsed::Complete(accepted) => break accepted,
+            Parsed::NeedMore => crate::stream::read_before(&mut stream, &mut received, deadline)?,
+        }
+    };
+    stream.set_write_timeout(options.write_timeout)?;
+    stream.set_read_timeout(None)?;
+    let conn = accepted.connection;
+    let bufs = Buffers::with_read(received, conn.config());
+    let ws = WebSocket::from_parts(stream, conn, bufs, Role::Client, options.read_timeout)
+        .with_subprotocol(accepted.subprotocol);
+    #[cfg(feature = "deflate")]
+    let ws = ws.with_deflate(accepted.deflate);
+    Ok(ws)
 }

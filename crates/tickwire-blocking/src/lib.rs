@@ -70,7 +70,7 @@ mod stream;
 mod tls;
 mod websocket;
 
-pub use client::{ClientBuilder, connect};
+pub use client::{Blocking, ClientBuilder, connect};
 pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder, HttpClientError};
 pub use tickwire_core::{Error, Recv, TransportError};
 // What tickwire-tokio's HTTP client shares with the blocking one; not API.

@@ -22,7 +22,7 @@ mod error;
 pub mod http;
 pub mod packet;
 mod recv;
-mod ws_options;
+pub mod ws;
 
 pub use error::{Error, TransportError};
 pub use recv::Recv;

@@ -90,7 +90,7 @@ mod tls;
 mod transport;
 mod websocket;
 
-pub use client::{ClientBuilder, connect};
+pub use client::{ClientBuilder, Handshaking, Tokio, connect};
 pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder};
 #[cfg(feature = "stream")]
 pub use owned::OwnedMessage;

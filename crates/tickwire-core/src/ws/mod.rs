@@ -1,0 +1,18 @@
+//! What the WebSocket builders of every transport share: the options they hold
+//! ([`ClientOptions`], [`ServerOptions`]) and the builders themselves, generic over the
+//! transport that opens the connection ([`ClientBuilder`], [`ServerBuilder`]).
+//!
+//! Each setter is written and documented here once. A transport names its builder as an alias
+//! (`tickwire_blocking::ClientBuilder` is `ClientBuilder<Blocking>`) and implements the
+//! traits below for its marker type, which gives the builder its terminal methods (`connect`,
+//! `accept`, ...) with that transport's result types: a `Result` for the blocking transport,
+//! a future for tokio's. The builder owns no socket and decides nothing about the protocol:
+//! the opening handshake is the codec's ([`tickwire_codec::handshake`]).
+
+mod client;
+mod server;
+
+pub use client::{ClientBuilder, ClientOptions, Connect, HandshakeOver};
+#[cfg(feature = "tls")]
+pub use server::AcceptTls;
+pub use server::{Accept, AcceptAll, AcceptOver, ServerBuilder, ServerOptions};
