@@ -42,7 +42,6 @@
 //! # fn main() {}
 //! ```
 #![forbid(unsafe_code)]
-#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use tickwire_codec as codec;
 pub use tickwire_core::TransportError;
