@@ -13,9 +13,9 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
-use tickwire_nats::async_nats;
-use tickwire_nats::{Backing, BridgeBuilder, BridgeHandle, Kind, Publisher};
-use tickwire_server::{
+use tickwire::nats::async_nats;
+use tickwire::nats::{Backing, BridgeBuilder, BridgeHandle, Kind, Publisher};
+use tickwire::server::{
     CloseCode, Conn, Decision, Gap, Handler, Message, Request, ServerBuilder, SlowConsumer, Topic,
 };
 

@@ -4,8 +4,8 @@
 use std::io::Write;
 
 use clap::Args;
-use tickwire_blocking::codec::http::{Headers, Method, StatusCode, Version};
-use tickwire_blocking::{ClientTlsConfig, HttpClient};
+use tickwire::blocking::codec::http::{Headers, Method, StatusCode, Version};
+use tickwire::blocking::{ClientTlsConfig, HttpClient};
 
 #[derive(Args)]
 pub(crate) struct HttpArgs {
@@ -62,7 +62,7 @@ pub(crate) fn run(args: &HttpArgs) -> Result<(), String> {
 /// the same request on the wire, the same output and exit status.
 pub(crate) fn run_tokio(args: &HttpArgs) -> Result<(), String> {
     let plan = Plan::of(args)?;
-    let mut client = client_builder!(tickwire_tokio::HttpClient::builder(&plan.origin), args)
+    let mut client = client_builder!(tickwire::tokio::HttpClient::builder(&plan.origin), args)
         .build()
         .map_err(|e| e.to_string())?;
     let response = crate::tokio_ws::current_thread()?.block_on(async {

@@ -20,7 +20,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use tickwire_blocking::{
+use tickwire::blocking::{
     ClientBuilder, ClientTlsConfig, CloseCode, Error, Limits, Message, Recv, Sender, ServerBuilder,
     ServerTlsConfig, Stream, WebSocket,
 };
@@ -32,7 +32,7 @@ macro_rules! server_builder {
         let builder = $builder.limits(args.limits.limits());
         #[cfg(feature = "deflate")]
         let builder = if args.deflate {
-            builder.deflate(tickwire_blocking::DeflateConfig::default())
+            builder.deflate(tickwire::blocking::DeflateConfig::default())
         } else {
             builder
         };
@@ -48,7 +48,7 @@ macro_rules! client_builder {
         let mut builder = $builder.limits(args.limits.limits());
         #[cfg(feature = "deflate")]
         if args.deflate {
-            builder = builder.deflate(tickwire_blocking::DeflateConfig::default());
+            builder = builder.deflate(tickwire::blocking::DeflateConfig::default());
         }
         for header in &args.headers {
             let (name, value) = header
@@ -171,7 +171,7 @@ struct ServeArgs {
     /// window from the gaps between events, up to 200 µs; `adaptive:MAX` up to MAX
     /// microseconds; `off` always sleeps; a number polls that many microseconds every time.
     #[arg(long, value_name = "MODE", value_parser = parse_busy_poll)]
-    busy_poll: Option<tickwire_server::BusyPoll>,
+    busy_poll: Option<tickwire::server::BusyPoll>,
     /// `--runtime reactor`: instead of echoing, every connection subscribes to one topic and
     /// every message received is published to all the other connections (as `uws-echo PORT
     /// --pubsub`).
@@ -219,9 +219,9 @@ struct ConnectArgs {
 }
 
 /// `--busy-poll`: `off`, `adaptive`, `adaptive:MAX_US` or a fixed window in microseconds.
-fn parse_busy_poll(text: &str) -> Result<tickwire_server::BusyPoll, String> {
+fn parse_busy_poll(text: &str) -> Result<tickwire::server::BusyPoll, String> {
     use std::time::Duration;
-    use tickwire_server::BusyPoll;
+    use tickwire::server::BusyPoll;
     let micros = |n: &str| {
         n.parse::<u64>()
             .map(Duration::from_micros)

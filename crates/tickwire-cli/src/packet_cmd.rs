@@ -1,5 +1,5 @@
 //! `tickwire packet serve` and `tickwire packet send`: the packet transports by hand, the
-//! blocking one (`tickwire_blocking::packet`, a thread per connection) or with `--runtime tokio`
+//! blocking one (`tickwire::blocking::packet`, a thread per connection) or with `--runtime tokio`
 //! tickwire-tokio's (`serve`: a multi-thread runtime, a task per connection; `send`: a
 //! current-thread runtime). `serve` echoes every request's payload; `send` sends each line
 //! of standard input as a request and prints each answer on its own line. Both runtimes
@@ -9,9 +9,9 @@ use std::io::{BufRead, Write};
 use std::net::TcpListener;
 
 use clap::{Args, Subcommand, ValueEnum};
-use tickwire_blocking::codec::packet::{CompressionPolicy, PacketConfig};
-use tickwire_blocking::packet::{PacketClientBuilder, PacketServer};
-use tickwire_blocking::{ClientTlsConfig, ServerTlsConfig};
+use tickwire::blocking::codec::packet::{CompressionPolicy, PacketConfig};
+use tickwire::blocking::packet::{PacketClientBuilder, PacketServer};
+use tickwire::blocking::{ClientTlsConfig, ServerTlsConfig};
 
 /// `tickwire packet ...`.
 #[derive(Args)]
@@ -182,7 +182,7 @@ fn send(args: &SendArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// `serve` on tickwire-tokio: [`PacketServer::spawn`](tickwire_tokio::packet::PacketServer::spawn)
+/// `serve` on tickwire-tokio: [`PacketServer::spawn`](tickwire::tokio::packet::PacketServer::spawn)
 /// on a multi-thread runtime, until the process is stopped.
 fn serve_tokio(args: &ServeArgs) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -194,7 +194,7 @@ fn serve_tokio(args: &ServeArgs) -> Result<(), String> {
             .await
             .map_err(|e| format!("bind: {e}"))?;
         let local = listener.local_addr().map_err(|e| e.to_string())?;
-        let mut server = tickwire_tokio::packet::PacketServer::new()
+        let mut server = tickwire::tokio::packet::PacketServer::new()
             .packet_config(PacketConfig::server().with_compression(policy(args.compress)));
         let tls = server_tls(args)?;
         let secure = tls.is_some();
@@ -222,7 +222,7 @@ fn send_tokio(args: &SendArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("tokio runtime: {e}"))?;
     runtime.block_on(async {
-        let mut builder = tickwire_tokio::packet::PacketClientBuilder::new()
+        let mut builder = tickwire::tokio::packet::PacketClientBuilder::new()
             .packet_config(PacketConfig::client().with_compression(policy(args.compress)));
         if let Some(tls) = client_tls(args)? {
             builder = builder.tls(tls);

@@ -2,9 +2,9 @@
 //! same options and output as the blocking and tokio ones.
 
 use std::net::SocketAddr;
-use tickwire_blocking::codec::ws::OpCode;
+use tickwire::blocking::codec::ws::OpCode;
 
-use tickwire_server::{
+use tickwire::server::{
     Conn, Decision, Handler, HandshakeFailure, Message, Request, ServerBuilder, ServerHandle,
     SharedFrame, SlowConsumer, Topic,
 };
@@ -85,7 +85,7 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), String> {
     }
     #[cfg(feature = "deflate")]
     if args.deflate {
-        builder = builder.deflate(tickwire_server::DeflateConfig::default());
+        builder = builder.deflate(tickwire::server::DeflateConfig::default());
     }
     if let Some(workers) = args.workers {
         builder = builder.workers(workers);

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use tickwire_tokio::{
+use tickwire::tokio::{
     ClientBuilder, CloseCode, Error, Message, Recv, ServerBuilder, Transport, WebSocket,
 };
 use tokio::net::TcpListener;

@@ -135,3 +135,10 @@ pub mod spsc {
 
     pub use tickwire_spsc::*;
 }
+
+/// The README's examples, compiled as doc tests: its code is the code users copy first. Built
+/// when the features they use are on (`cargo test --workspace` turns them on through the CLI,
+/// which depends on this crate as a user does).
+#[cfg(all(doctest, feature = "blocking", feature = "tokio", feature = "server"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

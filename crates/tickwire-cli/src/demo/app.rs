@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 
-use tickwire_server::{Conn, Decision, Gap, Handler, Message, Request, Topic};
+use tickwire::server::{Conn, Decision, Gap, Handler, Message, Request, Topic};
 
 /// The handler of one worker.
 pub(crate) struct Feeds {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use socket2::{Domain, Protocol, Socket, Type};
-use tickwire_blocking::{ClientBuilder, Message, Recv, WebSocket};
+use tickwire::blocking::{ClientBuilder, Message, Recv, WebSocket};
 
 use super::check::{SeqCheck, field_str, field_u64};
 use super::stats::Interval;
@@ -373,7 +373,7 @@ impl Client {
             self.add_tallies(&connection);
             let _ = connection
                 .ws
-                .close(tickwire_blocking::CloseCode::NORMAL, "");
+                .close(tickwire::blocking::CloseCode::NORMAL, "");
             let _ = connection.ws.flush();
         }
         self.report

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use tickwire_server::{HandleError, ServerHandle, SharedFrame};
+use tickwire::server::{HandleError, ServerHandle, SharedFrame};
 
 use super::{Shared, TopicId};
 

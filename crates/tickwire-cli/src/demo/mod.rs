@@ -26,7 +26,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use tickwire_server::{CloseCode, ServerBuilder, SlowConsumer, Topic};
+use tickwire::server::{CloseCode, ServerBuilder, SlowConsumer, Topic};
 
 use client::{ClientReport, Pace};
 use stats::{Gatherer, Interval, Second, format_count, format_ns};

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use hdrhistogram::Histogram;
-use tickwire_server::{SlowConsumer, TopicStats};
+use tickwire::server::{SlowConsumer, TopicStats};
 
 use super::charts::Charts;
 use super::client::{ClientReport, Pace};

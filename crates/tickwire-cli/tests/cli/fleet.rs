@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tickwire_blocking::{ClientBuilder, Message, Recv};
+use tickwire::blocking::{ClientBuilder, Message, Recv};
 
 use crate::nats_support::NatsServer;
 use crate::support::wait_bounded;
