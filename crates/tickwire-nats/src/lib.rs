@@ -66,6 +66,7 @@
 mod bridge;
 mod publisher;
 mod relay;
+mod stats;
 pub mod wire;
 
 pub use bridge::{Bridge, BridgeBuilder, BridgeHandle, BridgeStats};

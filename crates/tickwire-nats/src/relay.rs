@@ -18,7 +18,7 @@ use tickwire_server::{ConnId, Gap, HandleError, Replay, ServerHandle, Topic};
 use tokio::sync::mpsc;
 use tokio_stream::StreamMap;
 
-use crate::bridge::Counters;
+use crate::stats::Counters;
 use crate::wire::{self, Incoming, Refused};
 
 /// What the bridge's thread is asked to do.
