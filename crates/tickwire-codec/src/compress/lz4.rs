@@ -10,7 +10,7 @@
 //! input (`LZ4_decompress_safe`: reads and writes only inside the lengths it is given),
 //! fuzzed upstream and here (`fuzz/fuzz_targets/packet_decompress_lz4.rs`). The `unsafe` of
 //! this module is listed in docs/UNSAFE.md.
-#![allow(unsafe_code)]
+#![expect(unsafe_code, reason = "calls of the C LZ4 decoder, docs/UNSAFE.md")]
 
 use std::ffi::{c_char, c_int};
 

@@ -13,7 +13,10 @@
 //! RFC's byte-at-a-time definition at every length 0..=1024, alignment and offset, and a
 //! property test does the same for arbitrary inputs.
 
-#[allow(unsafe_code)]
+#[cfg_attr(
+    target_arch = "x86_64",
+    expect(unsafe_code, reason = "the AVX2 masking loops, docs/UNSAFE.md")
+)]
 mod simd;
 
 /// Payloads shorter than this stay on the portable path even where AVX2 is available: below it
