@@ -74,4 +74,5 @@ pub use publisher::{Backing, PublishError, Publisher};
 pub use wire::Kind;
 
 pub use async_nats;
-pub use tickwire_server;
+/// The reactor server this crate feeds ([`tickwire_server`]).
+pub use tickwire_server as server;

@@ -120,10 +120,14 @@ pub use server::{Running, Server, ServerBuilder};
 pub use topic::{Gap, SlowConsumer, Topic, TopicStats};
 pub use worker::spin::BusyPoll;
 
-pub use tickwire_codec;
+/// The sans-IO codecs this server drives ([`tickwire_codec`]).
+pub use tickwire_codec as codec;
 #[cfg(feature = "deflate")]
 pub use tickwire_codec::deflate::DeflateConfig;
 pub use tickwire_codec::handshake::{Request, Response, ServerLimits};
 pub use tickwire_codec::ws::{CloseCode, Config, Error, Limits, Message, OpCode, SharedFrame};
+/// TLS configuration and the sans-IO TLS codec ([`tickwire_tls`]).
 #[cfg(feature = "tls")]
-pub use tickwire_tls::{self, ServerTlsConfig};
+pub use tickwire_tls as tls;
+#[cfg(feature = "tls")]
+pub use tickwire_tls::ServerTlsConfig;

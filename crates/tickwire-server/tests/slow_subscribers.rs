@@ -227,7 +227,7 @@ fn main() {
     assert!(child.wait().unwrap().success());
     running.shutdown(Duration::from_secs(2)).unwrap();
     let per_silent = retained as f64 / SILENT as f64;
-    let entry = tickwire_server::tickwire_codec::ws::Buffers::SHARED_ENTRY_BYTES;
+    let entry = tickwire_server::codec::ws::Buffers::SHARED_ENTRY_BYTES;
     let unbounded = (MESSAGES * entry) as f64;
     println!(
         "slow_subscribers: {SUBSCRIBERS} subscribers ({SILENT} never reading), {MESSAGES} x {SIZE} B \
