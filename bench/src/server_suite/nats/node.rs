@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tickwire_nats::BridgeBuilder;
-use tickwire_nats::tickwire_server::{
+use tickwire_nats::server::{
     Conn, Decision, Gap, Handler, Message, Request, ServerBuilder, ServerHandle, SharedFrame,
     SlowConsumer, Topic,
 };
