@@ -70,7 +70,7 @@ fn tickwire(server: &servers::Server, plan: Plan, text: &str) -> Histogram<u64> 
     tickwire_round_trips(&mut ws, plan, text, "tickwire")
 }
 
-/// The timed loop of [`tickwire`](mod@::tickwire) on a connected client, over `ws://` or `wss://`;
+/// The timed loop of [`tickwire_blocking`] on a connected client, over `ws://` or `wss://`;
 /// `library` names it in failures.
 pub(crate) fn tickwire_round_trips<S: tickwire_blocking::Stream>(
     ws: &mut tickwire_blocking::WebSocket<S>,

@@ -85,7 +85,7 @@ fn tickwire(addr: SocketAddr, go: SyncSender<()>, messages: usize) -> Duration {
     tickwire_receive(&mut ws, &go, messages, PAYLOAD_LEN, "tickwire")
 }
 
-/// The timed part of [`tickwire`](mod@::tickwire) on a connected client, over `ws://` or `wss://`: signals
+/// The timed part of [`tickwire_blocking`] on a connected client, over `ws://` or `wss://`: signals
 /// `go`, waits for the first byte on the TCP socket, then receives `messages` messages;
 /// `library` names it in failures.
 pub(crate) fn tickwire_receive(

@@ -15,7 +15,7 @@
 //! | `tls` (default) | the TLS variants of the errors and the builders' TLS options |
 //! | `deflate` (default) | the builders' permessage-deflate and gzip options |
 //! | `lz4`, `zstd` | packet compression, forwarded to the codec |
-//! | `serde-json`, `bincode` | the payload formats of typed packet requests ([`packet::Format`]) |
+//! | `serde-json`, `bincode` | the payload formats of typed packet requests (`packet::Format`) |
 #![forbid(unsafe_code)]
 
 mod error;

@@ -105,13 +105,13 @@ pub(crate) fn run_thread(
     let mut events = Events::with_capacity(256);
     let mut drain_until = None;
     loop {
-        if let Err(e) = poll.poll(&mut events, Some(Duration::from_millis(5))) {
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                for client in &mut clients {
-                    client.report.failure.get_or_insert_with(|| e.to_string());
-                }
-                break;
+        if let Err(e) = poll.poll(&mut events, Some(Duration::from_millis(5)))
+            && e.kind() != std::io::ErrorKind::Interrupted
+        {
+            for client in &mut clients {
+                client.report.failure.get_or_insert_with(|| e.to_string());
             }
+            break;
         }
         for event in &events {
             clients[event.token().0].readable = true;

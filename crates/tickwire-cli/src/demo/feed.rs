@@ -252,7 +252,7 @@ impl Market {
             }
         } else {
             self.trade_id += 1;
-            let buy = self.random.next() % 2 == 0;
+            let buy = self.random.next().is_multiple_of(2);
             EventKind::Trade {
                 id: self.trade_id,
                 price: if buy { mid + 1 } else { mid - 1 },

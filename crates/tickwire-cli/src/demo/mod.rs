@@ -346,7 +346,7 @@ fn progress(
         let last = gatherer.tick();
         let stats: Vec<_> = shared.topics.iter().map(Topic::stats).collect();
         let dropped: u64 = stats.iter().map(|s| s.dropped).sum();
-        if ticks % 4 == 0 || done {
+        if ticks.is_multiple_of(4) || done {
             timeline.push(Second {
                 at: ticks as f64 / 4.0,
                 deliveries: last.deliveries,
@@ -371,7 +371,7 @@ fn progress(
         let mut err = std::io::stderr().lock();
         if terminal {
             let _ = write!(err, "\r{line}\x1b[K");
-        } else if ticks % 20 == 0 || done {
+        } else if ticks.is_multiple_of(20) || done {
             let _ = writeln!(err, "{line}");
         }
         let _ = err.flush();

@@ -127,10 +127,10 @@ fn client(
             continue;
         };
         loop {
-            if let Some(finals) = *finals.lock().unwrap() {
-                if (0..3).all(|i| report.views[i].last >= finals[i]) {
-                    return report;
-                }
+            if let Some(finals) = *finals.lock().unwrap()
+                && (0..3).all(|i| report.views[i].last >= finals[i])
+            {
+                return report;
             }
             assert!(Instant::now() < deadline, "client {start}: {report:?}");
             let text = match ws.recv() {

@@ -167,14 +167,14 @@ impl<T> ServerBuilder<T> {
     ///
     /// Bytes the client sent after the request head are kept and parsed as frames only after
     /// the 101 has been written.
-    pub fn accept_with<'a, S: 'a, F: 'a>(
+    pub fn accept_with<'a, S: 'a, F>(
         &'a self,
         stream: S,
         decide: F,
     ) -> <T as Accept<S, F>>::Output<'a>
     where
         T: Accept<S, F>,
-        F: FnOnce(&Request) -> Response,
+        F: FnOnce(&Request) -> Response + 'a,
     {
         T::accept_with(&self.options, stream, decide)
     }
@@ -182,14 +182,14 @@ impl<T> ServerBuilder<T> {
     /// The upgrade over any stream whose transport handshake (if any) is done, within the
     /// handshake timeout, asking `decide` as [`accept_with`](Self::accept_with) does. Socket
     /// options are the caller's.
-    pub fn handshake<'a, S: 'a, F: 'a>(
+    pub fn handshake<'a, S: 'a, F>(
         &'a self,
         stream: S,
         decide: F,
     ) -> <T as AcceptOver<S, F>>::Output<'a>
     where
         T: AcceptOver<S, F>,
-        F: FnOnce(&Request) -> Response,
+        F: FnOnce(&Request) -> Response + 'a,
     {
         T::handshake(&self.options, stream, decide)
     }
@@ -212,7 +212,7 @@ impl<T> ServerBuilder<T> {
     /// [`accept_tls`](Self::accept_tls) with an accept hook, as in
     /// [`accept_with`](Self::accept_with).
     #[cfg(feature = "tls")]
-    pub fn accept_tls_with<'a, S: 'a, F: 'a>(
+    pub fn accept_tls_with<'a, S: 'a, F>(
         &'a self,
         stream: S,
         tls: &'a ServerTlsConfig,
@@ -220,7 +220,7 @@ impl<T> ServerBuilder<T> {
     ) -> <T as AcceptTls<S, F>>::Output<'a>
     where
         T: AcceptTls<S, F>,
-        F: FnOnce(&Request) -> Response,
+        F: FnOnce(&Request) -> Response + 'a,
     {
         T::accept_tls_with(&self.options, stream, tls, decide)
     }
