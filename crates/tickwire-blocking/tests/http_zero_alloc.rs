@@ -1,4 +1,4 @@
-//! Proves DESIGN rule 6 for REST: after warm-up, a POST with four headers and a ~100 B JSON
+//! Proves rule 6 of docs/ARCHITECTURE.md for REST: after warm-up, a POST with four headers and a ~100 B JSON
 //! body, answered with a Content-Length JSON response, allocates nothing on the client's
 //! thread: building the request, writing it, reading and parsing the response. A counting
 //! allocator counts only the thread that asks it to (the loopback server thread is not

@@ -1,4 +1,4 @@
-//! DESIGN rule 6 on the packet client: after warm-up, a round trip allocates nothing on the
+//! rule 6 of docs/ARCHITECTURE.md on the packet client: after warm-up, a round trip allocates nothing on the
 //! client thread, one at a time (`request`) or pipelined (`send_request` /
 //! `recv_response`, 8 in flight). A counting allocator counts only the client thread (the
 //! spawned echo server is not counted).

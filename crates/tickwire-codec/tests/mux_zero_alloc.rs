@@ -1,5 +1,5 @@
-//! Proves that the request multiplexer allocates nothing per request once built (DESIGN rule
-//! 6): a client and a server carry 100 000 requests with out-of-order answers, cancels, late
+//! Proves that the request multiplexer allocates nothing per request once built (rule 6
+//! of docs/ARCHITECTURE.md): a client and a server carry 100 000 requests with out-of-order answers, cancels, late
 //! answers, timeouts and lost connections under a counting global allocator, for this test
 //! binary only.
 

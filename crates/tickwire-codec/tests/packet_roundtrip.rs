@@ -1,7 +1,7 @@
 //! Packet round trips: every compression policy compiled in, payloads of many sizes and
 //! kinds (text that compresses, random bytes that do not, zeros), decoded whole, byte by
 //! byte, at every split point and in random pieces. Whatever the split, the reader returns
-//! exactly the payloads and request ids that were written (DESIGN: split invariance).
+//! exactly the payloads and request ids that were written (docs/ARCHITECTURE.md: split invariance).
 
 use proptest::prelude::*;
 use tickwire_codec::buf::{ReadBuf, WriteBuf};

@@ -1,4 +1,4 @@
-//! DESIGN rule 6 for the packet codec: after warm-up, encoding into a `WriteBuf` and decoding
+//! rule 6 of docs/ARCHITECTURE.md for the packet codec: after warm-up, encoding into a `WriteBuf` and decoding
 //! from a `ReadBuf` allocate nothing, uncompressed and compressed alike, with one documented
 //! exception: an LZ4 encode allocates lz4_flex's hash table. (Zstd's C library allocates its
 //! contexts with `malloc`, which this Rust allocator does not see; those are per connection,

@@ -1,4 +1,4 @@
-//! Proves DESIGN rule 6 for REST requests: after warm-up, building a POST with query
+//! Proves rule 6 of docs/ARCHITECTURE.md for REST requests: after warm-up, building a POST with query
 //! parameters, four headers and a JSON body serialised by serde_json straight into the wire
 //! buffer (`body_with`) allocates nothing. A counting global allocator wraps the system
 //! allocator for this test binary only.

@@ -1,4 +1,4 @@
-//! Proves DESIGN rule 6: after warm-up, receiving a single-frame message and sending one
+//! Proves rule 6 of docs/ARCHITECTURE.md: after warm-up, receiving a single-frame message and sending one
 //! allocate nothing, in both roles; and rule 11: a server connection whose buffers went back
 //! to a pool holds no heap at all, in at most 256 bytes of state. A counting global allocator
 //! wraps the system allocator for this test binary only.

@@ -6,8 +6,8 @@ use tickwire_codec::ws::Message;
 ///
 /// The normal loop is `while let Recv::Message(message) = ws.recv()? { .. }`: it ends at
 /// [`Recv::Closed`] (or at [`Recv::Timeout`] when a read timeout is set). A closed connection
-/// is a value, not an error, and "nothing arrived" is never a made-up I/O error (DESIGN
-/// rule 2); `Err` means the connection failed.
+/// is a value, not an error, and "nothing arrived" is never a made-up I/O error (rule 2
+/// of docs/ARCHITECTURE.md); `Err` means the connection failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Recv<'a> {

@@ -34,8 +34,8 @@
 //!
 //! # Memory per connection
 //!
-//! A connection with no partial message and no pending output owns no buffer (DESIGN rule
-//! 11). Each worker reads into one scratch buffer set ([`tickwire_codec::ws::Buffers`]) and
+//! A connection with no partial message and no pending output owns no buffer (rule 11
+//! of docs/ARCHITECTURE.md). Each worker reads into one scratch buffer set ([`tickwire_codec::ws::Buffers`]) and
 //! lends it to the connection being served; when a wake-up ends with bytes still owed (a
 //! frame cut by the read, or output the socket would not take), the connection keeps that set
 //! and the worker takes a fresh one from its pool; the set goes back to the pool as soon as

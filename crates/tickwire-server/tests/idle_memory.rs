@@ -1,4 +1,4 @@
-//! DESIGN rule 11 on the real reactor: an idle connection owns no buffer. 2,048 clients
+//! rule 11 of docs/ARCHITECTURE.md on the real reactor: an idle connection owns no buffer. 2,048 clients
 //! connect, each sends a message and reads its echo, then sits idle; the heap the server
 //! holds for them, divided by their number, is its cost per idle connection: plain, with
 //! permessage-deflate (no context takeover) and over TLS. The clients run in a child process

@@ -1,4 +1,4 @@
-//! Does lending an idle connection's buffers out (DESIGN rule 11) slow the request/response
+//! Does lending an idle connection's buffers out (rule 11 of docs/ARCHITECTURE.md) slow the request/response
 //! path? Round trips of one small request at a time over loopback, with
 //! `release_idle_buffers` on and off on both ends, alternated in rounds so drift on a shared
 //! machine hits both alike; prints percentiles per setting.

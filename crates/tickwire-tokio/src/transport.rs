@@ -23,7 +23,7 @@ pub trait Transport: AsyncRead + AsyncWrite + Unpin {
     }
 
     /// Readiness without a read buffer, for a connection that lends its buffers out while it
-    /// idles (DESIGN rule 11; the packet transport does): `Some` when the stream can wait
+    /// idles (rule 11 of docs/ARCHITECTURE.md; the packet transport does): `Some` when the stream can wait
     /// for "bytes may be readable" without reading (`Ready` may be spurious: the read that
     /// follows may find nothing). Only called when
     /// [`can_signal_read_ready`](Self::can_signal_read_ready) is true. Default `None`.

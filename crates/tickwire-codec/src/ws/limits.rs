@@ -1,4 +1,4 @@
-//! Receive limits (DESIGN rule 4): every one configurable, every one checked on partial data.
+//! Receive limits (rule 4 of docs/ARCHITECTURE.md): every one configurable, every one checked on partial data.
 
 /// Limits the [`FrameReader`](super::FrameReader) enforces on received data. Exceeding any of
 /// them is an error carrying close code 1009 (§7.4.1), raised as soon as a frame header shows

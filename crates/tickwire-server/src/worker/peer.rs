@@ -407,7 +407,7 @@ mod tests {
 
     use super::Peer;
 
-    /// The slot is most of what an idle plain connection costs (DESIGN rule 11): keep it at
+    /// The slot is most of what an idle plain connection costs (rule 11 of docs/ARCHITECTURE.md): keep it at
     /// the codec's connection state plus 24 bytes.
     #[test]
     fn an_idle_plain_slot_is_the_connection_plus_24_bytes() {

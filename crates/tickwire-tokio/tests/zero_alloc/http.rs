@@ -1,4 +1,4 @@
-//! DESIGN rule 6 for the async REST client: after warm-up, an order POST (four headers, a
+//! rule 6 of docs/ARCHITECTURE.md for the async REST client: after warm-up, an order POST (four headers, a
 //! ~100 B JSON body serialised into the wire buffer) answered with a Content-Length JSON
 //! response allocates nothing on the client's thread (a current_thread runtime, so every poll
 //! of the request runs there): taking the pooled connection, the deadline and read timers,

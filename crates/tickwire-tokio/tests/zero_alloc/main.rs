@@ -1,4 +1,4 @@
-//! DESIGN rule 6 for the tokio transports: after warm-up, a WebSocket round trip (`ws`) and
+//! rule 6 of docs/ARCHITECTURE.md for the tokio transports: after warm-up, a WebSocket round trip (`ws`) and
 //! an order POST through the async REST client (`http`) and a packet request, alone or 8
 //! pipelined (`packet`), allocate nothing on the thread that
 //! runs them. Its own `main` (no libtest threads around) and one counting allocator, the

@@ -1,4 +1,4 @@
-//! Proves DESIGN rule 6 for the tokio packet client: after warm-up, a round trip (one
+//! Proves rule 6 of docs/ARCHITECTURE.md for the tokio packet client: after warm-up, a round trip (one
 //! request, or 8 pipelined) allocates nothing on the runtime's thread, with the buffers kept
 //! while idle and with them lent out (`release_idle_buffers`). The echo peer is the
 //! blocking packet server on its own threads, which are not counted.

@@ -1,4 +1,4 @@
-//! Proves DESIGN rule 6 for the tokio WebSocket: after warm-up, a round trip (queue a text
+//! Proves rule 6 of docs/ARCHITECTURE.md for the tokio WebSocket: after warm-up, a round trip (queue a text
 //! message, flush, receive the echo lent from the read buffer) allocates nothing on the
 //! runtime's thread, plain and split. The echo peer is the blocking transport on its own
 //! thread, which is not counted.
