@@ -9,10 +9,9 @@ cd "$(dirname "$0")/.."
 unpublished=$(cargo metadata --no-deps --format-version 1 --offline \
   | python3 -c 'import json,sys; print(" ".join("--exclude " + p["name"] for p in json.load(sys.stdin)["packages"] if p.get("publish") == []))')
 # shellcheck disable=SC2086
-cargo package --workspace $unpublished --offline --allow-dirty 2>&1 \
-  | grep -vE '^ +(Compiling|Checking|Downloaded|Locking|Adding|Updating|Archiving) ' || true
-# cargo's exit status, not grep's.
-status=${PIPESTATUS[0]}
-[ "$status" = 0 ] || exit "$status"
+mkdir -p target
+cargo package --workspace $unpublished --offline --allow-dirty > target/package.log 2>&1 \
+  || { cat target/package.log; exit 1; }
+grep -E '^ +(Packaged|Verifying) ' target/package.log
 count=$(ls target/package/*.crate | wc -l)
 echo "package: $count crates packaged and verified in dependency order"
