@@ -71,7 +71,9 @@ mod tls;
 mod websocket;
 
 pub use client::{ClientBuilder, connect};
-pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder, HttpClientError};
+pub use http::{
+    Blocking, ClientRequest, ClientResponse, HttpClient, HttpClientBuilder, HttpClientError,
+};
 pub use tickwire_core::{Error, Recv, TransportError};
 // What tickwire-tokio's HTTP client shares with the blocking one; not API.
 #[doc(hidden)]

@@ -91,7 +91,7 @@ mod transport;
 mod websocket;
 
 pub use client::{ClientBuilder, connect};
-pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder};
+pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder, Tokio};
 #[cfg(feature = "stream")]
 pub use owned::OwnedMessage;
 pub use server::{ServerBuilder, accept};

@@ -24,7 +24,7 @@ mod request;
 mod response;
 mod session;
 
-pub use client::{HttpClient, HttpClientBuilder};
+pub use client::{Blocking, HttpClient, HttpClientBuilder};
 pub use request::ClientRequest;
 pub use response::ClientResponse;
 pub use tickwire_core::http::{HttpClientError, HttpSocketOptions};
