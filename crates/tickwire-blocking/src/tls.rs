@@ -6,7 +6,7 @@
 use std::io::{self, ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 
-use tickwire_tls::{PLAINTEXT_ON_TLS_PORT, Plaintext, TlsCodec, TlsError};
+use tickwire_tls::{Owed, Plaintext, TlsCodec, TlsError};
 
 use crate::{Readiness, Stream, TransportError};
 
@@ -69,16 +69,18 @@ impl<S: Stream> TlsStream<S> {
         crate::stream::io_error(self, error)
     }
 
-    /// After a TLS failure, writes what the peer is owed, best effort and bounded: the fatal
-    /// alert rustls queued, or an HTTP 400 to a plaintext client of a server.
+    /// After a TLS failure, writes what the peer is owed ([`TlsCodec::owed_to_peer`] decides),
+    /// best effort and bounded.
     fn owe_peer(&mut self) {
         let _ = self.sock.set_write_timeout(Some(Duration::from_secs(1)));
-        if self.codec.error() == Some(&TlsError::NotTls) {
-            if self.codec.is_server() {
-                let _ = self.sock.write_all(PLAINTEXT_ON_TLS_PORT);
+        match self.codec.owed_to_peer() {
+            Owed::Nothing => {}
+            Owed::Alert => {
+                let _ = self.write_queued();
             }
-        } else {
-            let _ = self.write_queued();
+            Owed::Plaintext(bytes) => {
+                let _ = self.sock.write_all(bytes);
+            }
         }
     }
 

@@ -80,7 +80,7 @@ mod tls {
     use std::sync::Arc;
 
     use mio::net::TcpStream;
-    use tickwire_tls::{PLAINTEXT_ON_TLS_PORT, Plaintext, ServerTlsConfig, TlsCodec, TlsError};
+    use tickwire_tls::{Owed, Plaintext, ServerTlsConfig, TlsCodec};
 
     use super::Transport;
     use crate::handler::HandshakeFailure;
@@ -171,12 +171,15 @@ mod tls {
                         io::ErrorKind::WouldBlock => return Err(error),
                         io::ErrorKind::Interrupted => {}
                         _ => {
-                            if matches!(inner.codec.error(), Some(TlsError::NotTls)) {
-                                // A plaintext client on the TLS port: say so in HTTP.
-                                let _ = inner.socket.write(PLAINTEXT_ON_TLS_PORT);
-                            } else {
-                                // The alert rustls queued.
-                                let _ = inner.flush_records();
+                            // What the peer is owed: the alert, or a 400 to a plaintext client.
+                            match inner.codec.owed_to_peer() {
+                                Owed::Nothing => {}
+                                Owed::Alert => {
+                                    let _ = inner.flush_records();
+                                }
+                                Owed::Plaintext(bytes) => {
+                                    let _ = inner.socket.write(bytes);
+                                }
                             }
                             return Err(error);
                         }

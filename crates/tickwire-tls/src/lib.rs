@@ -1,5 +1,6 @@
 //! TLS for tickwire through rustls: [`ClientTlsConfig`] and [`ServerTlsConfig`] builders, and
-//! [`TlsCodec`], a sans-IO TLS connection that the transports drive.
+//! [`TlsCodec`], a sans-IO TLS connection that the transports drive, and what a failed one
+//! owes its peer ([`Owed`], [`TlsCodec::owed_to_peer`]).
 //!
 //! The crypto provider is ring by default (feature `ring`); the `aws-lc-rs` feature selects
 //! aws-lc-rs instead. Client roots are Mozilla's set compiled in (webpki-roots) plus any PEM
@@ -21,6 +22,7 @@
 mod codec;
 mod config;
 mod error;
+mod owed;
 
 pub use codec::{PLAINTEXT_ON_TLS_PORT, Plaintext, TlsCodec, TlsVersion};
 pub use config::{
@@ -28,4 +30,5 @@ pub use config::{
     certificates_from_pem, private_key_from_pem, provider,
 };
 pub use error::{AlertDescription, TlsError};
+pub use owed::Owed;
 pub use rustls;

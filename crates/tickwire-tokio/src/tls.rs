@@ -18,7 +18,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use tickwire_core::TransportError;
-use tickwire_tls::{PLAINTEXT_ON_TLS_PORT, Plaintext, TlsCodec, TlsError};
+use tickwire_tls::{Owed, Plaintext, TlsCodec, TlsError};
 
 /// How long a failed handshake may take to write what the peer is owed (an alert, a 400).
 const OWED_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -80,17 +80,19 @@ impl TlsStream {
         }
     }
 
-    /// After a TLS failure in the handshake: the alert rustls queued, or an HTTP 400 to a
-    /// client that spoke plaintext to a server.
+    /// After a TLS failure in the handshake, writes what the peer is owed
+    /// ([`TlsCodec::owed_to_peer`] decides), best effort and bounded.
     async fn owe_peer(&mut self) {
         let owed = async {
-            if self.codec.error() == Some(&TlsError::NotTls) {
-                if self.codec.is_server() {
-                    use tokio::io::AsyncWriteExt;
-                    let _ = self.tcp.write_all(PLAINTEXT_ON_TLS_PORT).await;
+            match self.codec.owed_to_peer() {
+                Owed::Nothing => {}
+                Owed::Alert => {
+                    let _ = std::future::poll_fn(|cx| self.poll_write_queued(cx)).await;
                 }
-            } else {
-                let _ = std::future::poll_fn(|cx| self.poll_write_queued(cx)).await;
+                Owed::Plaintext(bytes) => {
+                    use tokio::io::AsyncWriteExt;
+                    let _ = self.tcp.write_all(bytes).await;
+                }
             }
         };
         let _ = tokio::time::timeout(OWED_WRITE_TIMEOUT, owed).await;

@@ -1,9 +1,8 @@
 //! [`HttpClient`] and its builder.
 
-use std::time::Duration;
-
+use crate::Blocking;
 use tickwire_codec::buf::WriteBuf;
-use tickwire_codec::http::{ClientSession, Limits, Method, ResponseReader};
+use tickwire_codec::http::{Method, ResponseReader};
 use tickwire_codec::rest::{Query, RequestWriter};
 
 use super::HttpClientError;
@@ -11,7 +10,7 @@ use super::HttpClientError;
 use super::gunzip::Gunzip;
 use super::request::ClientRequest;
 use super::session::Session;
-use tickwire_core::http::HttpSocketOptions;
+use tickwire_core::http::{BuildHttpClient, HttpClientOptions};
 
 /// A blocking HTTP/1.1 client for one origin (`http://` or `https://` host and port) over one
 /// keep-alive connection.
@@ -54,7 +53,40 @@ impl HttpClient {
         ClientRequest::new(&mut self.session, builder, method)
     }
 
-    tickwire_core::__http_client_request_methods!(ClientRequest);
+    /// Starts a GET.
+    pub fn get(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Get, path)
+    }
+
+    /// Starts a HEAD.
+    pub fn head(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Head, path)
+    }
+
+    /// Starts a POST (never resent automatically).
+    pub fn post(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Post, path)
+    }
+
+    /// Starts a PUT.
+    pub fn put(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Put, path)
+    }
+
+    /// Starts a PATCH (never resent automatically).
+    pub fn patch(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Patch, path)
+    }
+
+    /// Starts a DELETE.
+    pub fn delete(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Delete, path)
+    }
+
+    /// Starts an OPTIONS.
+    pub fn options(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Options, path)
+    }
 
     /// Opens the connection now instead of on the first request (a warm-up before the first
     /// order). Does nothing when one is open.
@@ -79,59 +111,34 @@ impl HttpClient {
     }
 }
 
-/// Options for an [`HttpClient`]. Defaults: TCP_NODELAY on, a 10 s connect timeout, 30 s read
-/// and write timeouts, a 60 s total deadline per request
-/// ([`request_deadline`](Self::request_deadline)), [`Limits::client`], no gzip, a
+/// Options for an [`HttpClient`], the builder both transports share. Defaults: TCP_NODELAY
+/// on, a 10 s connect timeout, 30 s read and write timeouts, a 60 s total deadline per request
+/// ([`request_deadline`](tickwire_core::http::HttpClientBuilder::request_deadline)),
+/// [`Limits::client`](tickwire_codec::http::Limits::client), no gzip, a
 /// `User-Agent: tickwire/<version>` header.
-#[derive(Debug)]
-pub struct HttpClientBuilder {
-    base_url: String,
-    headers: Vec<(String, Vec<u8>)>,
-    user_agent: Option<String>,
-    limits: Limits,
-    #[cfg(feature = "deflate")]
-    gzip: bool,
-    read_buffer: usize,
-    write_buffer: usize,
-    probe_after: Duration,
-    socket: HttpSocketOptions,
-}
+pub type HttpClientBuilder = tickwire_core::http::HttpClientBuilder<Blocking>;
 
-impl HttpClientBuilder {
-    fn new(base_url: &str) -> Self {
-        Self {
-            base_url: base_url.to_owned(),
-            headers: Vec::new(),
-            user_agent: Some(concat!("tickwire/", env!("CARGO_PKG_VERSION")).to_owned()),
-            limits: Limits::client(),
-            #[cfg(feature = "deflate")]
-            gzip: false,
-            read_buffer: 16 * 1024,
-            write_buffer: 4 * 1024,
-            probe_after: ClientSession::DEFAULT_PROBE_AFTER,
-            socket: HttpSocketOptions::default(),
-        }
-    }
+impl BuildHttpClient for Blocking {
+    type Client = HttpClient;
 
-    tickwire_core::__http_client_builder_options!();
-
-    /// Checks the URL and headers and makes the client; no connection is opened yet.
-    pub fn build(self) -> Result<HttpClient, HttpClientError> {
-        let (origin, writer) = self.origin_and_writer()?;
+    fn build(options: HttpClientOptions) -> Result<HttpClient, HttpClientError> {
+        let (origin, writer) = options.origin_and_writer()?;
         #[cfg(feature = "deflate")]
-        let gunzip = self.gzip.then(|| Gunzip::new(self.limits.max_body_bytes));
+        let gunzip = options
+            .gzip()
+            .then(|| Gunzip::new(options.limits.max_body_bytes));
         #[cfg(not(feature = "deflate"))]
         let gunzip = None;
         Ok(HttpClient {
             writer,
-            wbuf: WriteBuf::new(self.write_buffer, 64),
+            wbuf: WriteBuf::new(options.write_buffer, 64),
             session: Session::new(
                 origin,
-                self.socket,
-                ResponseReader::new(self.limits),
-                self.read_buffer,
+                options.socket,
+                ResponseReader::new(options.limits),
+                options.read_buffer,
                 gunzip,
-                self.probe_after,
+                options.probe_after,
             ),
         })
     }

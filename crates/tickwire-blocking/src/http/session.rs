@@ -6,7 +6,10 @@ use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
-use tickwire_codec::http::{ClientSession, Failure, Method, Parsed, Probe, ResponseReader, Reuse};
+use tickwire_codec::http::{
+    ClientSession, Failure, IdleProbe, Method, Probe, ProbeStep, ReadOutcome, ResponseReader,
+    Reuse, WriteVerdict,
+};
 use tickwire_codec::rest::Origin;
 
 use super::HttpClientError;
@@ -207,22 +210,14 @@ impl Session {
         let Some(stream) = self.stream.as_mut() else {
             return Probe::Closed;
         };
-        match peek_idle(stream.tcp()) {
-            Idle::Open => Probe::Open,
-            Idle::Closed => Probe::Closed,
-            Idle::Readable => match stream {
-                MaybeTlsStream::Plain(_) => Probe::Unexpected,
-                // TLS may have records that carry no data (a session ticket): let the TLS
-                // layer consume them without blocking, and see what remains.
-                #[cfg(feature = "tls")]
-                MaybeTlsStream::Tls(tls) => {
-                    if tls_idle_read(tls, &mut self.rbuf) {
-                        Probe::Open
-                    } else {
-                        Probe::Closed
-                    }
-                }
-            },
+        let mut probe = IdleProbe::new(!matches!(stream, MaybeTlsStream::Plain(_)));
+        let mut step = probe.peeked(peek_idle(stream.tcp()));
+        loop {
+            step = match step {
+                ProbeStep::Done(probe) => return probe,
+                ProbeStep::Peek => probe.peeked(peek_idle(stream.tcp())),
+                ProbeStep::ReadTls => probe.tls_read(read_now(stream, &mut self.rbuf)),
+            };
         }
     }
 
@@ -242,47 +237,24 @@ impl Session {
             .write_all(wbuf.as_slice())
             .and_then(|()| stream.flush())
         {
-            if !Failure::is_close(e.kind()) || !self.rules.read_after_write_error() {
+            if self.rules.write_failed(e.kind()) == WriteVerdict::Failed {
                 let e = io_error(stream, e).into();
                 return Err(self.deadline_or(write_wait, e));
             }
-            // The server stopped reading: it may have answered first (a 413 to a body too
-            // large, a 401 before the body). Read what it sent; report the write error only
-            // when no response is there.
             write_error = Some(e);
         }
         self.reader.expect(method);
-        let mut received_any = false;
         // The previous response was released before this request was written, so an empty
         // buffer holds nothing to parse yet: go straight to the socket. Parsing nothing cost
         // about 170 instructions per request (`tickwire-bench http --callgrind`, client-side
         // table).
         let mut parse = !self.rbuf.is_empty();
         loop {
-            let parsed = if parse {
-                self.reader.read(&mut self.rbuf)?
-            } else {
-                parse = true;
-                Parsed::NeedMore
-            };
-            let informational = match parsed {
-                Parsed::Complete(response) => {
-                    let status = response.status();
-                    if status.is_informational() && status.as_u16() != 101 {
-                        true
-                    } else {
-                        let keep_alive = response.keep_alive() && write_error.is_none();
-                        self.rules.response_complete(keep_alive, Instant::now());
-                        return Ok(Attempt::Done);
-                    }
-                }
-                Parsed::NeedMore => false,
-            };
-            if informational {
-                // 100 Continue, 103 Early Hints: the final response follows.
-                self.reader.expect(method);
-                continue;
+            let (rules, reader, rbuf) = (&mut self.rules, &mut self.reader, &mut self.rbuf);
+            if parse && rules.parse_response(reader, rbuf, method, Instant::now)? {
+                return Ok(Attempt::Done);
             }
+            parse = true;
             let wait = self.wait(self.options.read_timeout)?;
             let Some(stream) = self.stream.as_mut() else {
                 return Err(HttpClientError::Io(ErrorKind::NotConnected.into()));
@@ -291,39 +263,22 @@ impl Session {
                 stream.set_read_timeout(wait.timeout)?;
                 self.applied_read_timeout = wait.timeout;
             }
-            let spare = ResponseReader::read_space(&mut self.rbuf);
-            let n = match stream.read(spare) {
-                Ok(n) => n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) if !received_any && Failure::is_close(e.kind()) => {
-                    let e = write_error.take().unwrap_or(e);
-                    return Ok(Attempt::ClosedBeforeResponse(io_error(stream, e).into()));
-                }
-                Err(e) => {
-                    let e = io_error(stream, write_error.take().unwrap_or(e)).into();
-                    return Err(self.deadline_or(wait, e));
-                }
+            let read = stream.read(ResponseReader::read_space(&mut self.rbuf));
+            let (rules, reader, rbuf) = (&mut self.rules, &mut self.reader, &mut self.rbuf);
+            let (closed, error) = match rules.read_returned(reader, rbuf, read, Instant::now)? {
+                ReadOutcome::Continue => continue,
+                ReadOutcome::Complete => return Ok(Attempt::Done),
+                ReadOutcome::ClosedBeforeResponse(error) => (true, error),
+                ReadOutcome::Failed(error) => (false, error),
             };
-            if n == 0 {
-                return match self.reader.read_eof(&mut self.rbuf)? {
-                    Some(response) => {
-                        let _ = response;
-                        self.rules.response_complete(false, Instant::now());
-                        Ok(Attempt::Done)
-                    }
-                    None => {
-                        let e = write_error
-                            .map_or(HttpClientError::NoResponse, |e| io_error(stream, e).into());
-                        if received_any {
-                            Err(e)
-                        } else {
-                            Ok(Attempt::ClosedBeforeResponse(e))
-                        }
-                    }
-                };
-            }
-            received_any = true;
-            self.rbuf.filled(n);
+            // The write's error, when writing failed, says more than what followed it.
+            let error = write_error.take().or(error);
+            let error = error.map_or(HttpClientError::NoResponse, |e| io_error(stream, e).into());
+            return if closed {
+                Ok(Attempt::ClosedBeforeResponse(error))
+            } else {
+                Err(self.deadline_or(wait, error))
+            };
         }
     }
 
@@ -384,59 +339,30 @@ impl Session {
     }
 }
 
-enum Idle {
-    Open,
-    Closed,
-    Readable,
-}
-
+/// One non-blocking `recv(MSG_PEEK)` of one byte.
 #[cfg(unix)]
-fn peek_idle(tcp: &std::net::TcpStream) -> Idle {
+fn peek_idle(tcp: &std::net::TcpStream) -> std::io::Result<usize> {
     use std::mem::MaybeUninit;
     let mut byte = [MaybeUninit::<u8>::uninit(); 1];
-    match socket2::SockRef::from(tcp)
-        .recv_with_flags(&mut byte, libc::MSG_PEEK | libc::MSG_DONTWAIT)
-    {
-        Ok(0) => Idle::Closed,
-        Ok(_) => Idle::Readable,
-        Err(e) if e.kind() == ErrorKind::WouldBlock => Idle::Open,
-        Err(e) if e.kind() == ErrorKind::Interrupted => Idle::Open,
-        Err(_) => Idle::Closed,
-    }
+    socket2::SockRef::from(tcp).recv_with_flags(&mut byte, libc::MSG_PEEK | libc::MSG_DONTWAIT)
 }
 
+/// One peek of one byte on the socket switched to non-blocking for it.
 #[cfg(not(unix))]
-fn peek_idle(tcp: &std::net::TcpStream) -> Idle {
+fn peek_idle(tcp: &std::net::TcpStream) -> std::io::Result<usize> {
     let mut byte = [0u8; 1];
-    if tcp.set_nonblocking(true).is_err() {
-        return Idle::Closed;
-    }
-    let idle = match tcp.peek(&mut byte) {
-        Ok(0) => Idle::Closed,
-        Ok(_) => Idle::Readable,
-        Err(e) if e.kind() == ErrorKind::WouldBlock => Idle::Open,
-        Err(_) => Idle::Closed,
-    };
-    if tcp.set_nonblocking(false).is_err() {
-        return Idle::Closed;
-    }
-    idle
+    tcp.set_nonblocking(true)?;
+    let peeked = tcp.peek(&mut byte);
+    tcp.set_nonblocking(false)?;
+    peeked
 }
 
-/// Reads what an idle TLS connection has without blocking: records with no plaintext
-/// (session tickets, key updates) leave it open; data, close_notify or EOF close it.
-#[cfg(feature = "tls")]
-fn tls_idle_read(tls: &mut crate::TlsStream<std::net::TcpStream>, rbuf: &mut ReadBuf) -> bool {
-    if tls.get_ref().set_nonblocking(true).is_err() {
-        return false;
-    }
-    let open = loop {
-        match tls.read(ResponseReader::read_space(rbuf)) {
-            Ok(_) => break false,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => break true,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => break false,
-        }
-    };
-    tls.get_ref().set_nonblocking(false).is_ok() && open
+/// One read through the stream's TLS layer that does not wait, into spare space of `rbuf`
+/// (records with no plaintext, such as session tickets, are consumed). The socket is back in
+/// blocking mode afterwards, or the read reports the error that kept it from being.
+fn read_now(stream: &mut MaybeTlsStream, rbuf: &mut ReadBuf) -> std::io::Result<usize> {
+    stream.tcp().set_nonblocking(true)?;
+    let read = stream.read(ResponseReader::read_space(rbuf));
+    stream.tcp().set_nonblocking(false)?;
+    read
 }

@@ -7,13 +7,21 @@
 //! - The writers put request and response heads and chunked bodies into a
 //!   [`WriteBuf`](crate::buf::WriteBuf), rejecting CR, LF and NUL in anything they write.
 //!
+//! - The client's exchange rules, for every transport: [`ClientSession`] (when a connection
+//!   may carry a request or be resent on, and what each write and read outcome of an exchange
+//!   means) and [`IdleProbe`] (what a liveness check of an idle connection found).
+//!
 //! Time and I/O belong to the transport; every limit is a field of [`Limits`].
 
 pub(crate) mod ascii;
 mod chunked;
 mod error;
+mod exchange;
+#[cfg(test)]
+mod exchange_tests;
 mod headers;
 mod limits;
+mod probe;
 mod reader;
 mod session;
 mod types;
@@ -24,8 +32,10 @@ mod tests;
 
 pub use chunked::{ChunkedDecoder, Decoded};
 pub use error::HttpError;
+pub use exchange::{ReadOutcome, WriteVerdict};
 pub use headers::{HeaderIter, Headers};
 pub use limits::Limits;
+pub use probe::{IdleProbe, ProbeStep};
 pub use reader::{Parsed, Request, RequestReader, Response, ResponseReader};
 pub use session::{ClientSession, Failure, Probe, Reuse};
 pub use types::{Method, StatusCode, Version};

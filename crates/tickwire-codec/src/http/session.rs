@@ -100,6 +100,10 @@ pub struct ClientSession {
     /// A request was started on the open connection and its final response has not
     /// completed: what is left of that response may still arrive.
     in_flight: bool,
+    /// The exchange under way (see `exchange`): a byte of its response arrived.
+    pub(super) received_any: bool,
+    /// The exchange under way: writing its request failed because the server closed.
+    pub(super) write_failed: bool,
 }
 
 impl Default for ClientSession {
@@ -139,6 +143,8 @@ impl ClientSession {
             close_after: false,
             idle_since: None,
             in_flight: false,
+            received_any: false,
+            write_failed: false,
         }
     }
 
@@ -185,8 +191,13 @@ impl ClientSession {
     /// request: a request abandoned part-way (a timeout, a deadline, a cancelled future)
     /// leaves [`before_request`](Self::before_request) answering [`Reuse::Reconnect`], and
     /// the next request cannot receive the abandoned one's response.
+    ///
+    /// It also starts the exchange's own rules (what each write and read outcome means, see
+    /// [`write_failed`](Self::write_failed) and the methods after it).
     pub fn request_started(&mut self) {
         self.in_flight = true;
+        self.received_any = false;
+        self.write_failed = false;
     }
 
     /// Whether the open connection may go back to a pool of idle connections: it is open, its
@@ -234,14 +245,6 @@ impl ClientSession {
     /// Call before [`closed`](Self::closed).
     pub fn may_resend(&self, method: Method, failure: Failure) -> bool {
         failure == Failure::ClosedBeforeResponse && self.is_reused() && method.is_idempotent()
-    }
-
-    /// Writing the request failed because the server closed the connection. The server may
-    /// have answered first and stopped reading (a 413 while a large body was still being sent,
-    /// a 401 before the body): always read what it sent before reporting the write error, and
-    /// give that response to the caller if it is complete.
-    pub const fn read_after_write_error(&self) -> bool {
-        true
     }
 }
 

@@ -1,18 +1,17 @@
-//! [`HttpClient`], a handle on one origin's pool, and its builder.
+//! [`HttpClient`], a handle on one origin's pool, and the transport marker its builder is
+//! built with (`Tokio`).
 
+use crate::Tokio;
 use std::sync::Arc;
-use std::task::Poll;
-use std::time::{Duration, Instant};
 
 use tickwire_codec::buf::WriteBuf;
-use tickwire_codec::http::{ClientSession, Failure, Limits, Method};
+use tickwire_codec::http::Method;
 use tickwire_codec::rest::Query;
-use tickwire_core::http::{HttpClientError, HttpSocketOptions};
+use tickwire_core::http::{BuildHttpClient, HttpClientError, HttpClientOptions, PooledHttpClient};
 
-use super::conn::Attempt;
+use super::options::Options;
 use super::pool::Shared;
 use super::request::ClientRequest;
-use super::response::ClientResponse;
 
 /// An async HTTP/1.1 client for one origin (`http://` or `https://` host and port): a handle
 /// on a pool of keep-alive connections (see [the pool](#the-pool) and, for what dropping
@@ -33,7 +32,7 @@ use super::response::ClientResponse;
 ///   use, on the real clock rather than tokio's: an armed timeout does not make the runtime
 ///   park with a timeout, and pausing tokio's clock (`tokio::time::pause`) does not advance
 ///   them.
-/// - Redirects are reported ([`ClientResponse::is_redirect`]), not followed.
+/// - Redirects are reported ([`ClientResponse::is_redirect`](crate::ClientResponse::is_redirect)), not followed.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), tickwire_core::http::HttpClientError> {
@@ -67,7 +66,7 @@ use super::response::ClientResponse;
 ///   part-way) is replaced by a task spawned on the current runtime that opens a new one and
 ///   puts it in the pool: the next request finds it warm instead of connecting. A request
 ///   connects itself only when there is no idle connection and the cap allows one more.
-/// - A connection comes back to the pool when its [`ClientResponse`] is dropped.
+/// - A connection comes back to the pool when its [`ClientResponse`](crate::ClientResponse) is dropped.
 ///
 /// # Cancel safety
 ///
@@ -80,7 +79,7 @@ use super::response::ClientResponse;
 /// | [`connect`](Self::connect) | A connection being opened is closed and its place in the pool freed; nothing else changes. |
 /// | a request waiting for a connection (the pool at its cap) | It leaves the queue; a connection returned meanwhile goes to the next waiter. |
 ///
-/// A [`ClientResponse`] is complete when `send` returns it: reading it never awaits.
+/// A [`ClientResponse`](crate::ClientResponse) is complete when `send` returns it: reading it never awaits.
 /// Dropping it returns the connection to the pool.
 ///
 /// The request's total deadline ([`request_deadline`](HttpClientBuilder::request_deadline))
@@ -127,7 +126,40 @@ impl HttpClient {
         ClientRequest::new(shared, builder, method)
     }
 
-    tickwire_core::__http_client_request_methods!(ClientRequest);
+    /// Starts a GET.
+    pub fn get(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Get, path)
+    }
+
+    /// Starts a HEAD.
+    pub fn head(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Head, path)
+    }
+
+    /// Starts a POST (never resent automatically).
+    pub fn post(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Post, path)
+    }
+
+    /// Starts a PUT.
+    pub fn put(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Put, path)
+    }
+
+    /// Starts a PATCH (never resent automatically).
+    pub fn patch(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Patch, path)
+    }
+
+    /// Starts a DELETE.
+    pub fn delete(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Delete, path)
+    }
+
+    /// Starts an OPTIONS.
+    pub fn options(&mut self, path: &str) -> ClientRequest<'_, Query> {
+        self.request(Method::Options, path)
+    }
 
     /// Makes sure one warm connection waits in the pool (a warm-up before the first order):
     /// opens one unless an idle one is there, bounded by the connect timeout. With the pool at
@@ -149,173 +181,28 @@ impl HttpClient {
     }
 }
 
-impl Shared {
-    /// Sends the request in `wbuf` and reads its final response, all within the request's
-    /// deadline. `wbuf` is empty afterwards, whatever the outcome.
-    pub(crate) async fn execute(
-        self: &Arc<Self>,
-        wbuf: &mut WriteBuf,
-        method: Method,
-    ) -> Result<ClientResponse, HttpClientError> {
-        let now = Instant::now();
-        let deadline = (self.options.socket.request_deadline).map(|total| now + total);
-        let result = self.exchange(wbuf.as_slice(), method, now, deadline).await;
-        wbuf.clear();
-        result
-    }
+/// Options for an [`HttpClient`], the builder both transports share, with the pool's setters
+/// ([`max_connections`](tickwire_core::http::HttpClientBuilder::max_connections),
+/// [`idle_timeout`](tickwire_core::http::HttpClientBuilder::idle_timeout)). Defaults:
+/// TCP_NODELAY on, a 10 s connect timeout, 30 s read and write timeouts, a 60 s total deadline
+/// per request ([`request_deadline`](tickwire_core::http::HttpClientBuilder::request_deadline)),
+/// at most 8 connections, idle connections closed after 30 s,
+/// [`Limits::client`](tickwire_codec::http::Limits::client), no gzip, a
+/// `User-Agent: tickwire/<version>` header: the blocking client's defaults, plus the pool's.
+pub type HttpClientBuilder = tickwire_core::http::HttpClientBuilder<Tokio>;
 
-    /// The request on a connection from the pool. The deadline bounds the wait for a pooled
-    /// connection and the connect (with a timer of their own, only when they have to wait)
-    /// and every write and read (the connection's timer). A request stopped by the deadline
-    /// leaves its connection unusable, so the pool closes it (see `Checkout`).
-    async fn exchange(
-        self: &Arc<Self>,
-        request: &[u8],
-        method: Method,
-        now: Instant,
-        deadline: Option<Instant>,
-    ) -> Result<ClientResponse, HttpClientError> {
-        let socket = &self.options.socket;
-        let mut place = match self.checkout_idle(now) {
-            Some(place) => place,
-            None => self.by_deadline(deadline, self.checkout()).await?,
-        };
-        let attempt = place
-            .conn_mut()
-            .attempt(request, method, socket, deadline)
-            .await?;
-        if let Attempt::ClosedBeforeResponse(e) = attempt {
-            if !place
-                .conn()
-                .may_resend(method, Failure::ClosedBeforeResponse)
-            {
-                return Err(e);
-            }
-            self.by_deadline(deadline, place.reconnect()).await?;
-            let retried = place
-                .conn_mut()
-                .attempt(request, method, socket, deadline)
-                .await?;
-            if let Attempt::ClosedBeforeResponse(e) = retried {
-                return Err(e);
-            }
-        }
-        place.conn_mut().decode_body()?;
-        Ok(ClientResponse::new(place))
-    }
+impl BuildHttpClient for Tokio {
+    type Client = HttpClient;
 
-    /// `step`, stopped at `deadline`. Polled once first: a step done at once (an idle pooled
-    /// connection) makes no timer.
-    async fn by_deadline<T>(
-        &self,
-        deadline: Option<Instant>,
-        step: impl Future<Output = Result<T, HttpClientError>>,
-    ) -> Result<T, HttpClientError> {
-        let mut step = std::pin::pin!(step);
-        let Some(deadline) = deadline else {
-            return step.await;
-        };
-        if let Poll::Ready(done) =
-            std::future::poll_fn(|cx| Poll::Ready(step.as_mut().poll(cx))).await
-        {
-            return done;
-        }
-        let total = self.options.socket.request_deadline.unwrap_or_default();
-        tokio::time::timeout_at(deadline.into(), step)
-            .await
-            .unwrap_or(Err(HttpClientError::DeadlineExceeded { deadline: total }))
-    }
-}
-
-/// Options fixed at build time, shared by every handle and connection: the blocking client's
-/// socket options, and what the pool and each connection add.
-#[derive(Debug, Clone)]
-pub(crate) struct Options {
-    pub(crate) socket: HttpSocketOptions,
-    pub(crate) limits: Limits,
-    #[cfg(feature = "deflate")]
-    pub(crate) gzip: bool,
-    pub(crate) read_buffer: usize,
-    pub(crate) write_buffer: usize,
-    pub(crate) probe_after: Duration,
-    pub(crate) max_connections: usize,
-    pub(crate) idle_timeout: Duration,
-}
-
-/// Options for an [`HttpClient`]. Defaults: TCP_NODELAY on, a 10 s connect timeout, 30 s read
-/// and write timeouts, a 60 s total deadline per request
-/// ([`request_deadline`](Self::request_deadline)), at most 8 connections, idle connections
-/// closed after 30 s, [`Limits::client`], no gzip, a `User-Agent: tickwire/<version>` header:
-/// the blocking client's defaults, plus the pool's.
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct HttpClientBuilder {
-    // From `base_url` to `socket`: the fields the shared setters and base-URL check name
-    // (`tickwire_core::__http_client_builder_options`).
-    base_url: String,
-    headers: Vec<(String, Vec<u8>)>,
-    user_agent: Option<String>,
-    limits: Limits,
-    #[cfg(feature = "deflate")]
-    gzip: bool,
-    read_buffer: usize,
-    write_buffer: usize,
-    probe_after: Duration,
-    socket: HttpSocketOptions,
-    max_connections: usize,
-    idle_timeout: Duration,
-}
-
-impl HttpClientBuilder {
-    fn new(base_url: &str) -> Self {
-        Self {
-            base_url: base_url.to_owned(),
-            headers: Vec::new(),
-            user_agent: Some(concat!("tickwire/", env!("CARGO_PKG_VERSION")).to_owned()),
-            limits: Limits::client(),
-            #[cfg(feature = "deflate")]
-            gzip: false,
-            read_buffer: 16 * 1024,
-            write_buffer: 4 * 1024,
-            probe_after: ClientSession::DEFAULT_PROBE_AFTER,
-            socket: HttpSocketOptions::default(),
-            max_connections: 8,
-            idle_timeout: Duration::from_secs(30),
-        }
-    }
-
-    tickwire_core::__http_client_builder_options!();
-
-    /// The most connections open to the origin at once, idle, in use or being opened
-    /// (default 8; at least 1). A request beyond it waits for one to come back.
-    pub fn max_connections(mut self, max: usize) -> Self {
-        self.max_connections = max.max(1);
-        self
-    }
-
-    /// How long an idle connection is kept before the pool closes it (default 30 s).
-    pub fn idle_timeout(mut self, idle: Duration) -> Self {
-        self.idle_timeout = idle;
-        self
-    }
-
-    /// Checks the URL and headers and makes the client; no connection is opened yet.
-    pub fn build(self) -> Result<HttpClient, HttpClientError> {
-        let (origin, writer) = self.origin_and_writer()?;
-        let options = Options {
-            socket: self.socket,
-            limits: self.limits,
-            #[cfg(feature = "deflate")]
-            gzip: self.gzip,
-            read_buffer: self.read_buffer,
-            write_buffer: self.write_buffer,
-            probe_after: self.probe_after,
-            max_connections: self.max_connections,
-            idle_timeout: self.idle_timeout,
-        };
+    fn build(options: HttpClientOptions) -> Result<HttpClient, HttpClientError> {
+        let (origin, writer) = options.origin_and_writer()?;
+        let write_buffer = options.write_buffer;
+        let options = Options::from(options);
         Ok(HttpClient {
             shared: Arc::new(Shared::new(writer, origin, options)),
-            wbuf: WriteBuf::new(self.write_buffer, 0),
+            wbuf: WriteBuf::new(write_buffer, 0),
         })
     }
 }
+
+impl PooledHttpClient for Tokio {}

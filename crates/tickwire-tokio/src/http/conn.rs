@@ -11,7 +11,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use tickwire_codec::buf::ReadBuf;
 use tickwire_codec::http::{
-    ClientSession, Failure, Method, Parsed, Probe, Response, ResponseReader, Reuse,
+    ClientSession, Failure, IdleProbe, Method, Probe, ProbeStep, ReadOutcome, Response,
+    ResponseReader, Reuse, WriteVerdict,
 };
 #[cfg(feature = "deflate")]
 use tickwire_codec::rest::GzipBody;
@@ -19,7 +20,7 @@ use tickwire_codec::rest::Origin;
 use tickwire_core::http::{HttpClientError, HttpSocketOptions};
 
 use super::alarm::Alarm;
-use super::client::Options;
+use super::options::Options;
 use crate::stream::MaybeTls;
 
 /// Outcome of one attempt on one connection.
@@ -141,70 +142,37 @@ impl Conn {
             })
             .await?;
         if let Err(e) = written {
-            if !Failure::is_close(e.kind()) || !self.rules.read_after_write_error() {
+            if self.rules.write_failed(e.kind()) == WriteVerdict::Failed {
                 return Err(typed(&self.stream, e));
             }
-            // The server stopped reading: it may have answered first (a 413, a 401 before
-            // the body). Read what it sent; report the write error only when nothing is there.
             write_error = Some(e);
         }
         self.reader.expect(method);
-        let mut received_any = false;
         // The previous response was released, so an empty buffer holds nothing to parse.
         let mut parse = !self.rbuf.is_empty();
         loop {
-            if parse {
-                match self.reader.read(&mut self.rbuf)? {
-                    Parsed::Complete(response) if is_informational(&response) => {
-                        // 100 Continue, 103 Early Hints: the final response follows.
-                        self.reader.expect(method);
-                        continue;
-                    }
-                    Parsed::Complete(response) => {
-                        let keep_alive = response.keep_alive() && write_error.is_none();
-                        self.rules.response_complete(keep_alive, Instant::now());
-                        return Ok(Attempt::Done);
-                    }
-                    Parsed::NeedMore => {}
-                }
+            let (rules, reader, rbuf) = (&mut self.rules, &mut self.reader, &mut self.rbuf);
+            if parse && rules.parse_response(reader, rbuf, method, Instant::now)? {
+                return Ok(Attempt::Done);
             }
             parse = true;
-            let spare = ResponseReader::read_space(&mut self.rbuf);
-            let read = self.stream.read(spare);
-            let n = match bound.wait(&self.alarm, options.read_timeout, read).await? {
-                Ok(n) => n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) if !received_any && Failure::is_close(e.kind()) => {
-                    let e = write_error.take().unwrap_or(e);
-                    return Ok(Attempt::ClosedBeforeResponse(typed(&self.stream, e)));
-                }
-                Err(e) => return Err(typed(&self.stream, write_error.take().unwrap_or(e))),
+            let read = self.stream.read(ResponseReader::read_space(&mut self.rbuf));
+            let read = bound.wait(&self.alarm, options.read_timeout, read).await?;
+            let (rules, reader, rbuf) = (&mut self.rules, &mut self.reader, &mut self.rbuf);
+            let (closed, error) = match rules.read_returned(reader, rbuf, read, Instant::now)? {
+                ReadOutcome::Continue => continue,
+                ReadOutcome::Complete => return Ok(Attempt::Done),
+                ReadOutcome::ClosedBeforeResponse(error) => (true, error),
+                ReadOutcome::Failed(error) => (false, error),
             };
-            if n == 0 {
-                return self.end_of_stream(write_error, received_any);
-            }
-            received_any = true;
-            self.rbuf.filled(n);
-        }
-    }
-
-    /// The server closed the connection: a response delimited by the close is complete;
-    /// otherwise the exchange failed, and whether before any byte of a response decides
-    /// whether it may be sent again.
-    fn end_of_stream(
-        &mut self,
-        write_error: Option<io::Error>,
-        received_any: bool,
-    ) -> Result<Attempt, HttpClientError> {
-        if self.reader.read_eof(&mut self.rbuf)?.is_some() {
-            self.rules.response_complete(false, Instant::now());
-            return Ok(Attempt::Done);
-        }
-        let e = write_error.map_or(HttpClientError::NoResponse, |e| typed(&self.stream, e));
-        if received_any {
-            Err(e)
-        } else {
-            Ok(Attempt::ClosedBeforeResponse(e))
+            // The write's error, when writing failed, says more than what followed it.
+            let error = write_error.take().or(error);
+            let error = error.map_or(HttpClientError::NoResponse, |e| typed(&self.stream, e));
+            return if closed {
+                Ok(Attempt::ClosedBeforeResponse(error))
+            } else {
+                Err(error)
+            };
         }
     }
 
@@ -238,30 +206,33 @@ impl Conn {
         self.inflated
     }
 
-    /// Checks an idle connection without waiting: one `recv(MSG_PEEK)` on the non-blocking
-    /// socket, a system call made whatever the runtime's readiness flags say (they lag until
-    /// the runtime next polls its driver, and a close they have not seen yet is the case this
-    /// check exists for). Nothing to read is open; end of stream or an error is closed; data
-    /// on a plain connection is unexpected. Over TLS, readable bytes are given to the TLS layer
-    /// without waiting: records with no data (a session ticket) leave it open; anything else,
-    /// or bytes it cannot take yet, close it (a reconnect is never wrong, a stale reuse is).
+    /// Checks an idle connection without waiting, the codec's [`IdleProbe`] carried out: a
+    /// `recv(MSG_PEEK)` on the non-blocking socket, a system call made whatever the runtime's
+    /// readiness flags say (they lag until the runtime next polls its driver, and a close they
+    /// have not seen yet is the case this check exists for), and over TLS a read through the
+    /// TLS layer that never waits.
     fn probe(&mut self) -> Probe {
-        match peek(self.stream.tcp()) {
-            Probe::Unexpected if !matches!(self.stream, MaybeTls::Plain(_)) => {}
-            probe => return probe,
+        let mut probe = IdleProbe::new(!matches!(self.stream, MaybeTls::Plain(_)));
+        let mut step = probe.peeked(peek(self.stream.tcp()));
+        loop {
+            step = match step {
+                ProbeStep::Done(probe) => return probe,
+                ProbeStep::Peek => probe.peeked(peek(self.stream.tcp())),
+                ProbeStep::ReadTls => probe.tls_read(self.read_now()),
+            };
         }
+    }
+
+    /// One read through the TLS layer that never waits (a no-op waker: nothing is woken
+    /// later), into spare space of the read buffer; `WouldBlock` when it would wait.
+    fn read_now(&mut self) -> io::Result<usize> {
         let mut cx = Context::from_waker(Waker::noop());
         let spare = ResponseReader::read_space(&mut self.rbuf);
         let mut buf = tokio::io::ReadBuf::new(spare);
         match Pin::new(&mut self.stream).poll_read(&mut cx, &mut buf) {
-            Poll::Ready(Ok(())) if buf.filled().is_empty() => Probe::Closed,
-            Poll::Ready(Ok(())) => Probe::Unexpected,
-            Poll::Ready(Err(_)) => Probe::Closed,
-            // Open only if the TLS layer took every byte there was (records without data).
-            Poll::Pending => match peek(self.stream.tcp()) {
-                Probe::Open => Probe::Open,
-                _ => Probe::Closed,
-            },
+            Poll::Ready(Ok(())) => Ok(buf.filled().len()),
+            Poll::Ready(Err(e)) => Err(e),
+            Poll::Pending => Err(ErrorKind::WouldBlock.into()),
         }
     }
 }
@@ -274,22 +245,11 @@ fn typed(stream: &MaybeTls, error: io::Error) -> HttpClientError {
         .map_or(HttpClientError::Io(error), HttpClientError::from)
 }
 
-/// One `recv(MSG_PEEK)` on the non-blocking socket: nothing to read is open, end of stream
-/// or an error closed, bytes unexpected.
-fn peek(tcp: &tokio::net::TcpStream) -> Probe {
+/// One `recv(MSG_PEEK)` of one byte on the non-blocking socket, a system call made whatever
+/// the runtime's readiness flags say.
+fn peek(tcp: &tokio::net::TcpStream) -> io::Result<usize> {
     let mut byte = [std::mem::MaybeUninit::<u8>::uninit(); 1];
-    match socket2::SockRef::from(tcp).peek(&mut byte) {
-        Ok(0) => Probe::Closed,
-        Ok(_) => Probe::Unexpected,
-        Err(e) if e.kind() == ErrorKind::WouldBlock => Probe::Open,
-        Err(_) => Probe::Closed,
-    }
-}
-
-/// A 1xx other than 101: an interim response before the final one.
-fn is_informational(response: &Response<'_>) -> bool {
-    let status = response.status();
-    status.is_informational() && status.as_u16() != 101
+    socket2::SockRef::from(tcp).peek(&mut byte)
 }
 
 /// What bounds the waits of one request: each wait's own timeout, and the request's deadline.

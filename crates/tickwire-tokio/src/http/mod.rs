@@ -15,10 +15,17 @@
 //!
 //! What a user needs (the pool, and what dropping each future leaves) is documented on
 //! [`HttpClient`], which is public; this module is not.
+//!
+//! Modules depend one way (`a <- b`: b uses a): `alarm, options <- conn <- pool <- response
+//! <- exchange <- request <- client`. `options` holds what the builder fixed, `conn` one
+//! connection's I/O, `pool` which connection a request gets, `exchange` one request on the
+//! pool (the resend included), `client` the handle and the builder's marker.
 
 mod alarm;
 mod client;
 mod conn;
+mod exchange;
+mod options;
 mod pool;
 mod request;
 mod response;

@@ -24,8 +24,8 @@ use tokio::sync::futures::Notified;
 use tickwire_codec::rest::{Origin, RequestWriter};
 use tickwire_core::http::HttpClientError;
 
-use super::client::Options;
 use super::conn::Conn;
+use super::options::Options;
 
 /// What every handle of one client shares.
 #[derive(Debug)]
