@@ -26,9 +26,10 @@ pub fn connect(url: &str) -> Result<WebSocket<MaybeTlsStream>, Error> {
 pub type ClientBuilder = tickwire_core::ws::ClientBuilder<Blocking>;
 
 /// The blocking transport's marker: what makes [`ClientBuilder`] and
-/// [`ServerBuilder`](crate::ServerBuilder) connect and accept over `std::net`.
-#[derive(Debug, Clone, Copy)]
-pub enum Blocking {}
+/// [`ServerBuilder`](crate::ServerBuilder), the HTTP client builder and the packet builders
+/// connect and accept over `std::net`, with blocking sockets and threads.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Blocking;
 
 impl Connect for Blocking {
     type Output = Result<WebSocket<MaybeTlsStream>, Error>;

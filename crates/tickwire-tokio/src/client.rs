@@ -29,9 +29,11 @@ pub async fn connect(url: &str) -> Result<WebSocket<MaybeTlsStream>, Error> {
 pub type ClientBuilder = tickwire_core::ws::ClientBuilder<Tokio>;
 
 /// The tokio transport's marker: what makes [`ClientBuilder`] and
-/// [`ServerBuilder`](crate::ServerBuilder) connect and accept on tokio.
-#[derive(Debug, Clone, Copy)]
-pub enum Tokio {}
+/// [`ServerBuilder`](crate::ServerBuilder), the HTTP client builder and the packet builders
+/// connect and accept on tokio. Connecting and accepting return boxed `Send` futures (once
+/// per connection, never per message or request).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tokio;
 
 /// The future of an opening handshake: `connect`, `accept` and their variants return it. It is
 /// boxed (one allocation per connection, none per message) so that one builder serves both

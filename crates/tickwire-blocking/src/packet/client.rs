@@ -1,5 +1,6 @@
 //! [`PacketClient`]: requests over one packet connection, one at a time ([`request`]) or
-//! pipelined ([`send_request`] / [`recv_response`]), matched by a [`mux::Client`].
+//! pipelined ([`send_request`] / [`recv_response`]): the blocking socket work around the
+//! codec's [`ClientCore`], which decides what each arrival means for which request.
 //!
 //! [`request`]: PacketClient::request
 //! [`send_request`]: PacketClient::send_request
@@ -7,75 +8,57 @@
 
 use std::time::{Duration, Instant};
 
-use tickwire_codec::mux::{self, Disconnect, RequestId, Response};
-use tickwire_codec::packet::Header;
+use tickwire_codec::mux::{self, RequestId};
+use tickwire_codec::packet::{ClientCore, ClientFailure};
 
-use super::link::{Incoming, Link};
-use super::{Error, PacketClientOptions};
+use super::link::Link;
+use super::{Blocking, Error, PacketClientOptions};
 use crate::{MaybeTlsStream, Stream};
 
-/// Options for a [`PacketClient`]. Defaults: [`PacketConfig::client`] (16 MiB packets, no
-/// compression), [`ClientConfig::new`] (1 024 requests in flight), TCP_NODELAY on, a 10 s
-/// connect timeout (TCP and TLS together), no read or write timeout, a 30 s request
-/// timeout, keepalive pings every 30 s with a 10 s pong deadline.
+/// Options for a [`PacketClient`]: the shared builder on the blocking transport. Defaults:
+/// [`PacketConfig::client`] (16 MiB packets, no compression), [`ClientConfig::new`] (1 024
+/// requests in flight), TCP_NODELAY on, a 10 s connect timeout (TCP and TLS together), no
+/// read or write timeout, a 30 s request timeout, keepalive pings every 30 s with a 10 s
+/// pong deadline. The write timeout is set on the socket too (bounding each write).
 ///
 /// [`PacketConfig::client`]: tickwire_codec::packet::PacketConfig::client
 /// [`ClientConfig::new`]: tickwire_codec::mux::ClientConfig::new
-#[derive(Debug, Clone, Default)]
-pub struct PacketClientBuilder {
-    /// What the tokio client builder has too, with its defaults.
-    options: PacketClientOptions,
-    write_timeout: Option<Duration>,
+pub type PacketClientBuilder = tickwire_core::packet::PacketClientBuilder<Blocking>;
+
+/// Connects to `host:port` (TCP, then TLS when configured, checked against `host`).
+pub(super) fn connect(
+    options: &PacketClientOptions,
+    host: &str,
+    port: u16,
+) -> Result<PacketClient, Error> {
+    let deadline = Instant::now() + options.connect_timeout;
+    let tcp = crate::net::tcp_connect(host, port, Some(options.connect_timeout))
+        .map_err(connect_error)?;
+    tcp.set_nodelay(options.link.nodelay)?;
+    #[cfg(feature = "tls")]
+    let stream = match &options.tls {
+        Some(tls) => crate::net::tls_connect(tcp, host, Some(tls), deadline)?,
+        None => MaybeTlsStream::Plain(tcp),
+    };
+    #[cfg(not(feature = "tls"))]
+    let stream = {
+        let _ = deadline;
+        MaybeTlsStream::Plain(tcp)
+    };
+    client_over(options, stream)
 }
 
-impl PacketClientBuilder {
-    /// The defaults above.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    tickwire_core::__packet_client_builder_options!();
-    super::write_timeout_setter!();
-
-    /// Connects to `host:port` (TCP, then TLS when configured, checked against `host`).
-    pub fn connect(&self, host: &str, port: u16) -> Result<PacketClient, Error> {
-        let options = &self.options;
-        let deadline = Instant::now() + options.connect_timeout;
-        let tcp = crate::net::tcp_connect(host, port, Some(options.connect_timeout))
-            .map_err(connect_error)?;
-        tcp.set_nodelay(options.nodelay)?;
-        #[cfg(feature = "tls")]
-        let stream = match &options.tls {
-            Some(tls) => crate::net::tls_connect(tcp, host, Some(tls), deadline)?,
-            None => MaybeTlsStream::Plain(tcp),
-        };
-        #[cfg(not(feature = "tls"))]
-        let stream = {
-            let _ = deadline;
-            MaybeTlsStream::Plain(tcp)
-        };
-        self.client_over(stream)
-    }
-
-    /// A client over an already connected stream (socket options are the caller's, except
-    /// the write timeout, which this sets).
-    pub fn client_over<S: Stream>(&self, mut stream: S) -> Result<PacketClient<S>, Error> {
-        stream.set_write_timeout(self.write_timeout)?;
-        let options = &self.options;
-        Ok(PacketClient {
-            link: Link::new(
-                stream,
-                options.packet.clone(),
-                options.keepalive,
-                options.read_timeout,
-                self.write_timeout,
-            ),
-            mux: mux::Client::new(options.mux),
-            request_timeout: options.request_timeout,
-            last: None,
-            scratch: Vec::new(),
-        })
-    }
+/// A client over an already connected stream (socket options are the caller's, except
+/// the write timeout, which this sets).
+pub(super) fn client_over<S: Stream>(
+    options: &PacketClientOptions,
+    stream: S,
+) -> Result<PacketClient<S>, Error> {
+    Ok(PacketClient {
+        link: Link::new(stream, &options.link)?,
+        core: ClientCore::new(options.mux, options.request_timeout),
+        scratch: Vec::new(),
+    })
 }
 
 /// A TCP connect that timed out is [`Error::ConnectTimeout`].
@@ -93,10 +76,8 @@ fn connect_error(error: std::io::Error) -> Error {
 #[derive(Debug)]
 pub struct PacketClient<S = MaybeTlsStream> {
     link: Link<S>,
-    mux: mux::Client<()>,
-    request_timeout: Option<Duration>,
-    /// The header of the response last returned, whose payload the link still holds.
-    last: Option<Header>,
+    /// What the client decides: which arrival answers which request, deadlines.
+    core: ClientCore,
     /// Where typed requests are serialized, reused (features `serde-json`, `bincode`).
     #[cfg_attr(
         not(any(feature = "serde-json", feature = "bincode")),
@@ -117,7 +98,7 @@ impl<S: Stream> PacketClient<S> {
     /// until the next call. Queued bytes are written at once. [`Error::RequestsInFlight`]
     /// when pipelined requests are in flight (take their responses first).
     pub fn request(&mut self, payload: &[u8]) -> Result<&[u8], Error> {
-        if self.mux.in_flight() > 0 {
+        if self.core.in_flight() > 0 {
             return Err(Error::RequestsInFlight);
         }
         let id = self.send_request(payload)?;
@@ -136,11 +117,11 @@ impl<S: Stream> PacketClient<S> {
             return Err(Error::Closed);
         }
         let id = self
-            .mux
-            .begin(Instant::now(), payload.len(), self.request_timeout, ())
-            .map_err(|refused| Error::Mux(refused.error))?;
+            .core
+            .begin(Instant::now(), payload.len())
+            .map_err(Error::Mux)?;
         if let Err(error) = self.link.queue(id, payload) {
-            let _ = self.mux.cancel(id);
+            let _ = self.core.cancel(id);
             return Err(error);
         }
         Ok(id)
@@ -165,37 +146,17 @@ impl<S: Stream> PacketClient<S> {
             if self.link.is_failed() {
                 return Err(Error::Closed);
             }
-            if self.mux.in_flight() == 0 {
+            if self.core.in_flight() == 0 {
                 return Err(Error::NothingInFlight);
             }
             // An answer already received wins over its deadline: the link reads what
             // arrived before it reports the deadline.
-            let incoming = self.link.next(self.mux.poll_timeout());
-            let now = Instant::now();
-            match incoming.map_err(|e| self.lost(e))? {
-                Incoming::Deadline => {
-                    if let Some(expired) = self.mux.handle_timeout(now).next() {
-                        return Err(Error::TimedOut(expired.id));
-                    }
-                }
-                Incoming::Pong => {}
-                Incoming::Busy(id) => match self.mux.on_response(id, 0, now) {
-                    Ok(Response::Completed(_)) => return Err(Error::Busy(id)),
-                    Ok(_) => {}
-                    Err(error) => return Err(self.closed(error)),
-                },
-                Incoming::Packet(header) => {
-                    let id = RequestId(header.request_id);
-                    let len = header.payload_len as usize;
-                    match self.mux.on_response(id, len, Instant::now()) {
-                        Ok(Response::Completed(_)) => {
-                            self.last = Some(header);
-                            return Ok(self.last_payload());
-                        }
-                        Ok(_) => {}
-                        Err(error) => return Err(self.closed(error)),
-                    }
-                }
+            let incoming = self.link.next(self.core.poll_timeout());
+            let incoming = incoming.map_err(|e| self.lost(e))?;
+            match self.core.handle(incoming, Instant::now()) {
+                Ok(Some(_)) => return Ok(self.last_payload()),
+                Ok(None) => {}
+                Err(failure) => return Err(self.failed(failure)),
             }
         }
     }
@@ -203,7 +164,7 @@ impl<S: Stream> PacketClient<S> {
     /// Cancels a request in flight: its response, if one comes, is dropped.
     /// [`Error::Mux`] ([`mux::Error::NotInFlight`]) when it is not in flight.
     pub fn cancel(&mut self, id: RequestId) -> Result<(), Error> {
-        self.mux.cancel(id).map_err(Error::Mux)
+        self.core.cancel(id).map_err(Error::Mux)
     }
 
     /// Sends a ping and waits for its pong (answering requests that arrive meanwhile is
@@ -211,31 +172,28 @@ impl<S: Stream> PacketClient<S> {
     /// does not come within the keepalive timeout (10 s without keepalive) is
     /// [`Error::KeepaliveTimeout`], fatal.
     pub fn ping(&mut self) -> Result<Duration, Error> {
-        if self.mux.in_flight() > 0 {
+        if self.core.in_flight() > 0 {
             return Err(Error::RequestsInFlight);
         }
         let start = Instant::now();
         self.link.ping(start).map_err(|e| self.lost(e))?;
         while self.link.awaits_pong() {
-            // Nothing is in flight: any answer is to an id this client never issued.
-            let id = match self.link.next(None).map_err(|e| self.lost(e))? {
-                Incoming::Deadline | Incoming::Pong => continue,
-                Incoming::Busy(id) => id,
-                Incoming::Packet(header) => RequestId(header.request_id),
-            };
-            return Err(self.closed(mux::Error::UnknownId { id }));
+            let incoming = self.link.next(None).map_err(|e| self.lost(e))?;
+            if let Err(failure) = self.core.handle_while_pinging(incoming) {
+                return Err(self.failed(failure));
+            }
         }
         Ok(start.elapsed())
     }
 
     /// Requests in flight.
     pub fn in_flight(&self) -> usize {
-        self.mux.in_flight()
+        self.core.in_flight()
     }
 
     /// The multiplexer's counters.
     pub fn stats(&self) -> mux::ClientStats {
-        self.mux.stats()
+        self.core.stats()
     }
 
     /// Whether the connection is finished (after a fatal error).
@@ -250,23 +208,26 @@ impl<S: Stream> PacketClient<S> {
 
     /// The id and payload of the response last returned.
     fn last_payload(&self) -> (RequestId, &[u8]) {
-        match &self.last {
-            Some(header) => (RequestId(header.request_id), self.link.payload(header)),
+        match self.core.last() {
+            Some(header) => (RequestId(header.request_id), self.link.payload(&header)),
             None => (RequestId::RESERVED, &[]),
         }
     }
 
-    /// A fatal link error: every request in flight fails.
+    /// A link error: a fatal one fails every request in flight.
     fn lost(&mut self, error: Error) -> Error {
         if error.is_fatal() {
-            for _ in self.mux.fail_all(Disconnect::ConnectionLost) {}
+            self.core.connection_lost();
         }
         error
     }
 
-    /// A multiplexer violation by the peer: close, fail every request in flight.
-    fn closed(&mut self, error: mux::Error) -> Error {
-        for _ in self.mux.fail_all(Disconnect::Closed(error)) {}
-        self.link.fail(Error::Mux(error))
+    /// An outcome the core decided: a peer violation closes the connection.
+    fn failed(&mut self, failure: ClientFailure) -> Error {
+        let error = Error::from(failure);
+        match failure {
+            ClientFailure::Close(_) => self.link.fail(error),
+            _ => error,
+        }
     }
 }

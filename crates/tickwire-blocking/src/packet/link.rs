@@ -8,25 +8,11 @@ use std::time::{Duration, Instant};
 
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::mux::RequestId;
-use tickwire_codec::packet::{
-    Control, Header, Keepalive, PacketConfig, PacketWriter, Session, SessionError, SessionEvent,
-};
+use tickwire_codec::packet::{Control, Header, Incoming, PacketWriter, Session, SessionError};
+use tickwire_core::packet::LinkOptions;
 
 use super::Error;
 use crate::Stream;
-
-/// What [`Link::next`] found.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Incoming {
-    /// A packet on a request id (not 0): its payload is [`Link::payload`] until the next call.
-    Packet(Header),
-    /// A "busy" control packet refusing this request.
-    Busy(RequestId),
-    /// The pong to the last ping: the keepalive deadline is disarmed.
-    Pong,
-    /// The caller's deadline passed.
-    Deadline,
-}
 
 /// How long a read waits when a timer has already passed: long enough for the kernel to
 /// hand over what is already buffered, short enough not to delay the timer noticeably.
@@ -44,20 +30,16 @@ pub(crate) struct Link<S> {
 }
 
 impl<S: Stream> Link<S> {
-    pub(crate) fn new(
-        stream: S,
-        config: PacketConfig,
-        keepalive: Option<Keepalive>,
-        read_timeout: Option<Duration>,
-        write_timeout: Option<Duration>,
-    ) -> Self {
-        Self {
+    /// A link over `stream` as `options` say; sets the stream's write timeout.
+    pub(crate) fn new(mut stream: S, options: &LinkOptions) -> Result<Self, Error> {
+        stream.set_write_timeout(options.write_timeout)?;
+        Ok(Self {
             stream,
-            session: Session::new(config, keepalive, Instant::now()),
-            read_timeout,
-            write_timeout,
+            session: Session::new(options.packet.clone(), options.keepalive, Instant::now()),
+            read_timeout: options.read_timeout,
+            write_timeout: options.write_timeout,
             write_stalled: None,
-        }
+        })
     }
 
     pub(crate) fn stream(&self) -> &S {
@@ -126,15 +108,12 @@ impl<S: Stream> Link<S> {
                 // is written (the write timeout bounds it), so its sending waits on TCP.
                 self.flush()?;
             }
-            match self.session.poll_event().map_err(|e| self.lost(e))? {
-                SessionEvent::Packet(header) => return Ok(Incoming::Packet(header)),
-                SessionEvent::Busy(id) => return Ok(Incoming::Busy(RequestId(id))),
-                SessionEvent::Pong => return Ok(Incoming::Pong),
-                SessionEvent::NeedMore => {
-                    if let Some(passed) = self.wait(&mut last_byte, deadline)? {
-                        return Ok(passed);
-                    }
-                }
+            let event = self.session.poll_event().map_err(|e| self.lost(e))?;
+            if let Some(incoming) = Incoming::from_event(event) {
+                return Ok(incoming);
+            }
+            if let Some(passed) = self.wait(&mut last_byte, deadline)? {
+                return Ok(passed);
             }
         }
     }

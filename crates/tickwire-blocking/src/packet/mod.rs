@@ -2,11 +2,15 @@
 //! (framing, per-packet LZ4 / Zstd) with requests multiplexed by
 //! [`tickwire_codec::mux`], over TCP or TLS (mutual TLS included).
 //!
-//! This module owns sockets, timeouts and TLS streams; it owns no protocol rule. The
-//! connection's protocol (framing, limits, buffers, control packets, keepalive timers) is
-//! the codec's sans-IO [`Session`](tickwire_codec::packet::Session), driven by a thin
-//! blocking link; request matching is [`mux`](tickwire_codec::mux)'s. tickwire-tokio's
-//! `packet` module drives the same session with the same API shape. Its parts:
+//! This module owns sockets, timeouts, threads and TLS streams; it owns no protocol rule and
+//! makes no decision. The connection's protocol (framing, limits, buffers, control packets,
+//! keepalive timers) is the codec's sans-IO [`Session`](tickwire_codec::packet::Session),
+//! driven by a thin blocking link; what each arrival means for which request is the codec's
+//! [`ClientCore`](tickwire_codec::packet::ClientCore) and
+//! [`ServerCore`](tickwire_codec::packet::ServerCore); a pool's backoff and breaker are
+//! [`mux`](tickwire_codec::mux)'s. The builders, their options and the [`Responder`] are
+//! tickwire-core's, shared with tickwire-tokio, whose `packet` module drives the same cores
+//! with the same API shape; [`Blocking`] is this transport's marker for them. Its parts:
 //!
 //! - [`PacketClient`] (made by [`PacketClientBuilder`]): [`request`](PacketClient::request)
 //!   for one request at a time, or [`send_request`](PacketClient::send_request) /
@@ -59,20 +63,6 @@
 //! (`TcpStream`, the TLS stream);
 //! elsewhere everything queued is written before the next read (docs/PACKET.md, "Writes").
 
-/// The setter the blocking [`PacketClientBuilder`] and [`PacketServer`] add to those both
-/// transports share (`options.rs`), on field `write_timeout`.
-macro_rules! write_timeout_setter {
-    () => {
-        /// Bounds each write; a write that times out is [`Error::Io`](super::Error::Io)
-        /// and fatal. Default none.
-        pub fn write_timeout(mut self, timeout: Option<std::time::Duration>) -> Self {
-            self.write_timeout = timeout;
-            self
-        }
-    };
-}
-use write_timeout_setter;
-
 mod client;
 mod link;
 mod pool;
@@ -81,18 +71,68 @@ mod server;
 mod typed;
 
 pub use client::{PacketClient, PacketClientBuilder};
-pub use tickwire_core::packet::Error;
-// What tickwire-tokio's packet builders share with these; not API.
 pub use pool::{PacketPool, PacketPoolBuilder};
-pub use server::{PacketConnection, PacketServer, Responder, ServerHandle};
+pub use server::{PacketConnection, PacketServer, ServerHandle};
 pub use tickwire_codec::mux::RequestId;
 pub use tickwire_codec::packet::Keepalive;
-#[doc(hidden)]
-pub use tickwire_core::packet::{PacketClientOptions, PacketPoolOptions, PacketServerOptions};
+pub use tickwire_core::packet::{
+    Error, PacketClientOptions, PacketPoolOptions, PacketServerOptions, Responder,
+};
 #[cfg(feature = "bincode")]
 pub use tickwire_core::packet::{decode_bincode, encode_bincode};
 #[cfg(feature = "serde-json")]
 pub use tickwire_core::packet::{decode_json, encode_json};
+
+pub use crate::Blocking;
+
+impl tickwire_core::packet::PacketTransport for Blocking {
+    type Connect<'a> = Result<PacketClient, Error>;
+    type Socket = std::net::TcpStream;
+    type Accept<'a> = Result<PacketConnection, Error>;
+    type Listener = std::net::TcpListener;
+    type Handle = ServerHandle;
+    type Pool = PacketPool;
+
+    fn connect<'a>(
+        builder: &'a PacketClientBuilder,
+        host: &'a str,
+        port: u16,
+    ) -> Self::Connect<'a> {
+        client::connect(builder.options(), host, port)
+    }
+
+    fn accept(server: &PacketServer, tcp: Self::Socket) -> Self::Accept<'_> {
+        server::accept(server, tcp)
+    }
+
+    fn spawn<H>(
+        server: &PacketServer,
+        listener: Self::Listener,
+        handler: H,
+    ) -> Result<ServerHandle, Error>
+    where
+        H: FnMut(RequestId, &[u8], &mut Responder<'_>) + Clone + Send + 'static,
+    {
+        server::spawn(server, listener, handler)
+    }
+
+    fn build_pool(builder: PacketPoolBuilder, host: &str, port: u16) -> PacketPool {
+        pool::build(builder, host, port)
+    }
+}
+
+impl<S: crate::Stream> tickwire_core::packet::PacketStreams<S> for Blocking {
+    type Client = Result<PacketClient<S>, Error>;
+    type Connection = Result<PacketConnection<S>, Error>;
+
+    fn client_over(builder: &PacketClientBuilder, stream: S) -> Self::Client {
+        client::client_over(builder.options(), stream)
+    }
+
+    fn connection_over(server: &PacketServer, stream: S) -> Self::Connection {
+        server::connection_over(server.options(), stream)
+    }
+}
 
 /// Locks, ignoring poisoning: what the packet transports keep behind a mutex (a pool's
 /// slots and breaker, a server's open sockets) is consistent between calls.

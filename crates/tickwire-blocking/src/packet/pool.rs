@@ -1,51 +1,39 @@
 //! [`PacketPool`]: several [`PacketClient`] connections to one address, shared by threads,
 //! with reconnects, backoff, health checks and a [`Breaker`] in front.
 //!
-//! It owns connection lifetimes and the breaker's verdicts; it never resends a request (a
-//! request that failed may or may not have been executed by the server: retrying is the
-//! caller's decision), so no request is ever answered twice.
+//! It owns the slots, their locks and connections; the decisions are the codec's (a slot's
+//! [`Reconnect`] backoff, the [`Breaker`] given each request's [`Verdict`]). It never
+//! resends a request (a request that failed may or may not have been executed by the
+//! server: retrying is the caller's decision), so no request is ever answered twice.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
-use tickwire_codec::mux::{Breaker, BreakerState};
+use tickwire_codec::mux::{Breaker, BreakerState, Reconnect, Verdict};
 
-use super::{Error, PacketClient, PacketClientBuilder, PacketPoolOptions, lock};
+use super::{Blocking, Error, PacketClient, lock};
 
-/// Options for a [`PacketPool`]. Defaults: 4 connections, the default
-/// [`PacketClientBuilder`], [`BreakerConfig::new`] (open after 5 consecutive failures, 1 s
-/// cool-down doubling to 30 s), reconnect backoff from 50 ms doubling to 5 s.
+/// Options for a [`PacketPool`]: the shared builder on the blocking transport. Defaults: 4
+/// connections, the default [`PacketClientBuilder`](super::PacketClientBuilder),
+/// [`BreakerConfig::new`] (open after 5 consecutive failures, 1 s cool-down doubling to
+/// 30 s), reconnect backoff from 50 ms doubling to 5 s.
 ///
 /// [`BreakerConfig::new`]: tickwire_codec::mux::BreakerConfig::new
-#[derive(Debug, Clone, Default)]
-pub struct PacketPoolBuilder {
-    client: PacketClientBuilder,
-    /// What the tokio pool builder has too, with its defaults.
-    options: PacketPoolOptions,
-}
+pub type PacketPoolBuilder = tickwire_core::packet::PacketPoolBuilder<Blocking>;
 
-impl PacketPoolBuilder {
-    /// The defaults above.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    tickwire_core::__packet_pool_builder_options!(PacketClientBuilder);
-
-    /// A pool for `host:port`. Connects lazily: the first request on each slot connects.
-    pub fn build(self, host: &str, port: u16) -> PacketPool {
-        let slots = (0..self.options.size)
-            .map(|_| Mutex::new(Slot::default()))
-            .collect();
-        PacketPool {
-            host: host.to_owned(),
-            port,
-            breaker: Mutex::new(Breaker::new(self.options.breaker)),
-            builder: self,
-            slots,
-            next: AtomicUsize::new(0),
-        }
+/// A pool for `host:port`. Connects lazily: the first request on each slot connects.
+pub(super) fn build(builder: PacketPoolBuilder, host: &str, port: u16) -> PacketPool {
+    let slots = (0..builder.options().size)
+        .map(|_| Mutex::new(Slot::default()))
+        .collect();
+    PacketPool {
+        host: host.to_owned(),
+        port,
+        breaker: Mutex::new(Breaker::new(builder.options().breaker)),
+        builder,
+        slots,
+        next: AtomicUsize::new(0),
     }
 }
 
@@ -70,10 +58,8 @@ pub struct PacketPool {
 #[derive(Debug, Default)]
 struct Slot {
     client: Option<PacketClient>,
-    /// Failed connection attempts in a row.
-    connect_failures: u32,
-    /// No attempt before this (backoff).
-    retry_at: Option<Instant>,
+    /// The backoff of its connection attempts.
+    reconnect: Reconnect,
 }
 
 impl PacketPool {
@@ -106,12 +92,10 @@ impl PacketPool {
         let mut slot = self.pick();
         let result = self.round_trip(&mut slot, payload, permit.is_probe(), read);
         drop(slot);
-        let mut breaker = lock(&self.breaker);
-        match &result {
-            Ok(_) => breaker.on_success(permit),
-            Err(error) if counts_against_peer(error) => breaker.on_failure(permit, Instant::now()),
-            Err(_) => drop(permit),
-        }
+        let verdict = result
+            .as_ref()
+            .map_or_else(Error::verdict, |_| Verdict::Success);
+        lock(&self.breaker).settle(permit, verdict, Instant::now());
         result
     }
 
@@ -191,32 +175,19 @@ impl PacketPool {
         probe: bool,
     ) -> Result<&'s mut PacketClient, Error> {
         slot.client = None;
-        let now = Instant::now();
-        if let Some(retry_at) = slot.retry_at.filter(|&at| at > now && !probe) {
-            return Err(Error::Reconnecting { retry_at });
-        }
-        match self.builder.client.connect(&self.host, self.port) {
+        slot.reconnect
+            .may_connect(Instant::now(), probe)
+            .map_err(|retry_at| Error::Reconnecting { retry_at })?;
+        match self.builder.client_builder().connect(&self.host, self.port) {
             Ok(client) => {
-                slot.connect_failures = 0;
-                slot.retry_at = None;
+                slot.reconnect.connected();
                 Ok(slot.client.insert(client))
             }
             Err(error) => {
-                let delay = self.builder.options.reconnect_delay(slot.connect_failures);
-                slot.connect_failures += 1;
-                slot.retry_at = Some(Instant::now() + delay);
+                let backoff = &self.builder.options().backoff;
+                slot.reconnect.failed(Instant::now(), backoff);
                 Err(error)
             }
         }
     }
-}
-
-/// Whether an error says the peer or the link failed (a breaker failure), rather than the
-/// local caller.
-fn counts_against_peer(error: &Error) -> bool {
-    error.is_fatal()
-        || matches!(
-            error,
-            Error::TimedOut(_) | Error::Busy(_) | Error::ReadTimeout | Error::Reconnecting { .. }
-        )
 }

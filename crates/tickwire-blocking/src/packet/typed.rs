@@ -5,6 +5,7 @@
 //! request once it has grown; the pool's, shared by threads, allocates one per request),
 //! then framed by the packet writer, which needs the finished payload to choose and apply
 //! compression and to write the lengths. Answers are deserialized from the borrowed payload.
+//! Typed answers (`Responder::respond_json`, `respond_bincode`) are tickwire-core's.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -15,7 +16,7 @@ use tickwire_core::packet::Format;
 #[cfg(feature = "serde-json")]
 use tickwire_core::packet::Json;
 
-use super::{Error, PacketClient, PacketPool, RequestId, Responder};
+use super::{Error, PacketClient, PacketPool, RequestId};
 use crate::Stream;
 
 impl<S: Stream> PacketClient<S> {
@@ -101,27 +102,5 @@ impl PacketPool {
         value: &T,
     ) -> Result<R, Error> {
         self.typed_request::<Bincode, T, R>(value)
-    }
-}
-
-impl Responder<'_> {
-    fn typed_respond<F: Format, T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        let mut scratch = std::mem::take(self.scratch);
-        scratch.clear();
-        let answered = F::encode(value, &mut scratch).and_then(|()| self.respond(&scratch));
-        *self.scratch = scratch;
-        answered
-    }
-
-    /// [`respond`](Self::respond) with `value` as JSON.
-    #[cfg(feature = "serde-json")]
-    pub fn respond_json<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.typed_respond::<Json, T>(value)
-    }
-
-    /// [`respond`](Self::respond) with `value` in bincode 2.
-    #[cfg(feature = "bincode")]
-    pub fn respond_bincode<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.typed_respond::<Bincode, T>(value)
     }
 }

@@ -16,7 +16,9 @@
 //!   response.
 //! - [`Server`]: `on_request` when a request header arrives, `respond` when its answer is
 //!   queued, in any order; `reset` when the connection goes away.
-//! - [`Breaker`]: a circuit breaker a pool consults before using a connection.
+//! - [`Breaker`]: a circuit breaker a pool consults before using a connection, given a
+//!   [`Verdict`] per request; [`Reconnect`] and [`Backoff`]: when a pool's slot may try to
+//!   connect again.
 //!
 //! # Example
 //!
@@ -117,6 +119,7 @@ mod breaker;
 mod client;
 mod deadlines;
 mod error;
+mod reconnect;
 mod server;
 
 #[cfg(test)]
@@ -132,6 +135,7 @@ pub use client::{
     Response,
 };
 pub use error::{Disconnect, Error, Fault};
+pub use reconnect::{Backoff, Reconnect, Verdict};
 pub use server::{Server, ServerConfig, ServerStats};
 
 /// A request id as it travels in the packet header. An open newtype: a server receives

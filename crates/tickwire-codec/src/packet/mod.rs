@@ -7,8 +7,11 @@
 //! [`WriteBuf`](crate::buf::WriteBuf), and the [`CompressionPolicy`] that decides per packet
 //! whether to compress; [`Session`], one connection's rules above the framing for both
 //! roles (its buffers, the [`Control`] packets on request id 0, keepalive timers), which
-//! every packet transport drives. It does not own request multiplexing (matching responses to request
-//! ids, in-flight caps, timeouts), any I/O, or the decompressors themselves (the
+//! every packet transport drives; and the [`ClientCore`] and [`ServerCore`] that decide, for
+//! every transport, what arrives for which request (gluing a session to
+//! [`mux`](crate::mux)), and the [`Reply`] rules of answering one. It does not own the
+//! request bookkeeping itself (matching responses to request ids, in-flight caps, timeouts:
+//! `mux`), any I/O, or the decompressors themselves (the
 //! [`compress`](crate::compress) module, shared with deflate).
 //!
 //! # Wire format, version 1
@@ -39,23 +42,29 @@
 //! docs). Decoding the same bytes gives the same packets and the same error however they
 //! were split across reads.
 
+mod client_core;
 mod config;
 mod control;
 pub mod error;
 mod header;
 mod reader;
+mod server_core;
 pub mod session;
 mod writer;
 
+#[cfg(test)]
+mod core_tests;
 #[cfg(test)]
 mod session_tests;
 #[cfg(test)]
 mod tests;
 
+pub use client_core::{ClientCore, ClientFailure, Incoming};
 pub use config::{Compression, CompressionPolicy, PROBE_FROM, PROBE_LEN, PacketConfig};
 pub use control::{CONTROL_LEN, Control};
 pub use error::{EncodeError, Fault, PacketError};
 pub use header::{BASE_HEADER_LEN, Codec, Header, MAGIC, MAX_HEADER_LEN, VERSION};
 pub use reader::{Packet, PacketReader, ReadEvent};
+pub use server_core::{Reply, ReplyError, ServerCore, ServerFailure, ServerStep};
 pub use session::{Keepalive, Session, SessionBuffers, SessionError, SessionEvent};
 pub use writer::PacketWriter;

@@ -5,8 +5,10 @@
 use std::time::Instant;
 use std::{fmt, io};
 
-use tickwire_codec::mux::{self, RequestId};
-use tickwire_codec::packet::{EncodeError, PacketError, SessionError};
+use tickwire_codec::mux::{self, RequestId, Verdict};
+use tickwire_codec::packet::{
+    ClientFailure, EncodeError, PacketError, ReplyError, ServerFailure, SessionError,
+};
 
 use crate::TransportError;
 
@@ -103,6 +105,24 @@ impl Error {
             _ => None,
         }
     }
+
+    /// What this failure of a pool request tells the pool's circuit breaker: the peer or
+    /// the link failed ([`Verdict::PeerFailure`]: fatal errors, [`TimedOut`](Self::TimedOut),
+    /// [`Busy`](Self::Busy), [`ReadTimeout`](Self::ReadTimeout),
+    /// [`Reconnecting`](Self::Reconnecting), a failed connect), or the local caller
+    /// ([`Verdict::Neutral`]: an oversized payload, back-pressure, serialization).
+    pub fn verdict(&self) -> Verdict {
+        let peer = self.is_fatal()
+            || matches!(
+                self,
+                Self::TimedOut(_) | Self::Busy(_) | Self::ReadTimeout | Self::Reconnecting { .. }
+            );
+        if peer {
+            Verdict::PeerFailure
+        } else {
+            Verdict::Neutral
+        }
+    }
 }
 
 impl fmt::Display for Error {
@@ -182,5 +202,41 @@ impl From<SessionError> for Error {
 impl From<tickwire_tls::TlsError> for Error {
     fn from(e: tickwire_tls::TlsError) -> Self {
         Self::Tls(e)
+    }
+}
+
+/// A client core's outcome: a request's own ([`Error::TimedOut`], [`Error::Busy`]) or a
+/// peer violation ([`Error::Mux`], fatal).
+impl From<ClientFailure> for Error {
+    fn from(e: ClientFailure) -> Self {
+        match e {
+            ClientFailure::TimedOut(id) => Self::TimedOut(id),
+            ClientFailure::Busy(id) => Self::Busy(id),
+            ClientFailure::Close(e) => Self::Mux(e),
+            _ => Self::Closed,
+        }
+    }
+}
+
+/// A server core's peer violation, fatal.
+impl From<ServerFailure> for Error {
+    fn from(e: ServerFailure) -> Self {
+        match e {
+            ServerFailure::MalformedControl => Self::MalformedControl,
+            ServerFailure::Mux(e) => Self::Mux(e),
+            _ => Self::Closed,
+        }
+    }
+}
+
+/// A refused answer: a second one ([`Error::Mux`]) or one over the packet limit
+/// ([`Error::Encode`]); neither is fatal.
+impl From<ReplyError> for Error {
+    fn from(e: ReplyError) -> Self {
+        match e {
+            ReplyError::Answered(e) => Self::Mux(e),
+            ReplyError::Encode(e) => Self::Encode(e),
+            _ => Self::Closed,
+        }
     }
 }

@@ -1,11 +1,21 @@
-//! What both packet transports share: their error ([`Error`]), the option structs their
-//! builders hold, and the payload formats of typed requests.
+//! What both packet transports share: their error ([`Error`]), their builders, written once
+//! and generic over a transport marker ([`PacketClientBuilder`], [`PacketServer`],
+//! [`PacketPoolBuilder`], with the option structs they hold), the [`Responder`] a server
+//! handler answers through, and the payload formats of typed requests. The decisions behind
+//! them are the codec's ([`tickwire_codec::packet::ClientCore`] and friends); the sockets are
+//! the transports'.
 
+mod builder;
 mod error;
 #[cfg(any(feature = "serde-json", feature = "bincode"))]
 mod format;
 mod options;
+mod responder;
 
+pub use builder::{
+    LendsIdleBuffers, PacketBuilder, PacketClientBuilder, PacketPoolBuilder, PacketServer,
+    PacketStreams, PacketTransport,
+};
 pub use error::Error;
 #[cfg(any(feature = "serde-json", feature = "bincode"))]
 pub use format::Format;
@@ -13,6 +23,9 @@ pub use format::Format;
 pub use format::{Bincode, decode_bincode, encode_bincode};
 #[cfg(feature = "serde-json")]
 pub use format::{Json, decode_json, encode_json};
-pub use options::{PacketClientOptions, PacketPoolOptions, PacketServerOptions};
+pub use options::{
+    HasLinkOptions, LinkOptions, PacketClientOptions, PacketPoolOptions, PacketServerOptions,
+};
+pub use responder::{Responder, answer_with};
 pub use tickwire_codec::mux::RequestId;
 pub use tickwire_codec::packet::Keepalive;

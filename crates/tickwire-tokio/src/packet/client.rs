@@ -1,87 +1,73 @@
 //! [`PacketClient`]: requests over one packet connection on tokio, one at a time
 //! ([`request`](PacketClient::request)) or many in flight
 //! ([`send_request`](PacketClient::send_request) /
-//! [`recv_response`](PacketClient::recv_response)), matched by a [`mux::Client`]. The same
-//! shape as the blocking `tickwire_core::packet::PacketClient`.
+//! [`recv_response`](PacketClient::recv_response)): the async socket work around the codec's
+//! [`ClientCore`], which decides what each arrival means for which request. The same shape
+//! as the blocking `tickwire_blocking::packet::PacketClient`.
 
 use std::time::Duration;
 
-use tickwire_codec::mux::{self, Disconnect, RequestId, Response};
-use tickwire_codec::packet::Header;
+use tickwire_codec::mux::{self, RequestId};
+use tickwire_codec::packet::{ClientCore, ClientFailure};
+use tickwire_core::packet::PacketClientOptions;
 
-use super::Error;
-use super::link::{Incoming, Link};
+use super::link::Link;
+use super::{Error, Tokio};
 use crate::core::now;
 use crate::stream::MaybeTls;
 use crate::{MaybeTlsStream, Transport};
 
-/// Options for a [`PacketClient`]. Defaults as the blocking builder's:
-/// [`PacketConfig::client`] (16 MiB packets, no compression), [`ClientConfig::new`] (1 024
-/// requests in flight), TCP_NODELAY on, a 10 s connect timeout (TCP and TLS together), no
-/// read or write timeout, a 30 s request timeout, keepalive pings every 30 s with a 10 s pong
-/// deadline, buffers kept while idle ([`release_idle_buffers`](Self::release_idle_buffers)
+/// Options for a [`PacketClient`]: the shared builder on the tokio transport. Defaults as
+/// the blocking builder's: [`PacketConfig::client`] (16 MiB packets, no compression),
+/// [`ClientConfig::new`] (1 024 requests in flight), TCP_NODELAY on, a 10 s connect timeout
+/// (TCP and TLS together), no read or write timeout, a 30 s request timeout, keepalive pings
+/// every 30 s with a 10 s pong deadline, buffers kept while idle
+/// ([`release_idle_buffers`](tickwire_core::packet::PacketClientBuilder::release_idle_buffers)
 /// off).
 ///
 /// [`PacketConfig::client`]: tickwire_codec::packet::PacketConfig::client
 /// [`ClientConfig::new`]: tickwire_codec::mux::ClientConfig::new
-#[derive(Debug, Clone, Default)]
-pub struct PacketClientBuilder {
-    /// What the blocking client builder has too, with its defaults.
-    options: tickwire_core::packet::PacketClientOptions,
-    /// Off by default: a client holds a few connections, and each round trip counts.
-    release_idle_buffers: bool,
-    write_timeout: Option<Duration>,
+pub type PacketClientBuilder = tickwire_core::packet::PacketClientBuilder<Tokio>;
+
+/// Connects to `host:port` (TCP, then TLS when configured, checked against `host`).
+/// Cancel safe: a dropped connect closes the half-open socket.
+pub(super) async fn connect(
+    options: &PacketClientOptions,
+    host: &str,
+    port: u16,
+) -> Result<PacketClient, Error> {
+    let deadline = tokio::time::Instant::now() + options.connect_timeout;
+    let tcp = crate::net::tcp_connect(
+        host,
+        port,
+        Some(options.connect_timeout),
+        options.link.nodelay,
+    )
+    .await
+    .map_err(connect_error)?;
+    #[cfg(feature = "tls")]
+    let stream = match &options.tls {
+        Some(tls) => crate::net::tls_connect(tcp, host, Some(tls), deadline).await?,
+        None => MaybeTls::Plain(tcp),
+    };
+    #[cfg(not(feature = "tls"))]
+    let stream = {
+        let _ = deadline;
+        MaybeTls::Plain(tcp)
+    };
+    Ok(client_over(options, MaybeTlsStream(stream)))
 }
 
-impl PacketClientBuilder {
-    /// The defaults above.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    tickwire_core::__packet_client_builder_options!();
-    super::release_idle_buffers_setter!();
-    super::write_timeout_setter!();
-
-    /// Connects to `host:port` (TCP, then TLS when configured, checked against `host`).
-    /// Cancel safe: a dropped connect closes the half-open socket.
-    pub async fn connect(&self, host: &str, port: u16) -> Result<PacketClient, Error> {
-        let options = &self.options;
-        let deadline = tokio::time::Instant::now() + options.connect_timeout;
-        let tcp =
-            crate::net::tcp_connect(host, port, Some(options.connect_timeout), options.nodelay)
-                .await
-                .map_err(connect_error)?;
-        #[cfg(feature = "tls")]
-        let stream = match &options.tls {
-            Some(tls) => crate::net::tls_connect(tcp, host, Some(tls), deadline).await?,
-            None => MaybeTls::Plain(tcp),
-        };
-        #[cfg(not(feature = "tls"))]
-        let stream = {
-            let _ = deadline;
-            MaybeTls::Plain(tcp)
-        };
-        Ok(self.client_over(MaybeTlsStream(stream)))
-    }
-
-    /// A client over an already connected stream (socket options are the caller's).
-    pub fn client_over<S: Transport>(&self, stream: S) -> PacketClient<S> {
-        let options = &self.options;
-        PacketClient {
-            link: Link::new(
-                stream,
-                options.packet.clone(),
-                options.keepalive,
-                (options.read_timeout, self.write_timeout),
-                self.release_idle_buffers,
-            ),
-            mux: mux::Client::new(options.mux),
-            request_timeout: options.request_timeout,
-            last: None,
-            pending_request: None,
-            scratch: Vec::new(),
-        }
+/// A client over an already connected stream (socket options are the caller's).
+pub(super) fn client_over<S: Transport>(
+    options: &PacketClientOptions,
+    stream: S,
+) -> PacketClient<S> {
+    PacketClient {
+        link: Link::new(stream, &options.link),
+        core: ClientCore::new(options.mux, options.request_timeout),
+        pending_request: None,
+        scratch: Vec::new(),
     }
 }
 
@@ -101,10 +87,8 @@ fn connect_error(error: std::io::Error) -> Error {
 #[derive(Debug)]
 pub struct PacketClient<S = MaybeTlsStream> {
     link: Link<S>,
-    mux: mux::Client<()>,
-    request_timeout: Option<Duration>,
-    /// The header of the response last returned, whose payload the link still holds.
-    last: Option<Header>,
+    /// What the client decides: which arrival answers which request, deadlines.
+    core: ClientCore,
     /// The request of a [`request`](PacketClient::request) whose future was dropped: the
     /// next call cancels it.
     pending_request: Option<RequestId>,
@@ -131,7 +115,7 @@ impl<S: Transport> PacketClient<S> {
     /// answer, if it comes, is dropped).
     pub async fn request(&mut self, payload: &[u8]) -> Result<&[u8], Error> {
         self.cancel_abandoned();
-        if self.mux.in_flight() > 0 {
+        if self.core.in_flight() > 0 {
             return Err(Error::RequestsInFlight);
         }
         let id = self.send_request(payload)?;
@@ -151,12 +135,9 @@ impl<S: Transport> PacketClient<S> {
         if self.link.is_failed() {
             return Err(Error::Closed);
         }
-        let id = self
-            .mux
-            .begin(now(), payload.len(), self.request_timeout, ())
-            .map_err(|refused| Error::Mux(refused.error))?;
+        let id = self.core.begin(now(), payload.len()).map_err(Error::Mux)?;
         if let Err(error) = self.link.queue(id, payload) {
-            let _ = self.mux.cancel(id);
+            let _ = self.core.cancel(id);
             return Err(error);
         }
         Ok(id)
@@ -182,34 +163,17 @@ impl<S: Transport> PacketClient<S> {
             if self.link.is_failed() {
                 return Err(Error::Closed);
             }
-            if self.mux.in_flight() == 0 {
+            if self.core.in_flight() == 0 {
                 return Err(Error::NothingInFlight);
             }
-            let incoming = self.link.next(self.mux.poll_timeout()).await;
-            let now = now();
-            match incoming.map_err(|e| self.lost(e))? {
-                Incoming::Deadline => {
-                    if let Some(expired) = self.mux.handle_timeout(now).next() {
-                        return Err(Error::TimedOut(expired.id));
-                    }
-                }
-                Incoming::Pong => {}
-                Incoming::Busy(id) => match self.mux.on_response(id, 0, now) {
-                    Ok(Response::Completed(_)) => return Err(Error::Busy(id)),
-                    Ok(_) => {}
-                    Err(error) => return Err(self.closed(error).await),
-                },
-                Incoming::Packet(header) => {
-                    let id = RequestId(header.request_id);
-                    match self.mux.on_response(id, header.payload_len as usize, now) {
-                        Ok(Response::Completed(_)) => {
-                            self.last = Some(header);
-                            return Ok(self.last_payload());
-                        }
-                        Ok(_) => {}
-                        Err(error) => return Err(self.closed(error).await),
-                    }
-                }
+            // An answer already received wins over its deadline: the link reads what
+            // arrived before it reports the deadline.
+            let incoming = self.link.next(self.core.poll_timeout()).await;
+            let incoming = incoming.map_err(|e| self.lost(e))?;
+            match self.core.handle(incoming, now()) {
+                Ok(Some(_)) => return Ok(self.last_payload()),
+                Ok(None) => {}
+                Err(failure) => return Err(self.failed(failure).await),
             }
         }
     }
@@ -217,7 +181,7 @@ impl<S: Transport> PacketClient<S> {
     /// Cancels a request in flight: its response, if one comes, is dropped.
     /// [`Error::Mux`] ([`mux::Error::NotInFlight`]) when it is not in flight. Not async.
     pub fn cancel(&mut self, id: RequestId) -> Result<(), Error> {
-        self.mux.cancel(id).map_err(Error::Mux)
+        self.core.cancel(id).map_err(Error::Mux)
     }
 
     /// Sends a ping and waits for its pong (call it with nothing in flight). Returns the
@@ -227,31 +191,29 @@ impl<S: Transport> PacketClient<S> {
     /// sent and its deadline armed; a later pong is taken by the next wait.
     pub async fn ping(&mut self) -> Result<Duration, Error> {
         self.cancel_abandoned();
-        if self.mux.in_flight() > 0 {
+        if self.core.in_flight() > 0 {
             return Err(Error::RequestsInFlight);
         }
         let start = now();
         self.link.ping().map_err(|e| self.lost(e))?;
         while self.link.awaits_pong() {
             let incoming = self.link.next(None).await;
-            let id = match incoming.map_err(|e| self.lost(e))? {
-                Incoming::Deadline | Incoming::Pong => continue,
-                Incoming::Busy(id) => id,
-                Incoming::Packet(header) => RequestId(header.request_id),
-            };
-            return Err(self.closed(mux::Error::UnknownId { id }).await);
+            let incoming = incoming.map_err(|e| self.lost(e))?;
+            if let Err(failure) = self.core.handle_while_pinging(incoming) {
+                return Err(self.failed(failure).await);
+            }
         }
         Ok(now().saturating_duration_since(start))
     }
 
     /// Requests in flight.
     pub fn in_flight(&self) -> usize {
-        self.mux.in_flight()
+        self.core.in_flight()
     }
 
     /// The multiplexer's counters.
     pub fn stats(&self) -> mux::ClientStats {
-        self.mux.stats()
+        self.core.stats()
     }
 
     /// Whether the connection is finished (after a fatal error).
@@ -272,32 +234,37 @@ impl<S: Transport> PacketClient<S> {
     /// Cancels the request of a dropped [`request`](Self::request) future, if any.
     fn cancel_abandoned(&mut self) {
         if let Some(id) = self.pending_request.take() {
-            let _ = self.mux.cancel(id);
+            let _ = self.core.cancel(id);
         }
     }
 
     /// The id and payload of the response last returned.
     fn last_payload(&self) -> (RequestId, &[u8]) {
-        match &self.last {
-            Some(header) => (RequestId(header.request_id), self.link.payload(header)),
+        match self.core.last() {
+            Some(header) => (RequestId(header.request_id), self.link.payload(&header)),
             None => (RequestId::RESERVED, &[]),
         }
     }
 
-    /// A fatal link error: every request in flight fails.
+    /// A link error: a fatal one fails every request in flight.
     fn lost(&mut self, error: Error) -> Error {
         if error.is_fatal() {
-            for _ in self.mux.fail_all(Disconnect::ConnectionLost) {}
+            self.core.connection_lost();
         }
         error
     }
 
-    /// A multiplexer violation by the peer: close, fail every request in flight. Completes
-    /// in one poll (no cancellation point).
-    async fn closed(&mut self, error: mux::Error) -> Error {
-        for _ in self.mux.fail_all(Disconnect::Closed(error)) {}
-        let error = self.link.fail(Error::Mux(error));
-        self.link.start_shutdown().await;
-        error
+    /// An outcome the core decided: a peer violation closes the connection. Completes in
+    /// one poll (no cancellation point).
+    async fn failed(&mut self, failure: ClientFailure) -> Error {
+        let error = Error::from(failure);
+        match failure {
+            ClientFailure::Close(_) => {
+                let error = self.link.fail(error);
+                self.link.start_shutdown().await;
+                error
+            }
+            _ => error,
+        }
     }
 }

@@ -25,26 +25,11 @@ use tokio::io::ReadBuf;
 
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::mux::RequestId;
-use tickwire_codec::packet::{
-    Control, Header, Keepalive, PacketConfig, PacketWriter, Session, SessionBuffers, SessionEvent,
-};
-use tickwire_core::packet::Error;
+use tickwire_codec::packet::{Control, Header, Incoming, PacketWriter, Session, SessionBuffers};
+use tickwire_core::packet::{Error, LinkOptions};
 
 use crate::Transport;
 use crate::core::{Timer, now};
-
-/// What [`Link::next`] found.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Incoming {
-    /// A packet on a request id (not 0): its payload is [`Link::payload`] until the next call.
-    Packet(Header),
-    /// A "busy" control packet refusing this request.
-    Busy(RequestId),
-    /// The pong to the last ping.
-    Pong,
-    /// The caller's deadline passed.
-    Deadline,
-}
 
 thread_local! {
     /// Buffers lent by idle connections, for the next connection on this thread that
@@ -73,20 +58,15 @@ pub(crate) struct Link<S> {
 }
 
 impl<S: Transport> Link<S> {
-    pub(crate) fn new(
-        stream: S,
-        config: PacketConfig,
-        keepalive: Option<Keepalive>,
-        (read_timeout, write_timeout): (Option<Duration>, Option<Duration>),
-        release_idle: bool,
-    ) -> Self {
+    /// A link over `stream` as `options` say.
+    pub(crate) fn new(stream: S, options: &LinkOptions) -> Self {
         Self {
             stream,
-            session: Session::new(config, keepalive, now()),
-            read_timeout,
-            write_timeout,
+            session: Session::new(options.packet.clone(), options.keepalive, now()),
+            read_timeout: options.read_timeout,
+            write_timeout: options.write_timeout,
             write_stalled: None,
-            release_idle,
+            release_idle: options.release_idle_buffers,
             timer: Timer::default(),
             shut: false,
         }
@@ -240,15 +220,9 @@ impl<S: Transport> Link<S> {
                     Poll::Pending => {}
                 }
             } else {
-                match self.session.poll_event() {
-                    Ok(SessionEvent::Packet(header)) => {
-                        return Poll::Ready(Ok(Incoming::Packet(header)));
-                    }
-                    Ok(SessionEvent::Busy(id)) => {
-                        return Poll::Ready(Ok(Incoming::Busy(RequestId(id))));
-                    }
-                    Ok(SessionEvent::Pong) => return Poll::Ready(Ok(Incoming::Pong)),
-                    Ok(SessionEvent::NeedMore) => {}
+                match self.session.poll_event().map(Incoming::from_event) {
+                    Ok(Some(incoming)) => return Poll::Ready(Ok(incoming)),
+                    Ok(None) => {}
                     Err(error) => return Poll::Ready(Err(Error::from(error))),
                 }
                 // A write the socket does not take yet does not stop the reads: a peer that

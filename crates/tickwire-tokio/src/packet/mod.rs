@@ -3,11 +3,15 @@
 //! over TCP or TLS (mutual TLS included), with the shape of the blocking
 //! `tickwire_blocking::packet`: code moves between the two by adding `.await`.
 //!
-//! This module does I/O only. The protocol of a connection (framing, limits, the control
-//! packets on request id 0, keepalive timers, its buffers) is the codec's sans-IO
-//! [`Session`](tickwire_codec::packet::Session), driven here exactly as the blocking
-//! transport drives it; request matching is [`mux`](tickwire_codec::mux)'s; errors are the
-//! blocking crate's [`Error`].
+//! This module does I/O only and makes no decision. The protocol of a connection (framing,
+//! limits, the control packets on request id 0, keepalive timers, its buffers) is the
+//! codec's sans-IO [`Session`](tickwire_codec::packet::Session), driven here exactly as the
+//! blocking transport drives it; what each arrival means for which request is the codec's
+//! [`ClientCore`](tickwire_codec::packet::ClientCore) and
+//! [`ServerCore`](tickwire_codec::packet::ServerCore); a pool's backoff and breaker are
+//! [`mux`](tickwire_codec::mux)'s. The builders, their options, the [`Responder`] and
+//! [`Error`] are tickwire-core's, shared with the blocking transport; [`Tokio`] is this
+//! transport's marker for them.
 //!
 //! - [`PacketClient`] (made by [`PacketClientBuilder`]): [`request`](PacketClient::request)
 //!   for one request at a time, or [`send_request`](PacketClient::send_request) /
@@ -31,7 +35,8 @@
 //!
 //! # Idle connections and their buffers
 //!
-//! DESIGN rule 11. With `release_idle_buffers(true)` on a builder, a connection waiting for
+//! DESIGN rule 11. With `release_idle_buffers(true)` on a builder (a setter only the tokio
+//! builders have), a connection waiting for
 //! bytes with nothing partly received and nothing queued lends its read, inflate and write
 //! buffers (16 KiB and up) to a small per-thread free list and waits for socket readiness
 //! without them; when the socket is readable it takes buffers back (its own or another
@@ -68,38 +73,8 @@
 //! | [`ServerHandle::shutdown`] | The server is stopped either way (the listener closes when its task ends). |
 //! | `send_request`, `respond`, `cancel` | Not async. |
 
-/// The setter the async [`PacketClientBuilder`] and [`PacketServer`] add to those both
-/// transports share (`tickwire_core::__packet_client_builder_options` and the server's), on
-/// field `release_idle_buffers`.
-macro_rules! release_idle_buffers_setter {
-    () => {
-        /// Whether an idle connection lends its buffers out while it waits (default on for
-        /// servers, off for clients; plain TCP only; the cost: module docs, "Idle
-        /// connections and their buffers").
-        pub fn release_idle_buffers(mut self, on: bool) -> Self {
-            self.release_idle_buffers = on;
-            self
-        }
-    };
-}
-use release_idle_buffers_setter;
-
-/// The setter the async [`PacketClientBuilder`] and [`PacketServer`] add, on field
-/// `write_timeout` (the blocking builders have one of the same name, for their socket's
-/// send timeout).
-macro_rules! write_timeout_setter {
-    () => {
-        /// Bounds how long queued packets may wait for the socket to take any of their
-        /// bytes (a peer that stopped reading): past it the connection fails with a
-        /// `TimedOut` [`Error::Io`](crate::packet::Error::Io), fatal. The wait counts from
-        /// the last byte the socket took. Default none.
-        pub fn write_timeout(mut self, timeout: Option<std::time::Duration>) -> Self {
-            self.write_timeout = timeout;
-            self
-        }
-    };
-}
-use write_timeout_setter;
+use std::future::Future;
+use std::pin::Pin;
 
 mod client;
 mod link;
@@ -110,10 +85,69 @@ mod typed;
 
 pub use client::{PacketClient, PacketClientBuilder};
 pub use pool::{PacketPool, PacketPoolBuilder};
-pub use server::{PacketConnection, PacketServer, Responder, ServerHandle};
+pub use server::{PacketConnection, PacketServer, ServerHandle};
 pub use tickwire_codec::mux::RequestId;
 pub use tickwire_codec::packet::Keepalive;
-pub use tickwire_core::packet::Error;
+pub use tickwire_core::packet::{
+    Error, PacketClientOptions, PacketPoolOptions, PacketServerOptions, Responder,
+};
+
+pub use crate::Tokio;
+
+/// A boxed `Send` future of a connect or an accept.
+type Connecting<'a, T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send + 'a>>;
+
+impl tickwire_core::packet::PacketTransport for Tokio {
+    type Connect<'a> = Connecting<'a, PacketClient>;
+    type Socket = tokio::net::TcpStream;
+    type Accept<'a> = Connecting<'a, PacketConnection>;
+    type Listener = tokio::net::TcpListener;
+    type Handle = ServerHandle;
+    type Pool = PacketPool;
+
+    fn connect<'a>(
+        builder: &'a PacketClientBuilder,
+        host: &'a str,
+        port: u16,
+    ) -> Self::Connect<'a> {
+        Box::pin(client::connect(builder.options(), host, port))
+    }
+
+    fn accept(server: &PacketServer, tcp: Self::Socket) -> Self::Accept<'_> {
+        Box::pin(server::accept(server.options(), tcp))
+    }
+
+    fn spawn<H>(
+        server: &PacketServer,
+        listener: Self::Listener,
+        handler: H,
+    ) -> Result<ServerHandle, Error>
+    where
+        H: FnMut(RequestId, &[u8], &mut Responder<'_>) + Clone + Send + 'static,
+    {
+        server::spawn(server, listener, handler)
+    }
+
+    fn build_pool(builder: PacketPoolBuilder, host: &str, port: u16) -> PacketPool {
+        pool::build(builder, host, port)
+    }
+}
+
+impl<S: crate::Transport> tickwire_core::packet::PacketStreams<S> for Tokio {
+    type Client = PacketClient<S>;
+    type Connection = PacketConnection<S>;
+
+    fn client_over(builder: &PacketClientBuilder, stream: S) -> PacketClient<S> {
+        client::client_over(builder.options(), stream)
+    }
+
+    fn connection_over(server: &PacketServer, stream: S) -> PacketConnection<S> {
+        server::connection_over(server.options(), stream)
+    }
+}
+
+/// Tokio connections lend their buffers out while idle (module docs).
+impl tickwire_core::packet::LendsIdleBuffers for Tokio {}
 #[cfg(feature = "bincode")]
 pub use tickwire_core::packet::{decode_bincode, encode_bincode};
 #[cfg(feature = "serde-json")]

@@ -1,51 +1,38 @@
 //! [`PacketPool`]: several [`PacketClient`] connections to one address, shared by tasks,
-//! with reconnects, backoff, health checks and a [`Breaker`] in front. The same rules as
-//! the blocking `tickwire_core::packet::PacketPool`: it never resends a request, so no request
-//! is ever answered twice.
+//! with reconnects, backoff, health checks and a [`Breaker`] in front. It owns the slots,
+//! their locks and connections; the decisions are the codec's (a slot's [`Reconnect`]
+//! backoff, the breaker given each request's [`Verdict`]), as the blocking pool's are. It
+//! never resends a request, so no request is ever answered twice.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
 
 use tokio::sync::{Mutex, MutexGuard};
 
-use tickwire_codec::mux::{Breaker, BreakerState};
+use tickwire_codec::mux::{Breaker, BreakerState, Reconnect, Verdict};
 
-use super::{Error, PacketClient, PacketClientBuilder};
+use super::{Error, PacketClient, Tokio};
 use crate::core::now;
 
-/// Options for a [`PacketPool`]. Defaults: 4 connections, the default
-/// [`PacketClientBuilder`], [`BreakerConfig::new`] (open after 5 consecutive failures, 1 s
-/// cool-down doubling to 30 s), reconnect backoff from 50 ms doubling to 5 s.
+/// Options for a [`PacketPool`]: the shared builder on the tokio transport. Defaults: 4
+/// connections, the default [`PacketClientBuilder`](super::PacketClientBuilder),
+/// [`BreakerConfig::new`] (open after 5 consecutive failures, 1 s cool-down doubling to
+/// 30 s), reconnect backoff from 50 ms doubling to 5 s.
 ///
 /// [`BreakerConfig::new`]: tickwire_codec::mux::BreakerConfig::new
-#[derive(Debug, Clone, Default)]
-pub struct PacketPoolBuilder {
-    client: PacketClientBuilder,
-    /// What the blocking pool builder has too, with its defaults.
-    options: tickwire_core::packet::PacketPoolOptions,
-}
+pub type PacketPoolBuilder = tickwire_core::packet::PacketPoolBuilder<Tokio>;
 
-impl PacketPoolBuilder {
-    /// The defaults above.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    tickwire_core::__packet_pool_builder_options!(PacketClientBuilder);
-
-    /// A pool for `host:port`. Connects lazily: the first request on each slot connects.
-    pub fn build(self, host: &str, port: u16) -> PacketPool {
-        let slots = (0..self.options.size)
-            .map(|_| Mutex::new(Slot::default()))
-            .collect();
-        PacketPool {
-            host: host.to_owned(),
-            port,
-            breaker: std::sync::Mutex::new(Breaker::new(self.options.breaker)),
-            builder: self,
-            slots,
-            next: AtomicUsize::new(0),
-        }
+/// A pool for `host:port`. Connects lazily: the first request on each slot connects.
+pub(super) fn build(builder: PacketPoolBuilder, host: &str, port: u16) -> PacketPool {
+    let slots = (0..builder.options().size)
+        .map(|_| Mutex::new(Slot::default()))
+        .collect();
+    PacketPool {
+        host: host.to_owned(),
+        port,
+        breaker: std::sync::Mutex::new(Breaker::new(builder.options().breaker)),
+        builder,
+        slots,
+        next: AtomicUsize::new(0),
     }
 }
 
@@ -69,10 +56,8 @@ pub struct PacketPool {
 #[derive(Debug, Default)]
 struct Slot {
     client: Option<PacketClient>,
-    /// Failed connection attempts in a row.
-    connect_failures: u32,
-    /// No attempt before this (backoff).
-    retry_at: Option<Instant>,
+    /// The backoff of its connection attempts.
+    reconnect: Reconnect,
 }
 
 impl PacketPool {
@@ -113,12 +98,10 @@ impl PacketPool {
             .round_trip(&mut slot, payload, permit.is_probe(), read)
             .await;
         drop(slot);
-        let mut breaker = self.lock_breaker();
-        match &result {
-            Ok(_) => breaker.on_success(permit),
-            Err(error) if counts_against_peer(error) => breaker.on_failure(permit, now()),
-            Err(_) => drop(permit),
-        }
+        let verdict = result
+            .as_ref()
+            .map_or_else(Error::verdict, |_| Verdict::Success);
+        self.lock_breaker().settle(permit, verdict, now());
         result
     }
 
@@ -202,20 +185,22 @@ impl PacketPool {
         probe: bool,
     ) -> Result<&'s mut PacketClient, Error> {
         slot.client = None;
-        let at = now();
-        if let Some(retry_at) = slot.retry_at.filter(|&retry| retry > at && !probe) {
-            return Err(Error::Reconnecting { retry_at });
-        }
-        match self.builder.client.connect(&self.host, self.port).await {
+        slot.reconnect
+            .may_connect(now(), probe)
+            .map_err(|retry_at| Error::Reconnecting { retry_at })?;
+        match self
+            .builder
+            .client_builder()
+            .connect(&self.host, self.port)
+            .await
+        {
             Ok(client) => {
-                slot.connect_failures = 0;
-                slot.retry_at = None;
+                slot.reconnect.connected();
                 Ok(slot.client.insert(client))
             }
             Err(error) => {
-                let delay = self.builder.options.reconnect_delay(slot.connect_failures);
-                slot.connect_failures += 1;
-                slot.retry_at = Some(now() + delay);
+                let backoff = &self.builder.options().backoff;
+                slot.reconnect.failed(now(), backoff);
                 Err(error)
             }
         }
@@ -226,14 +211,4 @@ impl PacketPool {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-}
-
-/// Whether an error says the peer or the link failed (a breaker failure), rather than the
-/// local caller.
-fn counts_against_peer(error: &Error) -> bool {
-    error.is_fatal()
-        || matches!(
-            error,
-            Error::TimedOut(_) | Error::Busy(_) | Error::ReadTimeout | Error::Reconnecting { .. }
-        )
 }

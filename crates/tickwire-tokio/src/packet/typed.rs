@@ -1,48 +1,20 @@
 //! Typed requests and answers through serde on the tokio packet transport: JSON (feature
 //! `serde-json`) and bincode 2 (feature `bincode`), with the blocking crate's encoders and
-//! decoders (`tickwire_core::packet::encode_json` and friends), so both transports put the same
-//! bytes on the wire. A value is serialized into a buffer the connection keeps and reuses;
+//! decoders (tickwire-core's [`Format`]s), so both transports put the same bytes on the wire.
+//! Typed answers (`Responder::respond_json`, `respond_bincode`) are tickwire-core's. A value is serialized into a buffer the connection keeps and reuses;
 //! answers are deserialized from the borrowed payload.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{Error, PacketClient, PacketPool, RequestId, Responder};
+#[cfg(feature = "bincode")]
+use tickwire_core::packet::Bincode;
+use tickwire_core::packet::Format;
+#[cfg(feature = "serde-json")]
+use tickwire_core::packet::Json;
+
+use super::{Error, PacketClient, PacketPool, RequestId};
 use crate::Transport;
-
-/// One serialization format.
-trait Format {
-    fn encode<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result<(), Error>;
-    fn decode<R: DeserializeOwned>(bytes: &[u8]) -> Result<R, Error>;
-}
-
-#[cfg(feature = "serde-json")]
-struct Json;
-
-#[cfg(feature = "serde-json")]
-impl Format for Json {
-    fn encode<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result<(), Error> {
-        tickwire_core::packet::encode_json(value, out)
-    }
-
-    fn decode<R: DeserializeOwned>(bytes: &[u8]) -> Result<R, Error> {
-        tickwire_core::packet::decode_json(bytes)
-    }
-}
-
-#[cfg(feature = "bincode")]
-struct Bincode;
-
-#[cfg(feature = "bincode")]
-impl Format for Bincode {
-    fn encode<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result<(), Error> {
-        tickwire_core::packet::encode_bincode(value, out)
-    }
-
-    fn decode<R: DeserializeOwned>(bytes: &[u8]) -> Result<R, Error> {
-        tickwire_core::packet::decode_bincode(bytes)
-    }
-}
 
 impl<S: Transport> PacketClient<S> {
     async fn typed_request<F: Format, T: Serialize + ?Sized, R: DeserializeOwned>(
@@ -134,27 +106,5 @@ impl PacketPool {
         value: &T,
     ) -> Result<R, Error> {
         self.typed_request::<Bincode, T, R>(value).await
-    }
-}
-
-impl Responder<'_> {
-    fn typed_respond<F: Format, T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        let mut scratch = std::mem::take(self.scratch);
-        scratch.clear();
-        let answered = F::encode(value, &mut scratch).and_then(|()| self.respond(&scratch));
-        *self.scratch = scratch;
-        answered
-    }
-
-    /// [`respond`](Self::respond) with `value` as JSON.
-    #[cfg(feature = "serde-json")]
-    pub fn respond_json<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.typed_respond::<Json, T>(value)
-    }
-
-    /// [`respond`](Self::respond) with `value` in bincode 2.
-    #[cfg(feature = "bincode")]
-    pub fn respond_bincode<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.typed_respond::<Bincode, T>(value)
     }
 }
