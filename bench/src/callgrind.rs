@@ -263,6 +263,9 @@ pub fn total_instructions(exe: &Path, args: &[&str], tag: &str) -> Result<u64, S
         })
         .collect();
     let out = dir.join(file);
+    // Set for the valgrind child only, a documented setting of the counted process (docs/
+    // BENCHMARKS.md, "Instruction counts") that makes its counts reproducible; the bench never
+    // runs itself again under a tunable (`host_copy.rs` only advises one).
     let status = Command::new("valgrind")
         .env("GLIBC_TUNABLES", TUNABLES)
         .arg("--tool=callgrind")

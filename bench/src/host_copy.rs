@@ -13,9 +13,13 @@
 //! TLS rows then measure a draw, not the clients.
 //!
 //! So the bench times that case first and, when it is more than [`PENALTY_LIMIT`] times the
-//! aligned copy, runs itself again with glibc's vector loop at every size (`GLIBC_TUNABLES`),
-//! which every library in the process and every peer process the bench starts inherits.
-//! `--host-memcpy` keeps the host's routine. The report says which ran.
+//! aligned copy, says so on stderr and in the report, with the setting that fixes it: glibc's
+//! vector loop at every size, `GLIBC_TUNABLES=glibc.cpu.x86_rep_movsb_threshold=4294967295`
+//! in the bench's environment, which every library in the process and every peer process the
+//! bench starts inherits (docs/BENCHMARKS.md, "Machine and method"). The bench does not set
+//! it for itself: glibc reads tunables only at startup, so that would mean running itself
+//! again, and a tunable the user sets is one they can see. `--host-memcpy` acknowledges the
+//! host's routine and drops the advice.
 
 use std::time::{Duration, Instant};
 
@@ -24,9 +28,6 @@ pub const PENALTY_LIMIT: f64 = 4.0;
 
 /// glibc's vector loop at every size: `rep movsb` only past 4 GiB.
 const TUNABLE: &str = "glibc.cpu.x86_rep_movsb_threshold=4294967295";
-
-/// Carries the penalty measured before the bench ran itself again.
-const MEASURED_BEFORE: &str = "TICKWIRE_BENCH_COPY_PENALTY";
 
 const PAGE: usize = 4096;
 const LEN: usize = 16 * 1024;
@@ -37,33 +38,26 @@ pub enum HostCopy {
     Fine { penalty: f64 },
     /// The penalty was over the limit and `--host-memcpy` kept the host's routine.
     Kept { penalty: f64 },
-    /// The bench runs again with the vector loop: the penalty before and now.
-    Replaced { before: f64, now: f64 },
-    /// The bench could not run itself again.
-    ReexecFailed { penalty: f64, error: String },
+    /// The penalty is over the limit: the user is told which tunable to set.
+    Slow { penalty: f64 },
 }
 
-/// Measures the penalty and, when it is over the limit and `keep_host` is false, replaces the
-/// process with the same command under the tunable (this does not return then).
+/// Measures the penalty; when it is over the limit and `keep_host` is false, prints on
+/// stderr the environment variable to set and run again with.
 pub fn check(keep_host: bool) -> HostCopy {
     let penalty = penalty();
-    if let Some(before) = std::env::var(MEASURED_BEFORE)
-        .ok()
-        .and_then(|v| v.parse::<f64>().ok())
-    {
-        return HostCopy::Replaced {
-            before,
-            now: penalty,
-        };
-    }
     if penalty <= PENALTY_LIMIT {
         return HostCopy::Fine { penalty };
     }
     if keep_host {
         return HostCopy::Kept { penalty };
     }
-    let error = reexec(penalty);
-    HostCopy::ReexecFailed { penalty, error }
+    eprintln!(
+        "host memcpy: `rep movsb` is {penalty:.1}x slower on misplaced 16 KiB copies here; \
+         for comparable figures run again with GLIBC_TUNABLES={TUNABLE} \
+         (docs/BENCHMARKS.md, \"Machine and method\"), or pass --host-memcpy to keep it"
+    );
+    HostCopy::Slow { penalty }
 }
 
 impl HostCopy {
@@ -80,37 +74,14 @@ impl HostCopy {
                  --host-memcpy, so where each library's allocations fall can slow its large \
                  copies about 25-fold (see bench/src/host_copy.rs)"
             ),
-            Self::Replaced { before, now } => format!(
-                "host memcpy: {CASE}: {before:.1}x with the host's routine (its `rep movsb` \
-                 defect), so the bench ran itself again with GLIBC_TUNABLES={TUNABLE} (glibc's \
-                 vector loop at every size, for every library and peer process): {now:.1}x; \
-                 --host-memcpy keeps the host's routine"
-            ),
-            Self::ReexecFailed { penalty, error } => format!(
-                "host memcpy: {CASE}: {penalty:.1}x, the host's `rep movsb` defect; running \
-                 again with GLIBC_TUNABLES={TUNABLE} failed ({error}), so the host's routine runs"
+            Self::Slow { penalty } => format!(
+                "host memcpy: {CASE}: {penalty:.1}x, the host's `rep movsb` defect; set \
+                 GLIBC_TUNABLES={TUNABLE} (glibc's vector loop at every size, for every \
+                 library and peer process) and run again, or pass --host-memcpy to keep the \
+                 host's routine"
             ),
         }
     }
-}
-
-/// Runs the same command again with the tunable added; returns only on failure.
-fn reexec(penalty: f64) -> String {
-    use std::os::unix::process::CommandExt;
-    let exe = match std::env::current_exe() {
-        Ok(exe) => exe,
-        Err(e) => return e.to_string(),
-    };
-    let tunables = match std::env::var("GLIBC_TUNABLES") {
-        Ok(existing) if !existing.is_empty() => format!("{existing}:{TUNABLE}"),
-        _ => TUNABLE.to_owned(),
-    };
-    std::process::Command::new(exe)
-        .args(std::env::args_os().skip(1))
-        .env("GLIBC_TUNABLES", tunables)
-        .env(MEASURED_BEFORE, format!("{penalty:.3}"))
-        .exec()
-        .to_string()
 }
 
 /// The misplaced copy's best time over the aligned copy's.

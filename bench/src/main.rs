@@ -183,8 +183,8 @@ struct Options {
     #[arg(long, default_value = "target/bench-report")]
     out: PathBuf,
     /// Keep the host's large-copy routine even when it has the `rep movsb` placement defect
-    /// (see `bench/src/host_copy.rs`); by default the bench then runs itself again with
-    /// glibc's vector loop.
+    /// (see `bench/src/host_copy.rs`) and drop the advice to set the glibc tunable that
+    /// replaces it.
     #[arg(long)]
     host_memcpy: bool,
 }
@@ -339,7 +339,7 @@ fn main() {
 }
 
 fn run_suite(suite: &str, options: &Options, processes: Option<ProcessSuite<'_>>) {
-    // First: this may run the same command again in place of this process.
+    // First, before anything allocates or is timed: the host's large-copy check.
     let host_copy = host_copy::check(options.host_memcpy);
     // Counted before pinning: afterwards the affinity mask shows one core.
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());

@@ -2,13 +2,7 @@
 //! library under test, so each one sees exactly the same input; and the deterministic
 //! market-data feed the compression workloads send.
 
-/// A text payload of `len` bytes that looks like an exchange's JSON market-data update
-/// (ASCII, so any split point is a valid UTF-8 boundary, and the validators take their ASCII
-/// fast path as they would on real feeds).
-pub fn json_payload(len: usize) -> Vec<u8> {
-    let template = br#"{"e":"depthUpdate","E":1732350000123,"s":"BTCUSDT","U":4180223411,"u":4180223460,"b":[["97342.10","0.512"],["97342.00","1.203"]],"a":[["97342.20","0.044"],["97342.30","2.000"]]}"#;
-    template.iter().copied().cycle().take(len).collect()
-}
+pub use tickwire_loadgen::payload::json_payload;
 
 /// `count` distinct JSON market-data messages of exactly `len` bytes each, the same on every
 /// run: trades below 256 B, order book depth updates from 256 B up (as many bid and ask levels

@@ -1,8 +1,9 @@
 //! The server suite (`tickwire-bench server`): WebSocket echo servers under load, side by side
 //! in one run. Each server is a process of its own pinned to `--core` (0): tickwire's CLI
 //! (`tickwire --runtime R serve`), uWebSockets' echo, and fastwebsockets and tokio-tungstenite
-//! on a tokio current-thread runtime (hidden subcommands, `echo.rs`). One load-generator
-//! thread in this process, pinned to `--peer-core` (1), drives them (`loadgen.rs`).
+//! on a tokio current-thread runtime (hidden subcommands, `tickwire_loadgen::echo`). One
+//! load-generator thread in this process, pinned to `--peer-core` (1), drives them
+//! (`tickwire_loadgen::generator`).
 //!
 //! Tables:
 //! - `server_{16,1024}_n{N}_d{depth}`: N connections (1, 100, 1,000, 10,000, 19,000) each
@@ -14,27 +15,21 @@
 //!
 //! Every (server, N) session starts a fresh server, opens N connections once and runs the
 //! four (payload, depth) points on them in turn; sessions interleave the servers, their order
-//! rotating each round. Owns the schedule and the sessions; not the tables (`tables.rs`), the
-//! processes (`servers.rs`) nor the sockets (`loadgen.rs`, `connection.rs`).
+//! rotating each round. Owns the schedule and the sessions; not the tables (`tables.rs`), nor
+//! the processes and the sockets (`tickwire_loadgen`'s `servers`, `generator`, `connection`).
 
-mod connection;
-mod dial;
-mod echo;
-mod loadgen;
 pub mod nats;
 pub mod pubsub;
-mod servers;
 mod tables;
-mod uring;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::thread;
 use std::time::Duration;
 
-pub use echo::{fastwebsockets_server, tokio_tungstenite_server};
-use loadgen::{Generator, Load, Measured, Probe};
-use servers::{Launch, Library, ServerProcess};
+pub use tickwire_loadgen::echo::{fastwebsockets_server, tokio_tungstenite_server};
+use tickwire_loadgen::generator::{Generator, Load, Measured, Probe};
+use tickwire_loadgen::servers::{self, Launch, Library, ServerProcess};
 
 use crate::Ctx;
 use crate::harness::{self, Clock};
@@ -155,7 +150,7 @@ pub struct Settings {
     #[arg(long, default_value_t = 0)]
     generator_handicap_ns: u64,
     /// The generator writes each connection with its own send(2), as before batching, rather
-    /// than a wake-up's writes in one io_uring submission (`server_suite/uring.rs`).
+    /// than a wake-up's writes in one io_uring submission (`loadgen/src/uring.rs`).
     #[arg(long)]
     generator_send_each: bool,
 }

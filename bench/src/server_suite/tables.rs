@@ -2,8 +2,9 @@
 //! the memory table. Owns presentation and the ratios; the numbers come from `mod.rs`'s
 //! sessions.
 
-use super::loadgen::Measured;
-use super::servers::{Launch, Library};
+use tickwire_loadgen::generator::Measured;
+use tickwire_loadgen::servers::{Launch, Library};
+
 use super::{IDLE, Point, idle_memory};
 use crate::Ctx;
 use crate::harness::Clock;

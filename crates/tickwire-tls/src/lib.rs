@@ -16,7 +16,7 @@
 //! 4 KiB messages then costs about 2.5 times the CPU per message, for the whole connection.
 //! Starting the process with `GLIBC_TUNABLES=glibc.cpu.x86_rep_movsb_threshold=4294967295`
 //! makes glibc copy with its vector loop, which runs at full speed at every offset
-//! (measurements in the repository's `docs/benchmarks/issue-16.md`).
+//! (measurements in the repository's `bench/results/issue-16.md`).
 #![forbid(unsafe_code)]
 
 mod codec;

@@ -131,7 +131,7 @@ impl Core {
     /// [`poll_fill_loop`](Self::poll_fill_loop) out of line, its error put in `failure` so
     /// that what it returns fits a register. Returned through memory, the `Result` was
     /// written in one layout and read in another where the fast path's joins it: a failed
-    /// store-to-load forward on every message (docs/benchmarks/issue-16-earlier.md).
+    /// store-to-load forward on every message (bench/results/issue-16-earlier.md).
     #[inline(never)]
     fn poll_fill_slow<S: Transport>(
         &mut self,

@@ -404,7 +404,7 @@ impl<S: Transport> WebSocket<S> {
 /// of `poll_fill`, inlines into the caller's own poll and the message comes back in
 /// registers. The `async fn` was polled out of line and returned the message through memory,
 /// written in one enum layout and read back in another: a failed store-to-load forward on
-/// every message (docs/benchmarks/issue-16-earlier.md).
+/// every message (bench/results/issue-16-earlier.md).
 struct Receive<'a, S> {
     /// The connection: lent back while the receive waits, handed to the result when ready.
     ws: Option<&'a mut WebSocket<S>>,

@@ -1,18 +1,18 @@
 //! The NATS suite (`tickwire-bench nats`, issue 20): what feeding tickwire-server topics
 //! through NATS costs against publishing in the server's own process, measured in one run.
 //!
-//! A node is a process of its own (`tickwire-bench nats-node`, `node.rs`): tickwire-server
-//! with one worker, every connection subscribed to topic `t`, pinned to `--core` (0) with
-//! taskset. It is fed one of two ways:
+//! A node is a process of its own (`tickwire-bench nats-node`, `tickwire_loadgen::nats::node`):
+//! tickwire-server with one worker, every connection subscribed to topic `t`, pinned to
+//! `--core` (0) with taskset. It is fed one of two ways:
 //! - `in-process`: the node publishes itself through `ServerHandle::publish`, at a fixed
 //!   rate, each 100 B message stamped with its send time (`--local`);
 //! - `NATS, K nodes`: nats-server (pinned to the same core) and K nodes, each bridging
 //!   subject `tw.t` to its topic (tickwire-nats's `Bridge`); this process's feed thread,
 //!   pinned to the same core, publishes the same stamped messages through tickwire-nats's
-//!   `Publisher` (`feed.rs`).
+//!   `Publisher` (`tickwire_loadgen::nats::feed`).
 //!
 //! The subscribers are one thread of this process on `--peer-core` (1) holding every
-//! connection, spread evenly over the nodes (`subscribers.rs`). Send times are
+//! connection, spread evenly over the nodes (`tickwire_loadgen::nats::subscribers`). Send times are
 //! CLOCK_MONOTONIC ns (valid across processes), taken when the message is made.
 //!
 //! Tables (medians over rounds; the rows of a table interleaved, their order rotating each
@@ -30,9 +30,6 @@
 //! path costs per delivery when the work is split, not scale-out. docs/SCALING.md's capacity
 //! model extrapolates to nodes with cores of their own.
 
-mod feed;
-mod node;
-mod subscribers;
 mod tables;
 
 use std::net::SocketAddr;
@@ -40,13 +37,13 @@ use std::path::PathBuf;
 use std::thread;
 use std::time::Duration;
 
-pub use node::{NodeOptions, nats_node};
+pub use tickwire_loadgen::nats::{NodeOptions, nats_node};
 
-use feed::{Feed, NatsServer, Published};
-use subscribers::{Seen, Subscribers, Window};
+use tickwire_loadgen::nats::feed::{self, Feed, NatsServer, Published};
+use tickwire_loadgen::nats::subscribers::{Seen, Subscribers, Window};
+use tickwire_loadgen::servers::{self, ServerProcess};
 
 use super::CONNECT_BUDGET;
-use super::servers::{self, ServerProcess};
 use crate::Ctx;
 use crate::harness::{self, Clock};
 use crate::report::{self, Table};

@@ -1,6 +1,6 @@
 //! The pub/sub suite (`tickwire-bench pubsub`): fan-out servers under load, side by side in
-//! one run. Each server is a process pinned to `--core` (0), started by the server suite's
-//! `servers.rs`: tickwire's CLI (`tickwire --runtime reactor serve --pubsub`), the same with
+//! one run. Each server is a process pinned to `--core` (0), started by
+//! `tickwire_loadgen::servers`: tickwire's CLI (`tickwire --runtime reactor serve --pubsub`), the same with
 //! `--busy-poll 50` (the `tickwire-busy-poll` row, as in the echo suite), the same with
 //! `--busy-poll off` (the `tickwire-no-poll` row; the default polls adaptively), the same with
 //! `--no-batched-sends` (the `tickwire-unbatched` row: a send(2) per subscriber rather than
@@ -13,21 +13,17 @@
 //! connection 0 also publishes 100 B binary messages stamped with rdtsc and a sequence
 //! number, keeping at most `--window` of them outstanding (a message is done when all N - 1
 //! deliveries arrived): a closed loop that runs at the rate the slower of server and
-//! generator allows, with the window wide enough that neither waits on it (`generator.rs`).
+//! generator allows, with the window wide enough that neither waits on it (`tickwire_loadgen::pubsub`).
 //!
 //! Table `pubsub_n{N}_w{W}` per N (100, 1,000, 10,000, 19,000): deliveries per second,
 //! publish-to-receive p50 / p99 / p99.9, the generator's and the server's CPU, and
 //! tickwire's rate divided by each row's; medians over rounds, a fresh server per (server, N,
 //! round), servers interleaved with their order rotating each round.
 
-mod generator;
-mod window;
-pub(super) mod wire;
+use tickwire_loadgen::generator::Measured;
+use tickwire_loadgen::pubsub::generator::{Generator, Load};
+use tickwire_loadgen::servers::{Launch, Library};
 
-use generator::{Generator, Load};
-
-use super::loadgen::Measured;
-use super::servers::{Launch, Library};
 use super::tables::{self, CPU_NOTE, LOAD_COLUMNS};
 use super::{CONNECT_BUDGET, Processes, against_server, with_exit};
 use crate::Ctx;

@@ -6,7 +6,7 @@
 //! park. A request that waits for its response parks once or twice, and the timeouts are on by
 //! default (30 s per read and write, 60 s in all), so every request paid that for a timeout
 //! that almost never fires: about 2-3% of the rate of one request in flight over loopback
-//! (docs/benchmarks/issue-16.md). Here arming costs one atomic swap and one uncontended lock
+//! (bench/results/issue-16.md). Here arming costs one atomic swap and one uncontended lock
 //! to leave the waker, and reads no clock; the runtime parks untimed.
 //!
 //! The thread sleeps until the earliest instant set. A connection's instant moves later with

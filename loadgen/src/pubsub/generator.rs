@@ -6,7 +6,8 @@
 //! minus the send time the message carries).
 //!
 //! One shared read buffer, one shared inflater, a few words per subscriber, no allocation per
-//! message. Owns the event loop; the bytes are `wire.rs`'s, what the numbers mean `mod.rs`'s.
+//! message. Owns the event loop; the bytes are `wire.rs`'s, what the numbers mean the
+//! bench's (`server_suite::pubsub`).
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
@@ -17,10 +18,10 @@ use mio::{Events, Interest, Poll, Token};
 
 use super::window::Window;
 use super::wire::{self, Decoder, FrameReader, Stamp};
-use crate::harness;
-use crate::server_suite::connection;
-use crate::server_suite::dial::Dial;
-use crate::server_suite::loadgen::{Measured, Phase, Probe, Snapshot};
+use crate::connection;
+use crate::dial::Dial;
+use crate::generator::{Measured, Phase, Probe, Snapshot};
+use crate::timing;
 
 /// How long the messages still outstanding may take to reach everyone once a point stops
 /// publishing.
@@ -34,17 +35,17 @@ const PUBLISHER: usize = 0;
 
 /// One point's load.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Load {
+pub struct Load {
     /// Messages the publisher keeps outstanding.
-    pub(super) window: usize,
+    pub window: usize,
     /// Run this long before measuring.
-    pub(super) warmup: Duration,
+    pub warmup: Duration,
     /// Then measure this long.
-    pub(super) measure: Duration,
+    pub measure: Duration,
 }
 
 /// N open subscriber connections to one pub/sub server, driven from the thread that made them.
-pub(super) struct Generator {
+pub struct Generator {
     poll: Poll,
     events: Events,
     subscribers: Vec<Subscriber>,
@@ -72,7 +73,7 @@ struct Subscriber {
 impl Generator {
     /// Opens `count` (at least 2) connections to `server`, offering permessage-deflate without
     /// context takeover when `deflate` (and then requiring the server to accept it).
-    pub(super) fn connect(
+    pub fn connect(
         server: SocketAddr,
         count: usize,
         deflate: bool,
@@ -132,33 +133,33 @@ impl Generator {
 
     /// The share of deliveries so far that arrived compressed (the deflate row: all of
     /// them, unless the server sent some stored; 0 elsewhere).
-    pub(super) fn compressed_share(&self) -> f64 {
+    pub fn compressed_share(&self) -> f64 {
         self.decoder.inflated_count as f64 / self.delivered.max(1) as f64
     }
 
     /// Runs one point: warm-up, the measured window, then a drain until every message
     /// published reached every subscriber. Err (the point failed) when a delivery is wrong
     /// (out of order, lost, mangled), a connection closes, or the drain takes longer than
-    /// [`DRAIN_LIMIT`].
+    /// `DRAIN_LIMIT`.
     ///
     /// Longer than most functions here on purpose: the phases, the counters they snapshot and
     /// the hot loop stay in one place, where delivered = published x (N - 1) can be checked by
     /// eye.
-    pub(super) fn run(&mut self, load: Load, probe: Probe) -> Result<Measured, String> {
+    pub fn run(&mut self, load: Load, probe: Probe) -> Result<Measured, String> {
         let others = self.subscribers.len() as u64 - 1;
         let first_sequence = self.published;
         let mut window = Window::new(load.window, others, first_sequence);
         let mut delivered = 0u64;
-        let mut histogram = harness::new_histogram();
+        let mut histogram = timing::new_histogram();
         let ticks = |d: Duration| (d.as_nanos() as f64 * self.ticks_per_ns) as u64;
-        let start = harness::ticks_start();
+        let start = timing::ticks_start();
         let warmup_end = start + ticks(load.warmup);
         let measure_end = warmup_end + ticks(load.measure);
         let drain_end = measure_end + ticks(DRAIN_LIMIT);
         let mut phase = Phase::WarmUp;
         let (mut measured_from, mut measured_to) = (None, None);
         loop {
-            let now = harness::ticks_start();
+            let now = timing::ticks_start();
             if phase == Phase::WarmUp && now >= warmup_end {
                 phase = Phase::Measuring;
                 measured_from = Some(Snapshot::take(delivered, probe));
@@ -177,7 +178,7 @@ impl Generator {
             } else {
                 while let Some(sequence) = window.publish() {
                     Stamp {
-                        sent_at: harness::ticks_start(),
+                        sent_at: timing::ticks_start(),
                         sequence,
                     }
                     .encode_frame(&mut self.unwritten);
@@ -304,7 +305,7 @@ fn read_deliveries(
         match stream.read(buffer) {
             Ok(0) => return Err("the server closed the connection".to_owned()),
             Ok(n) => {
-                let at = harness::ticks_start();
+                let at = timing::ticks_start();
                 reader.consume(&buffer[..n], deflate, |rsv1, payload| {
                     let stamp = decoder.stamp(rsv1, payload)?;
                     if stamp.sequence != *next {

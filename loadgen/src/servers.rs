@@ -3,7 +3,7 @@
 //! from /proc, and stopping it.
 //!
 //! Owns the process side only; the two Rust peers' server loops are in `echo.rs`, the load
-//! in `loadgen.rs`.
+//! in `generator.rs`.
 
 use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
@@ -25,7 +25,7 @@ const BUSY_POLL_US: u64 = 50;
 
 /// A server library under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Library {
+pub enum Library {
     /// The workspace's CLI, `tickwire --runtime R serve`.
     Tickwire,
     /// The same with a fixed busy-polling window (`--busy-poll 50`, reactor only): the
@@ -48,7 +48,7 @@ pub(super) enum Library {
 
 impl Library {
     /// Table order: tickwire, the baseline, first.
-    pub(super) const ALL: [Self; 7] = [
+    pub const ALL: [Self; 7] = [
         Self::Tickwire,
         Self::TickwireBusyPoll,
         Self::TickwireNoPoll,
@@ -59,7 +59,7 @@ impl Library {
     ];
 
     /// The `--servers` name and row label.
-    pub(super) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Self::Tickwire => "tickwire",
             Self::TickwireBusyPoll => "tickwire-busy-poll",
@@ -74,31 +74,31 @@ impl Library {
 
 /// Where the server binaries are and how tickwire runs.
 #[derive(Debug, Clone)]
-pub(super) struct Launch {
+pub struct Launch {
     /// The `tickwire` CLI binary.
-    pub(super) tickwire_bin: PathBuf,
+    pub tickwire_bin: PathBuf,
     /// `--runtime` passed to it: `reactor`, `blocking` or `tokio`.
-    pub(super) tickwire_runtime: String,
+    pub tickwire_runtime: String,
     /// The uWebSockets echo binary.
-    pub(super) uws_bin: PathBuf,
+    pub uws_bin: PathBuf,
     /// The core every server is pinned to.
-    pub(super) core: usize,
+    pub core: usize,
 }
 
 /// A running server; killed when dropped.
-pub(super) struct ServerProcess {
+pub struct ServerProcess {
     child: Child,
     /// Where its stderr goes (removed with the process).
     log: PathBuf,
     /// Where it listens.
-    pub(super) addr: SocketAddr,
+    pub addr: SocketAddr,
 }
 
 impl ServerProcess {
     /// Starts `library` pinned to `launch.core`, with `extra` arguments after its own (the
     /// pub/sub suite's `--pubsub`), and waits (up to 10 s) for the first stdout line, whose
     /// last number is the port. Err says why the server could not run, for a "skipped" note.
-    pub(super) fn start(library: Library, launch: &Launch, extra: &[&str]) -> Result<Self, String> {
+    pub fn start(library: Library, launch: &Launch, extra: &[&str]) -> Result<Self, String> {
         let core = launch.core.to_string();
         let mut command = match library {
             Library::Tickwire
@@ -148,7 +148,7 @@ impl ServerProcess {
     /// Runs `command` (a server called `name` in messages) and waits (up to 10 s) for its
     /// first stdout line, whose last number is the port: [`start`](Self::start) for the
     /// suites' libraries, the NATS suite for its nodes.
-    pub(super) fn spawn(name: &str, mut command: Command) -> Result<Self, String> {
+    pub fn spawn(name: &str, mut command: Command) -> Result<Self, String> {
         // stderr goes to a file: a server that fails to start says why there, and one that
         // logs every reset connection cannot fill a pipe nobody reads. The port in the name
         // of a free port keeps the logs of several servers of one run apart.
@@ -201,12 +201,12 @@ impl ServerProcess {
     }
 
     /// The process id, for /proc.
-    pub(super) fn pid(&self) -> u32 {
+    pub fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// Err when the process has exited.
-    pub(super) fn check_alive(&mut self) -> Result<(), String> {
+    pub fn check_alive(&mut self) -> Result<(), String> {
         match self.child.try_wait() {
             Ok(None) => Ok(()),
             Ok(Some(status)) => Err(format!("the server exited ({status})")),
@@ -224,7 +224,7 @@ impl Drop for ServerProcess {
 }
 
 /// The process's resident set (VmRSS), in bytes.
-pub(super) fn resident_bytes(pid: u32) -> Result<u64, String> {
+pub fn resident_bytes(pid: u32) -> Result<u64, String> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .map_err(|e| format!("/proc/{pid}/status: {e}"))?;
     status
@@ -237,7 +237,7 @@ pub(super) fn resident_bytes(pid: u32) -> Result<u64, String> {
 
 /// CPU seconds (user + system, every thread) the process has used so far; None when /proc
 /// cannot say (the process is gone).
-pub(super) fn process_cpu_seconds(pid: u32) -> Option<f64> {
+pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the parenthesised command: state is the first, utime the 12th, stime the
     // 13th (proc(5) fields 14 and 15).
@@ -249,7 +249,7 @@ pub(super) fn process_cpu_seconds(pid: u32) -> Option<f64> {
 
 /// CPU seconds the calling thread has run (the first field of /proc/thread-self/schedstat,
 /// in ns); None when the kernel does not expose it.
-pub(super) fn thread_cpu_seconds() -> Option<f64> {
+pub fn thread_cpu_seconds() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     let ns: u64 = stat.split_whitespace().next()?.parse().ok()?;
     Some(ns as f64 / 1e9)
@@ -257,7 +257,7 @@ pub(super) fn thread_cpu_seconds() -> Option<f64> {
 
 /// Jiffies core `core` spent idle (idle + iowait) and in total (every field of its /proc/stat
 /// line: user, nice, system, idle, iowait, irq, softirq, steal), so far.
-pub(super) fn core_jiffies(core: usize) -> Option<(u64, u64)> {
+pub fn core_jiffies(core: usize) -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let prefix = format!("cpu{core} ");
     let line = stat.lines().find(|l| l.starts_with(&prefix))?;
@@ -271,7 +271,7 @@ pub(super) fn core_jiffies(core: usize) -> Option<(u64, u64)> {
 }
 
 /// `taskset -c CORE BINARY`, or Err when the binary is missing.
-pub(super) fn pinned(binary: &Path, core: &str) -> Result<Command, String> {
+pub fn pinned(binary: &Path, core: &str) -> Result<Command, String> {
     if !binary.exists() {
         return Err(format!("{} not found", binary.display()));
     }
@@ -282,7 +282,7 @@ pub(super) fn pinned(binary: &Path, core: &str) -> Result<Command, String> {
 
 /// A port free on 127.0.0.1 right now (bound with port 0, then released), for servers that
 /// cannot pick their own.
-pub(super) fn free_port() -> Result<u16, String> {
+pub fn free_port() -> Result<u16, String> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| format!("bind: {e}"))?;
     listener
         .local_addr()

@@ -13,10 +13,10 @@ use std::sync::LazyLock;
 use tickwire_codec::deflate::{DeflateConfig, PayloadInflater};
 
 /// Bytes of payload per published message (the 100 B).
-pub(in crate::server_suite) const PAYLOAD_LEN: usize = 100;
+pub const PAYLOAD_LEN: usize = 100;
 
 /// Bytes of a publisher frame: a 2-byte header (7-bit length), the mask key, the payload.
-pub(super) const FRAME_LEN: usize = 2 + 4 + PAYLOAD_LEN;
+pub const FRAME_LEN: usize = 2 + 4 + PAYLOAD_LEN;
 
 /// FIN set, opcode 0x2 (binary), RFC 6455 section 5.2.
 const FIN_BINARY: u8 = 0x82;
@@ -38,18 +38,18 @@ const DEFLATE_TAIL: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
 /// What a published message carries besides filler: when it was sent and its place in the
 /// publisher's sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::server_suite) struct Stamp {
+pub struct Stamp {
     /// When the publisher wrote it: rdtsc in the pub/sub suite, CLOCK_MONOTONIC ns in the
     /// NATS suite.
-    pub(in crate::server_suite) sent_at: u64,
+    pub sent_at: u64,
     /// 0, 1, 2, ... in publish order.
-    pub(in crate::server_suite) sequence: u64,
+    pub sequence: u64,
 }
 
 impl Stamp {
     /// The 100 B payload: the send time and the sequence number (little-endian u64s), then
     /// the JSON-like filler every message shares (so that deflate has something to do).
-    pub(in crate::server_suite) fn payload(self) -> [u8; PAYLOAD_LEN] {
+    pub fn payload(self) -> [u8; PAYLOAD_LEN] {
         let mut payload = *filler();
         payload[..8].copy_from_slice(&self.sent_at.to_le_bytes());
         payload[8..16].copy_from_slice(&self.sequence.to_le_bytes());
@@ -58,7 +58,7 @@ impl Stamp {
 
     /// The stamp of a received payload. Err when it is not 100 B or its filler is not the
     /// publisher's (a message mangled on the way).
-    pub(in crate::server_suite) fn read(payload: &[u8]) -> Result<Self, String> {
+    pub fn read(payload: &[u8]) -> Result<Self, String> {
         if payload.len() != PAYLOAD_LEN {
             return Err(format!(
                 "a {} B message (expected {PAYLOAD_LEN} B)",
@@ -76,7 +76,7 @@ impl Stamp {
     }
 
     /// Appends the publisher's masked binary frame carrying this stamp to `out`.
-    pub(super) fn encode_frame(self, out: &mut Vec<u8>) {
+    pub fn encode_frame(self, out: &mut Vec<u8>) {
         // RFC 6455 section 5.2: 100 < 126 fits the 7-bit length; 0x80 is MASK.
         out.extend_from_slice(&[FIN_BINARY, 0x80 | PAYLOAD_LEN as u8]);
         out.extend_from_slice(&MASK);
@@ -94,7 +94,7 @@ impl Stamp {
 /// every publish copies it and every delivery compares against it.
 fn filler() -> &'static [u8; PAYLOAD_LEN] {
     static FILLER: LazyLock<[u8; PAYLOAD_LEN]> = LazyLock::new(|| {
-        crate::wire::json_payload(PAYLOAD_LEN)
+        crate::payload::json_payload(PAYLOAD_LEN)
             .try_into()
             .expect("json_payload returns the length asked for")
     });
@@ -103,7 +103,7 @@ fn filler() -> &'static [u8; PAYLOAD_LEN] {
 
 /// The permessage-deflate offer of the `tickwire-deflate` row: no context takeover either
 /// way, so every message the server sends inflates on its own.
-pub(super) fn deflate_config() -> DeflateConfig {
+pub fn deflate_config() -> DeflateConfig {
     DeflateConfig::default()
         .with_server_no_context_takeover(true)
         .with_client_no_context_takeover(true)
@@ -111,7 +111,7 @@ pub(super) fn deflate_config() -> DeflateConfig {
 
 /// Ok when the complete response head `head` accepted our deflate offer without server
 /// context takeover; Err (with what it said) otherwise.
-pub(super) fn check_deflate_answer(head: &[u8]) -> Result<(), String> {
+pub fn check_deflate_answer(head: &[u8]) -> Result<(), String> {
     let head = String::from_utf8_lossy(head);
     let items: Vec<&str> = head
         .lines()
@@ -132,19 +132,19 @@ pub(super) fn check_deflate_answer(head: &[u8]) -> Result<(), String> {
 /// compressed. One instance serves every subscriber: without context takeover no message
 /// depends on the one before, so the inflater is reset for each.
 #[derive(Default)]
-pub(super) struct Decoder {
+pub struct Decoder {
     inflater: PayloadInflater,
     compressed: Vec<u8>,
     inflated: Vec<u8>,
     /// Messages that came compressed (the server may send a message stored when deflate
     /// would not shrink it).
-    pub(super) inflated_count: u64,
+    pub inflated_count: u64,
 }
 
 impl Decoder {
     /// The stamp of one frame's payload (`rsv1`: compressed). Err for a payload that does
     /// not inflate or is not a published message.
-    pub(super) fn stamp(&mut self, rsv1: bool, payload: &[u8]) -> Result<Stamp, String> {
+    pub fn stamp(&mut self, rsv1: bool, payload: &[u8]) -> Result<Stamp, String> {
         if !rsv1 {
             return Stamp::read(payload);
         }
@@ -163,7 +163,7 @@ impl Decoder {
 /// A subscriber's position in the server's frame stream: the start of a frame that a read
 /// cut short, kept until the rest arrives (empty almost always).
 #[derive(Default)]
-pub(in crate::server_suite) struct FrameReader {
+pub struct FrameReader {
     partial: Vec<u8>,
 }
 
@@ -171,7 +171,7 @@ impl FrameReader {
     /// Consumes `bytes`, calling `frame(rsv1, payload)` for every complete frame. Err for a
     /// frame that is not an unmasked FIN binary frame of at most 1 KiB, with RSV1 only when
     /// `deflate` was negotiated, or when `frame` fails.
-    pub(in crate::server_suite) fn consume(
+    pub fn consume(
         &mut self,
         mut bytes: &[u8],
         deflate: bool,

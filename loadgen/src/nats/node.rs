@@ -7,7 +7,8 @@
 //!
 //! A gap the server reports (`Handler::on_gap`: messages dropped for a slow subscriber, or a
 //! jump in the numbers the bridge could not fill) goes to the subscriber in line with the
-//! messages as a [`GapNotice`] frame. Owns the node; the suite's side is `mod.rs`.
+//! messages as a [`GapNotice`] frame. Owns the node; the suite's side is the bench's
+//! `server_suite::nats`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,13 +22,13 @@ use tickwire_nats::server::{
 };
 
 use super::feed::{Pacer, monotonic_ns};
-use crate::server_suite::pubsub::wire::Stamp;
+use crate::pubsub::wire::Stamp;
 
 /// The topic every connection subscribes to (subject `tw.t` on NATS).
-pub(super) const TOPIC: &str = "t";
+pub const TOPIC: &str = "t";
 
 /// The subject prefix of the bridge and the feed.
-pub(super) const PREFIX: &str = "tw";
+pub const PREFIX: &str = "tw";
 
 /// How long a `--local` node waits after its last subscriber opened before it publishes.
 const SETTLE: Duration = Duration::from_millis(200);
@@ -55,20 +56,20 @@ pub struct NodeOptions {
 /// A gap as the node tells its subscriber: 24 bytes (first, last, dropped; little-endian
 /// u64s), a length no published message has (they are [`PAYLOAD_LEN`] bytes).
 ///
-/// [`PAYLOAD_LEN`]: crate::server_suite::pubsub::wire::PAYLOAD_LEN
+/// [`PAYLOAD_LEN`]: crate::pubsub::wire::PAYLOAD_LEN
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct GapNotice {
+pub struct GapNotice {
     /// The lowest number missed.
-    pub(super) first: u64,
+    pub first: u64,
     /// The highest number missed.
-    pub(super) last: u64,
+    pub last: u64,
     /// How many were missed.
-    pub(super) dropped: u64,
+    pub dropped: u64,
 }
 
 impl GapNotice {
     /// The frame payload's length.
-    pub(super) const LEN: usize = 24;
+    pub const LEN: usize = 24;
 
     /// The payload.
     fn encode(self) -> [u8; Self::LEN] {
@@ -80,7 +81,7 @@ impl GapNotice {
     }
 
     /// The notice a payload of [`Self::LEN`] bytes carries; None for any other length.
-    pub(super) fn read(payload: &[u8]) -> Option<Self> {
+    pub fn read(payload: &[u8]) -> Option<Self> {
         let bytes: &[u8; Self::LEN] = payload.try_into().ok()?;
         let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 B"));
         Some(Self {
@@ -208,7 +209,7 @@ fn publish_locally(
 #[cfg(test)]
 mod tests {
     use super::GapNotice;
-    use crate::server_suite::pubsub::wire::PAYLOAD_LEN;
+    use crate::pubsub::wire::PAYLOAD_LEN;
 
     #[test]
     fn a_gap_notice_reads_back_and_no_message_is_taken_for_one() {

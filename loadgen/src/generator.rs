@@ -7,7 +7,7 @@
 //! Cheap by construction: one shared read buffer, frames pre-encoded once per point, no
 //! allocation per message. Owns the echo event loop, and the measured window's figures both
 //! generators report ([`Measured`], [`Snapshot`]); the per-connection state and the wire bytes
-//! are in `connection.rs`, what the numbers mean in `mod.rs`.
+//! are in `connection.rs`, what the numbers mean in the bench (`server_suite`).
 
 use std::io::{self, Read};
 use std::net::SocketAddr;
@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use mio::{Events, Interest, Poll, Token};
 
-use super::connection::{self, Connection, MAX_DEPTH};
-use super::dial::Dial;
-use super::servers;
-use crate::harness;
+use crate::connection::{self, Connection, MAX_DEPTH};
+use crate::dial::Dial;
+use crate::servers;
+use crate::timing;
 
 /// How long the echoes still in flight may take to come back once a point stops sending.
 const DRAIN_LIMIT: Duration = Duration::from_secs(10);
@@ -29,45 +29,45 @@ const READ_BUFFER: usize = 64 << 10;
 
 /// One point's load.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Load {
+pub struct Load {
     /// Bytes of payload per message.
-    pub(super) payload_len: usize,
+    pub payload_len: usize,
     /// Messages in flight per connection (at most [`MAX_DEPTH`]).
-    pub(super) depth: usize,
+    pub depth: usize,
     /// Run this long before measuring.
-    pub(super) warmup: Duration,
+    pub warmup: Duration,
     /// Then measure this long.
-    pub(super) measure: Duration,
+    pub measure: Duration,
     /// Busy-wait this long after every event handled: a handicap for the headroom test (if
     /// the rate holds with the generator slowed down, the generator was not what limited it).
-    pub(super) handicap: Duration,
+    pub handicap: Duration,
     /// A wake-up's writes go in one io_uring submission (where the kernel allows it).
-    pub(super) batched: bool,
+    pub batched: bool,
 }
 
 /// What one point measured.
 #[derive(Debug, Clone)]
-pub(super) struct Measured {
+pub struct Measured {
     /// Messages received per second in the measured window (echoes; pub/sub deliveries).
-    pub(super) rate: f64,
+    pub rate: f64,
     /// Latency of every message received in the window, in TSC ticks (echo: the round trip;
     /// pub/sub: publish to receive).
-    pub(super) latency: Histogram<u64>,
+    pub latency: Histogram<u64>,
     /// The generator thread's CPU use over the window, in cores (1.0 = saturated).
-    pub(super) generator_cpu: Option<f64>,
+    pub generator_cpu: Option<f64>,
     /// The server process's CPU use over the window, in cores.
-    pub(super) server_cpu: Option<f64>,
+    pub server_cpu: Option<f64>,
     /// The share of the window the generator's core was idle (no task, no softirq): CPU the
     /// generator could have had and did not need. Task CPU times leave out the softirq time
     /// loopback TCP spends on each core, so this is the direct test of a saturated generator.
-    pub(super) generator_core_idle: Option<f64>,
+    pub generator_core_idle: Option<f64>,
     /// The same for the server's core: above 0, the server waited for the generator.
-    pub(super) server_core_idle: Option<f64>,
+    pub server_core_idle: Option<f64>,
 }
 
 impl Measured {
     /// The figures of the window between two snapshots, with the latencies recorded in it.
-    pub(super) fn between(first: Snapshot, last: Snapshot, latency: Histogram<u64>) -> Self {
+    pub fn between(first: Snapshot, last: Snapshot, latency: Histogram<u64>) -> Self {
         let seconds = last.wall.duration_since(first.wall).as_secs_f64();
         let per_second = |a: Option<f64>, b: Option<f64>| Some((b? - a?) / seconds);
         Self {
@@ -83,17 +83,17 @@ impl Measured {
 
 /// Where the figures of a window are read: the server's process and the generator's core.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Probe {
+pub struct Probe {
     /// The server process.
-    pub(super) server_pid: u32,
+    pub server_pid: u32,
     /// The core the generator thread is pinned to.
-    pub(super) generator_core: usize,
+    pub generator_core: usize,
     /// The core the server is pinned to.
-    pub(super) server_core: usize,
+    pub server_core: usize,
 }
 
 /// N open connections to one server, driven from the thread that made them.
-pub(super) struct Generator {
+pub struct Generator {
     poll: Poll,
     events: Events,
     connections: Vec<Connection>,
@@ -105,7 +105,7 @@ impl Generator {
     /// Opens `count` WebSocket connections to `server` (HTTP upgrade checked: 101 and the
     /// RFC's accept key; `dial.rs`). Err when they are not all open within `budget`, a
     /// connection fails repeatedly, or the server refuses the upgrade.
-    pub(super) fn connect(
+    pub fn connect(
         server: SocketAddr,
         count: usize,
         budget: Duration,
@@ -131,11 +131,11 @@ impl Generator {
 
     /// Runs one point on every connection: warm-up, the measured window, then a drain until
     /// every frame sent has come back. Err (the point failed) when an echo is wrong, a
-    /// connection closes, or the drain takes longer than [`DRAIN_LIMIT`].
+    /// connection closes, or the drain takes longer than `DRAIN_LIMIT`.
     ///
     /// Longer than most functions here on purpose: the phases, the counters they snapshot and
     /// the hot loop stay in one place, where received = sent can be checked by eye.
-    pub(super) fn run(&mut self, load: Load, probe: Probe) -> Result<Measured, String> {
+    pub fn run(&mut self, load: Load, probe: Probe) -> Result<Measured, String> {
         assert!(
             (1..=MAX_DEPTH).contains(&load.depth),
             "depth 1..={MAX_DEPTH}"
@@ -145,9 +145,9 @@ impl Generator {
         let frames = frame.repeat(load.depth);
         let payload_len = load.payload_len as u64;
         let ticks = |d: Duration| (d.as_nanos() as f64 * self.ticks_per_ns) as u64;
-        let mut histogram = harness::new_histogram();
+        let mut histogram = timing::new_histogram();
         let (mut sent, mut received) = (0u64, 0u64);
-        let start = harness::ticks_start();
+        let start = timing::ticks_start();
         for (index, connection) in self.connections.iter_mut().enumerate() {
             connection.queue(load.depth, frame_len, start);
             connection
@@ -162,7 +162,7 @@ impl Generator {
         let handicap = ticks(load.handicap);
         #[cfg(target_os = "linux")]
         let mut batch = if load.batched {
-            super::uring::Sends::new().map(|sends| Batch {
+            crate::uring::Sends::new().map(|sends| Batch {
                 sends,
                 pending: Vec::with_capacity(self.connections.len()),
                 results: Vec::new(),
@@ -174,7 +174,7 @@ impl Generator {
         let mut window_start: Option<Snapshot> = None;
         let mut window_end: Option<Snapshot> = None;
         loop {
-            let now = harness::ticks_start();
+            let now = timing::ticks_start();
             if phase == Phase::WarmUp && now >= warmup_end {
                 phase = Phase::Measuring;
                 window_start = Some(Snapshot::take(received, probe));
@@ -226,7 +226,7 @@ impl Generator {
                 }
                 received += completed as u64;
                 if phase != Phase::Draining && completed > 0 {
-                    connection.queue(completed, frame_len, harness::ticks_start());
+                    connection.queue(completed, frame_len, timing::ticks_start());
                     sent += completed as u64;
                 }
                 #[cfg(target_os = "linux")]
@@ -245,8 +245,8 @@ impl Generator {
                     watch_writes(&self.poll, connection, index)?;
                 }
                 if handicap > 0 {
-                    let until = harness::ticks_start() + handicap;
-                    while harness::ticks_start() < until {
+                    let until = timing::ticks_start() + handicap;
+                    while timing::ticks_start() < until {
                         std::hint::spin_loop();
                     }
                 }
@@ -275,7 +275,7 @@ impl Generator {
 /// The wake-up's writes, sent together.
 #[cfg(target_os = "linux")]
 struct Batch {
-    sends: super::uring::Sends,
+    sends: crate::uring::Sends,
     /// Connections with bytes to write, each once.
     pending: Vec<usize>,
     results: Vec<i32>,
@@ -341,7 +341,7 @@ fn read_echoes(
         match connection.stream.read(buffer) {
             Ok(0) => return Err("the server closed the connection".to_owned()),
             Ok(n) => {
-                let at = harness::ticks_start();
+                let at = timing::ticks_start();
                 completed += connection.receive(&buffer[..n], payload_len, |sent_at| {
                     echoed(sent_at, at);
                 })?;
@@ -380,7 +380,7 @@ fn watch_writes(poll: &Poll, connection: &mut Connection, index: usize) -> Resul
 
 /// Where a point stands: before, in and after its measured window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Phase {
+pub enum Phase {
     /// Load runs, nothing is recorded.
     WarmUp,
     /// Load runs and is recorded.
@@ -391,7 +391,7 @@ pub(super) enum Phase {
 
 /// The counters at one edge of the measured window.
 #[derive(Clone, Copy)]
-pub(super) struct Snapshot {
+pub struct Snapshot {
     wall: Instant,
     received: u64,
     generator_cpu: Option<f64>,
@@ -404,7 +404,7 @@ pub(super) struct Snapshot {
 
 impl Snapshot {
     /// The counters now, `received` being the messages received so far.
-    pub(super) fn take(received: u64, probe: Probe) -> Self {
+    pub fn take(received: u64, probe: Probe) -> Self {
         Self {
             wall: Instant::now(),
             received,
@@ -417,7 +417,7 @@ impl Snapshot {
 }
 
 /// The idle share of a core between two (idle, total) jiffy readings.
-pub(super) fn idle_share(first: Option<(u64, u64)>, last: Option<(u64, u64)>) -> Option<f64> {
+pub fn idle_share(first: Option<(u64, u64)>, last: Option<(u64, u64)>) -> Option<f64> {
     let ((idle_a, total_a), (idle_b, total_b)) = (first?, last?);
     let total = total_b.checked_sub(total_a).filter(|t| *t > 0)?;
     Some(idle_b.saturating_sub(idle_a) as f64 / total as f64)

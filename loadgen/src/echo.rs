@@ -10,7 +10,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use futures_util::{StreamExt, TryStreamExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::harness;
+use crate::timing;
 
 /// `fastwebsockets-echo-server`: hyper HTTP/1.1 with upgrades, `fastwebsockets::upgrade`,
 /// then a read-frame / write-frame loop over a `FragmentCollector` (auto pong and auto close
@@ -50,7 +50,7 @@ where
     Fut: Future<Output = ()> + Send + 'static,
 {
     if let Some(core) = core
-        && !harness::pin_to(core)
+        && !timing::pin_to(core)
     {
         return Err(format!("cannot pin to core {core}"));
     }

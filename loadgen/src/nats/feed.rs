@@ -15,16 +15,16 @@ use bytes::Bytes;
 use tickwire_nats::{Backing, Kind, Publisher, async_nats};
 
 use super::node::{PREFIX, TOPIC};
-use crate::harness;
-use crate::server_suite::pubsub::wire::Stamp;
-use crate::server_suite::servers;
+use crate::pubsub::wire::Stamp;
+use crate::servers;
+use crate::timing;
 
 /// How long nats-server may take to accept connections.
 const NATS_START_LIMIT: Duration = Duration::from_secs(10);
 
 /// CLOCK_MONOTONIC now, in ns.
-pub(super) fn monotonic_ns() -> u64 {
-    let now = crate::harness::clock_gettime(libc::CLOCK_MONOTONIC);
+pub fn monotonic_ns() -> u64 {
+    let now = crate::timing::clock_gettime(libc::CLOCK_MONOTONIC);
     u64::try_from(now.as_nanos()).unwrap_or(u64::MAX)
 }
 
@@ -32,14 +32,14 @@ pub(super) fn monotonic_ns() -> u64 {
 /// that falls behind sends what is due back to back, so the rate achieved is the offered one
 /// unless the path pushes back.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Pacer {
+pub struct Pacer {
     rate: f64,
     sent: u64,
 }
 
 impl Pacer {
     /// A schedule of `rate` messages per second, nothing sent yet.
-    pub(super) fn new(rate: f64) -> Self {
+    pub fn new(rate: f64) -> Self {
         Self {
             rate: rate.max(f64::MIN_POSITIVE),
             sent: 0,
@@ -47,18 +47,18 @@ impl Pacer {
     }
 
     /// Messages due and not sent `elapsed` after the start.
-    pub(super) fn due(&self, elapsed: Duration) -> u64 {
+    pub fn due(&self, elapsed: Duration) -> u64 {
         let scheduled = (elapsed.as_secs_f64() * self.rate) as u64 + 1;
         scheduled.saturating_sub(self.sent)
     }
 
     /// Counts one message sent.
-    pub(super) fn sent(&mut self) {
+    pub fn sent(&mut self) {
         self.sent += 1;
     }
 
     /// How long from `elapsed` until the next message is due (zero when one is due now).
-    pub(super) fn until_next(&self, elapsed: Duration) -> Duration {
+    pub fn until_next(&self, elapsed: Duration) -> Duration {
         let next = Duration::from_secs_f64(self.sent as f64 / self.rate);
         next.saturating_sub(elapsed)
     }
@@ -66,29 +66,29 @@ impl Pacer {
 
 /// What the feed did.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Published {
+pub struct Published {
     /// Messages published (numbered 1 ..= this).
-    pub(super) messages: u64,
+    pub messages: u64,
     /// Messages per second over the publishing time.
-    pub(super) rate: f64,
+    pub rate: f64,
 }
 
 /// The bench's NATS publisher: a thread pinned to `core` with a tokio runtime (async-nats's
 /// connection task on its one worker, the pacing on the thread itself, blocking between
 /// messages so that a sleep is as fine as the kernel's timer).
-pub(super) struct Feed {
+pub struct Feed {
     thread: JoinHandle<Result<Published, String>>,
 }
 
 impl Feed {
     /// Connects to `url`, declares the topic (core NATS, numbered from 1) and publishes 100 B
     /// stamped messages at `rate` per second for `seconds`, then flushes.
-    pub(super) fn start(url: String, core: usize, rate: f64, seconds: Duration) -> Self {
+    pub fn start(url: String, core: usize, rate: f64, seconds: Duration) -> Self {
         let thread = thread::Builder::new()
             .name("nats-feed".to_owned())
             .spawn(move || {
                 // Before the runtime starts, so that its worker inherits the core.
-                harness::pin_to(core);
+                timing::pin_to(core);
                 let runtime = tokio::runtime::Builder::new_multi_thread()
                     .worker_threads(1)
                     .enable_all()
@@ -101,7 +101,7 @@ impl Feed {
     }
 
     /// Waits for the feed to finish.
-    pub(super) fn join(self) -> Result<Published, String> {
+    pub fn join(self) -> Result<Published, String> {
         self.thread
             .join()
             .unwrap_or_else(|_| Err("the feed panicked".to_owned()))
@@ -147,15 +147,15 @@ async fn publish(url: &str, rate: f64, seconds: Duration) -> Result<Published, S
 
 /// A nats-server on 127.0.0.1 pinned to one core (no JetStream: the suite's topic is core
 /// NATS); killed on drop.
-pub(super) struct NatsServer {
+pub struct NatsServer {
     child: Child,
     /// Its client port.
-    pub(super) port: u16,
+    pub port: u16,
 }
 
 impl NatsServer {
     /// Starts `binary` on a free port, pinned to `core`, and waits until it accepts.
-    pub(super) fn start(binary: &Path, core: usize) -> Result<Self, String> {
+    pub fn start(binary: &Path, core: usize) -> Result<Self, String> {
         let port = servers::free_port()?;
         let mut command = servers::pinned(binary, &core.to_string())?;
         let child = command
@@ -180,7 +180,7 @@ impl NatsServer {
     }
 
     /// Its URL.
-    pub(super) fn url(&self) -> String {
+    pub fn url(&self) -> String {
         format!("nats://127.0.0.1:{}", self.port)
     }
 }
@@ -194,7 +194,7 @@ impl Drop for NatsServer {
 
 /// The nats-server binary: `explicit`, else what `scripts/nats-server.sh` installs (it prints
 /// the path; run from the repository root).
-pub(super) fn nats_server_binary(explicit: Option<&PathBuf>) -> Result<PathBuf, String> {
+pub fn nats_server_binary(explicit: Option<&PathBuf>) -> Result<PathBuf, String> {
     if let Some(binary) = explicit {
         return Ok(binary.clone());
     }

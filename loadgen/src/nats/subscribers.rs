@@ -17,12 +17,12 @@ use mio::{Events, Interest, Poll, Token};
 
 use super::feed::monotonic_ns;
 use super::node::GapNotice;
-use crate::harness;
-use crate::server_suite::connection;
-use crate::server_suite::dial::Dial;
-use crate::server_suite::loadgen::idle_share;
-use crate::server_suite::pubsub::wire::{FrameReader, PAYLOAD_LEN, Stamp};
-use crate::server_suite::servers;
+use crate::connection;
+use crate::dial::Dial;
+use crate::generator::idle_share;
+use crate::pubsub::wire::{FrameReader, PAYLOAD_LEN, Stamp};
+use crate::servers;
+use crate::timing;
 
 /// The shared read buffer.
 const READ_BUFFER: usize = 64 << 10;
@@ -38,43 +38,43 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(15);
 
 /// One point's timing, counted from the first message any subscriber received.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Window {
+pub struct Window {
     /// Deliveries before this are not timed.
-    pub(super) warmup: Duration,
+    pub warmup: Duration,
     /// Then this long is measured.
-    pub(super) measure: Duration,
+    pub measure: Duration,
     /// The subscribers' core and the nodes' core, whose idle shares the window reports.
-    pub(super) cores: (usize, usize),
+    pub cores: (usize, usize),
 }
 
 /// What one point saw.
 #[derive(Debug, Clone)]
-pub(super) struct Seen {
+pub struct Seen {
     /// Deliveries per second in the measured window.
-    pub(super) rate: f64,
+    pub rate: f64,
     /// Publish-to-receive ns of every delivery in the window.
-    pub(super) latency: Histogram<u64>,
+    pub latency: Histogram<u64>,
     /// Deliveries over the whole point.
-    pub(super) delivered: u64,
+    pub delivered: u64,
     /// Subscribers.
-    pub(super) subscribers: u64,
+    pub subscribers: u64,
     /// The highest number any subscriber received: the feed's last message, as far as the
     /// subscribers can tell.
-    pub(super) last: u64,
+    pub last: u64,
     /// Numbers some subscriber did not get (up to `last`), over the whole point.
-    pub(super) missed: u64,
+    pub missed: u64,
     /// Of those, how many the nodes reported in gap notices.
-    pub(super) reported: u64,
+    pub reported: u64,
     /// Messages that arrived at or below a number the subscriber already had.
-    pub(super) out_of_order: u64,
+    pub out_of_order: u64,
     /// The share of the window the subscribers' core was idle (above 0: they kept up).
-    pub(super) subscriber_core_idle: Option<f64>,
+    pub subscriber_core_idle: Option<f64>,
     /// The same for the nodes' core (shared with nats-server and the feed).
-    pub(super) node_core_idle: Option<f64>,
+    pub node_core_idle: Option<f64>,
 }
 
 /// N open subscriber connections, driven from the thread that made them.
-pub(super) struct Subscribers {
+pub struct Subscribers {
     poll: Poll,
     events: Events,
     subscribers: Vec<Subscriber>,
@@ -94,11 +94,7 @@ impl Subscribers {
     /// Opens `count` connections, node `i` of `nodes` taking every `nodes.len()`-th one (so
     /// they differ by at most one). Err when a node's connections do not all open in
     /// `budget`.
-    pub(super) fn connect(
-        nodes: &[SocketAddr],
-        count: usize,
-        budget: Duration,
-    ) -> Result<Self, String> {
+    pub fn connect(nodes: &[SocketAddr], count: usize, budget: Duration) -> Result<Self, String> {
         let poll = Poll::new().map_err(|e| format!("epoll: {e}"))?;
         let mut subscribers = Vec::with_capacity(count);
         for (i, &node) in nodes.iter().enumerate() {
@@ -148,8 +144,8 @@ impl Subscribers {
     ///
     /// Near 80 lines on purpose, like the pub/sub generator's `run`: the phases, the counters
     /// they snapshot and the read loop stay in one place.
-    pub(super) fn run(&mut self, window: Window) -> Result<Seen, String> {
-        let mut latency = harness::new_histogram();
+    pub fn run(&mut self, window: Window) -> Result<Seen, String> {
+        let mut latency = timing::new_histogram();
         let mut delivered = 0u64;
         let mut out_of_order = 0u64;
         let started = Instant::now();

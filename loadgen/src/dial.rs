@@ -1,5 +1,5 @@
 //! Opening many WebSocket client connections at once from one thread, for both load
-//! generators (the echo suite's `loadgen.rs` and the pub/sub suite's `pubsub/generator.rs`):
+//! generators (the echo suite's `generator.rs` and the pub/sub suite's `pubsub/generator.rs`):
 //! non-blocking sockets on one mio `Poll` (epoll, edge-triggered), each bound to one of a few
 //! 127.0.0.x source addresses, SO_LINGER 0 so that closing leaves no TIME_WAIT, opened in
 //! bounded batches and upgraded with a request the caller gives.
@@ -33,33 +33,33 @@ const ATTEMPTS: u8 = 5;
 const EINPROGRESS: i32 = 115;
 
 /// What to connect and how to tell a good upgrade response.
-pub(super) struct Dial<'a> {
+pub struct Dial<'a> {
     /// The server.
-    pub(super) server: SocketAddr,
+    pub server: SocketAddr,
     /// Connections to open.
-    pub(super) count: usize,
+    pub count: usize,
     /// Time to open all of them.
-    pub(super) budget: Duration,
+    pub budget: Duration,
     /// The upgrade request every connection sends.
-    pub(super) request: &'a [u8],
+    pub request: &'a [u8],
     /// The verdict on the response bytes read so far: Ok(true) once upgraded, Ok(false)
     /// while the head is incomplete, Err for a refusal another socket will not fix.
-    pub(super) accept: &'a dyn Fn(&[u8]) -> Result<bool, String>,
+    pub accept: &'a dyn Fn(&[u8]) -> Result<bool, String>,
 }
 
 /// Open connections, each registered on `poll` with its index as token, for readable and
 /// writable events.
-pub(super) struct Dialed {
+pub struct Dialed {
     /// The poll every connection is registered on.
-    pub(super) poll: Poll,
+    pub poll: Poll,
     /// The connections, in token order.
-    pub(super) streams: Vec<TcpStream>,
+    pub streams: Vec<TcpStream>,
 }
 
 impl Dial<'_> {
     /// Opens every connection. Err when they are not all open within the budget, a
-    /// connection fails [`ATTEMPTS`] times, or the server refuses the upgrade.
-    pub(super) fn open(&self) -> Result<Dialed, String> {
+    /// connection fails `ATTEMPTS` times, or the server refuses the upgrade.
+    pub fn open(&self) -> Result<Dialed, String> {
         let mut poll = Poll::new().map_err(|e| format!("epoll: {e}"))?;
         let mut events = Events::with_capacity(1024);
         let mut streams: Vec<TcpStream> = Vec::with_capacity(self.count);
@@ -184,7 +184,7 @@ impl Dial<'_> {
         (self.accept)(&handshake.head).map_err(Step::Fail)
     }
 
-    /// Replaces connection `index`'s socket with a new one, or Err after [`ATTEMPTS`].
+    /// Replaces connection `index`'s socket with a new one, or Err after `ATTEMPTS`.
     fn retry(
         &self,
         poll: &Poll,

@@ -17,19 +17,19 @@ use io_uring::{IoUring, opcode, types};
 const ENTRIES: usize = 256;
 
 /// A ring for `MSG_DONTWAIT` sends.
-pub(super) struct Sends {
+pub(crate) struct Sends {
     ring: IoUring,
 }
 
 impl Sends {
     /// A ring, when the kernel gives one.
-    pub(super) fn new() -> Option<Self> {
+    pub(crate) fn new() -> Option<Self> {
         IoUring::new(ENTRIES as u32).ok().map(|ring| Self { ring })
     }
 
     /// Sends each entry's bytes to its descriptor (`MSG_DONTWAIT`: a full socket answers at
     /// once) and sets `results[i]` to the `i`th send's count or negated errno.
-    pub(super) fn send(
+    pub(crate) fn send(
         &mut self,
         entries: &[(RawFd, &[u8])],
         results: &mut Vec<i32>,

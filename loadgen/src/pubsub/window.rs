@@ -8,7 +8,7 @@
 
 /// At most `size` messages outstanding, each waiting for `subscribers` deliveries.
 #[derive(Debug)]
-pub(super) struct Window {
+pub struct Window {
     /// remaining[s % size]: deliveries message s still waits for (s outstanding).
     remaining: Vec<u64>,
     subscribers: u64,
@@ -19,7 +19,7 @@ pub(super) struct Window {
 impl Window {
     /// An empty window of `size` (at least 1) messages that each go to `subscribers`
     /// subscribers, the next message being `next_sequence`.
-    pub(super) fn new(size: usize, subscribers: u64, next_sequence: u64) -> Self {
+    pub fn new(size: usize, subscribers: u64, next_sequence: u64) -> Self {
         assert!(size > 0, "a window of at least one message");
         Self {
             remaining: vec![0; size],
@@ -31,7 +31,7 @@ impl Window {
 
     /// The sequence number of a message that may be published now, counted as published;
     /// None while the window is full.
-    pub(super) fn publish(&mut self) -> Option<u64> {
+    pub fn publish(&mut self) -> Option<u64> {
         if self.published - self.completed == self.remaining.len() as u64 {
             return None;
         }
@@ -44,7 +44,7 @@ impl Window {
 
     /// Counts one delivery of message `sequence`. Err when that message is not outstanding
     /// (never published, or already delivered to every subscriber).
-    pub(super) fn deliver(&mut self, sequence: u64) -> Result<(), String> {
+    pub fn deliver(&mut self, sequence: u64) -> Result<(), String> {
         if sequence >= self.published {
             return Err(format!("message {sequence} was never published"));
         }
@@ -62,17 +62,17 @@ impl Window {
     }
 
     /// Messages published, over the window's life (from the sequence it started at).
-    pub(super) fn published(&self) -> u64 {
+    pub fn published(&self) -> u64 {
         self.published
     }
 
     /// The oldest message not yet delivered to every subscriber (= `published` when none).
-    pub(super) fn oldest_outstanding(&self) -> u64 {
+    pub fn oldest_outstanding(&self) -> u64 {
         self.completed
     }
 
     /// True when every message published reached every subscriber.
-    pub(super) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.completed == self.published
     }
 

@@ -3,14 +3,14 @@
 //! not yet written, and where the parser stands in the server's frame stream. Also the fixed
 //! bytes every connection sends: the upgrade request and the masked client frame.
 //!
-//! Owns no event loop (that is `loadgen.rs`) and allocates nothing once a connection is open.
+//! Owns no event loop (that is `generator.rs`) and allocates nothing once a connection is open.
 
 use std::io::{self, Write};
 
 use mio::net::TcpStream;
 
 /// Frames a connection may keep in flight (the suite measures 1 and 8).
-pub(super) const MAX_DEPTH: usize = 8;
+pub const MAX_DEPTH: usize = 8;
 
 /// The upgrade request's fixed key, RFC 6455 section 1.3's example, and the
 /// Sec-WebSocket-Accept a server must answer it with.
@@ -26,7 +26,7 @@ const FIN_BINARY: u8 = 0x82;
 
 /// The upgrade request every connection sends (RFC 6455 section 4.1), offering
 /// `extensions` (a `Sec-WebSocket-Extensions` value) when given.
-pub(super) fn upgrade_request(host: std::net::SocketAddr, extensions: Option<&str>) -> Vec<u8> {
+pub fn upgrade_request(host: std::net::SocketAddr, extensions: Option<&str>) -> Vec<u8> {
     let extensions = extensions.map_or(String::new(), |e| {
         format!("Sec-WebSocket-Extensions: {e}\r\n")
     });
@@ -39,7 +39,7 @@ pub(super) fn upgrade_request(host: std::net::SocketAddr, extensions: Option<&st
 
 /// What a complete response head says: Ok(true) for a 101 with the right accept key,
 /// Ok(false) when the head is not complete yet, Err (with the status line) for anything else.
-pub(super) fn upgrade_response(head: &[u8]) -> Result<bool, String> {
+pub fn upgrade_response(head: &[u8]) -> Result<bool, String> {
     let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") else {
         return Ok(false);
     };
@@ -62,7 +62,7 @@ pub(super) fn upgrade_response(head: &[u8]) -> Result<bool, String> {
 }
 
 /// One masked binary client frame of `len` payload bytes (a JSON-ish filler), encoded once.
-pub(super) fn client_frame(len: usize) -> Vec<u8> {
+pub fn client_frame(len: usize) -> Vec<u8> {
     let mut frame = vec![FIN_BINARY];
     // RFC 6455 section 5.2: 7-bit length, or 126 + 16-bit, or 127 + 64-bit; 0x80 is MASK.
     if len < 126 {
@@ -75,7 +75,7 @@ pub(super) fn client_frame(len: usize) -> Vec<u8> {
         frame.extend_from_slice(&(len as u64).to_be_bytes());
     }
     frame.extend_from_slice(&MASK);
-    let payload = crate::wire::json_payload(len);
+    let payload = crate::payload::json_payload(len);
     frame.extend(
         payload
             .iter()
@@ -86,20 +86,21 @@ pub(super) fn client_frame(len: usize) -> Vec<u8> {
 }
 
 /// An open connection under load.
-pub(super) struct Connection {
-    pub(super) stream: TcpStream,
+pub struct Connection {
+    /// The socket, registered with the generator's `Poll`.
+    pub stream: TcpStream,
     in_flight: InFlight,
     /// Bytes of frames handed out (their send time recorded) and not yet written.
     unwritten: usize,
     reader: FrameReader,
     /// Registered for writable events too (only while bytes wait for room in the socket, so
     /// the ACKs of a quiet socket raise no events).
-    pub(super) watching_writes: bool,
+    pub watching_writes: bool,
 }
 
 impl Connection {
     /// A connection with nothing in flight.
-    pub(super) fn new(stream: TcpStream) -> Self {
+    pub fn new(stream: TcpStream) -> Self {
         Self {
             stream,
             in_flight: InFlight::default(),
@@ -111,18 +112,18 @@ impl Connection {
     }
 
     /// Bytes handed out and not yet written.
-    pub(super) fn unwritten(&self) -> usize {
+    pub fn unwritten(&self) -> usize {
         self.unwritten
     }
 
     /// Frames sent and not yet echoed back.
-    pub(super) fn in_flight(&self) -> usize {
+    pub fn in_flight(&self) -> usize {
         usize::from(self.in_flight.len)
     }
 
     /// Hands out `count` more frames of `frame_len` bytes sent at `ticks` (written by the next
     /// [`Connection::flush`]).
-    pub(super) fn queue(&mut self, count: usize, frame_len: usize, ticks: u64) {
+    pub fn queue(&mut self, count: usize, frame_len: usize, ticks: u64) {
         for _ in 0..count {
             self.in_flight.push(ticks);
         }
@@ -131,7 +132,7 @@ impl Connection {
 
     /// The unwritten bytes, in `frames` (copies of one frame, at least as many as may be in
     /// flight).
-    pub(super) fn unwritten_bytes<'f>(&self, frames: &'f [u8], frame_len: usize) -> &'f [u8] {
+    pub fn unwritten_bytes<'f>(&self, frames: &'f [u8], frame_len: usize) -> &'f [u8] {
         // The tail of some frame followed by whole frames: start at the matching offset in
         // the first copy.
         let offset = (frame_len - self.unwritten % frame_len) % frame_len;
@@ -139,13 +140,13 @@ impl Connection {
     }
 
     /// Records `n` of the unwritten bytes written.
-    pub(super) fn written(&mut self, n: usize) {
+    pub fn written(&mut self, n: usize) {
         self.unwritten -= n;
     }
 
     /// Writes what is unwritten from `frames` (copies of one frame, at least as many as may be
     /// in flight) until done or the socket would block.
-    pub(super) fn flush(&mut self, frames: &[u8], frame_len: usize) -> io::Result<()> {
+    pub fn flush(&mut self, frames: &[u8], frame_len: usize) -> io::Result<()> {
         while self.unwritten > 0 {
             // The unwritten bytes are the tail of some frame followed by whole frames: start
             // at the matching offset in the first copy.
@@ -163,7 +164,7 @@ impl Connection {
 
     /// Parses `bytes` from the server; calls `echoed` with the send time of every frame
     /// completed. Err when a frame is not the binary echo of `payload_len` bytes expected.
-    pub(super) fn receive(
+    pub fn receive(
         &mut self,
         bytes: &[u8],
         payload_len: u64,
