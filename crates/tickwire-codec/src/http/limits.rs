@@ -4,7 +4,7 @@
 //! readers in [`reader`](super::reader) and the [`ChunkedDecoder`](super::ChunkedDecoder) do,
 //! each as soon as the bytes seen so far prove a limit exceeded.
 
-/// Bounds on one HTTP message, checked while it arrives (DESIGN rule 4).
+/// Bounds on one HTTP message, checked while it arrives (rule 4 of docs/ARCHITECTURE.md).
 ///
 /// Memory a reader holds for one message is bounded by these: the head by
 /// `max_head_bytes`, a Content-Length body by `max_body_bytes`, a chunked body by twice

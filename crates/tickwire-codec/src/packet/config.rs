@@ -1,5 +1,5 @@
 //! Configuration of both halves of a packet link: limits, checksum, compression policy and the
-//! shared Zstd dictionary (DESIGN rule 4: every limit configured, with a documented default).
+//! shared Zstd dictionary (rule 4 of docs/ARCHITECTURE.md: every limit configured, with a documented default).
 
 #[cfg(feature = "zstd")]
 use crate::compress::ZstdDictionary;

@@ -41,7 +41,7 @@ impl Packet<'_> {
     }
 }
 
-/// What [`PacketReader::poll`] and [`PacketReader::decode`] found (DESIGN rule 2: a packet and
+/// What [`PacketReader::poll`] and [`PacketReader::decode`] found (rule 2 of docs/ARCHITECTURE.md: a packet and
 /// "need more bytes" are told apart; a full buffer is never "nothing").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadEvent<'a> {

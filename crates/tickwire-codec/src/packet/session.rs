@@ -21,7 +21,7 @@
 //!   [`SessionError::Failed`], except [`SessionError::Encode`] (nothing queued, carry on).
 //! - Between packets, with nothing queued ([`is_idle`](Session::is_idle)), the buffers can be
 //!   lent out with [`release_buffers`](Session::release_buffers) and given back with
-//!   [`restore_buffers`](Session::restore_buffers) (DESIGN rule 11: an idle connection owns
+//!   [`restore_buffers`](Session::restore_buffers) (rule 11 of docs/ARCHITECTURE.md: an idle connection owns
 //!   no buffer).
 
 use std::time::{Duration, Instant};

@@ -17,7 +17,7 @@
 //! Transport-only settings: the write timeout is a field of the options, because both
 //! transports have one with the same meaning to the user (queued bytes the socket takes none
 //! of for that long fail the connection). Lending idle buffers out is tokio's only
-//! (DESIGN rule 11); it is a field too, so its per-role default (off for clients, on for
+//! (rule 11 of docs/ARCHITECTURE.md); it is a field too, so its per-role default (off for clients, on for
 //! servers) sits with the others, but its setter exists only where the marker implements
 //! [`LendsIdleBuffers`]: a blocking user never sees a setting that would do nothing.
 

@@ -221,7 +221,7 @@ impl<S: Transport> PacketClient<S> {
         self.link.is_failed()
     }
 
-    /// Whether the connection's buffers are lent out while it idles (DESIGN rule 11).
+    /// Whether the connection's buffers are lent out while it idles (rule 11 of docs/ARCHITECTURE.md).
     pub fn buffers_released(&self) -> bool {
         self.link.buffers_released()
     }

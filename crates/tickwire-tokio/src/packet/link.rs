@@ -1,7 +1,7 @@
 //! [`Link`]: one packet connection's socket on tokio, both roles: a thin async driver over
 //! the sans-IO [`Session`] (framing, buffers, control packets, keepalive timers), as the
 //! blocking crate's link is. It owns the stream, its reads and writes, the read and write
-//! timeouts and the idle wait without buffers (DESIGN rule 11, below).
+//! timeouts and the idle wait without buffers (rule 11 of docs/ARCHITECTURE.md, below).
 //!
 //! Every poll records what it did before it returns: bytes read go to the session in the
 //! poll that read them, bytes written are consumed in the poll that wrote them, and a packet

@@ -35,7 +35,7 @@
 //!
 //! # Idle connections and their buffers
 //!
-//! DESIGN rule 11. With `release_idle_buffers(true)` on a builder (a setter only the tokio
+//! rule 11 of docs/ARCHITECTURE.md. With `release_idle_buffers(true)` on a builder (a setter only the tokio
 //! builders have), a connection waiting for
 //! bytes with nothing partly received and nothing queued lends its read, inflate and write
 //! buffers (16 KiB and up) to a small per-thread free list and waits for socket readiness
