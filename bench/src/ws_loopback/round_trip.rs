@@ -72,7 +72,7 @@ fn tickwire(server: &servers::Server, plan: Plan, text: &str) -> Histogram<u64> 
 
 /// The timed loop of [`tickwire_blocking`] on a connected client, over `ws://` or `wss://`;
 /// `library` names it in failures.
-pub(crate) fn tickwire_round_trips<S: tickwire_blocking::Stream>(
+pub(crate) fn tickwire_round_trips<S: tickwire_blocking::Transport>(
     ws: &mut tickwire_blocking::WebSocket<S>,
     plan: Plan,
     text: &str,

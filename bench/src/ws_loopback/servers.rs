@@ -71,7 +71,7 @@ pub(crate) fn tickwire_echo_tls(peer_core: usize, tls: ServerTlsConfig) -> Serve
 }
 
 /// The echo loop of [`tickwire_echo`] and [`tickwire_echo_tls`].
-fn echo<S: tickwire_blocking::Stream>(mut ws: tickwire_blocking::WebSocket<S>) {
+fn echo<S: tickwire_blocking::Transport>(mut ws: tickwire_blocking::WebSocket<S>) {
     // Bounded by the client: it ends with the client's EOF (an error here), its close or
     // the idle limit (`Recv::Timeout`).
     while let Ok((tickwire_blocking::Recv::Message(message), mut sender)) = ws.recv_with_sender() {

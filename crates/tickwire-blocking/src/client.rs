@@ -12,7 +12,7 @@ use tickwire_codec::handshake::{ClientHandshake, Endpoint, HandshakeError, Parse
 use tickwire_codec::ws::{Buffers, Role};
 use tickwire_core::ws::{ClientOptions, Connect, HandshakeOver};
 
-use crate::{Error, MaybeTlsStream, Stream, WebSocket};
+use crate::{Error, MaybeTlsStream, Transport, WebSocket};
 
 /// Connects to `url` (`ws://` or `wss://host[:port]/path?query`) with the default
 /// [`ClientBuilder`].
@@ -56,13 +56,13 @@ impl Connect for Blocking {
                 ));
             }
         } else {
-            MaybeTlsStream::Plain(tcp)
+            MaybeTlsStream::plain(tcp)
         };
         upgrade(options, stream, &parsed, deadline)
     }
 }
 
-impl<S: Stream> HandshakeOver<S> for Blocking {
+impl<S: Transport> HandshakeOver<S> for Blocking {
     type Output = Result<WebSocket<S>, Error>;
 
     fn handshake(options: ClientOptions, stream: S, url: &url::Url) -> Self::Output {
@@ -71,7 +71,7 @@ impl<S: Stream> HandshakeOver<S> for Blocking {
     }
 }
 
-fn upgrade<S: Stream>(
+fn upgrade<S: Transport>(
     options: ClientOptions,
     mut stream: S,
     url: &url::Url,

@@ -27,7 +27,7 @@
 //! # Layers
 //!
 //! Internal modules depend one way (`a <- b`: `b` uses `a`, never the reverse): `error` and
-//! `stream` (the [`Stream`] trait) at the bottom; `stream <- tls <- maybe_tls <- net`;
+//! `stream` (the [`Transport`] trait) at the bottom; `stream <- tls_stream <- maybe_tls <- net`;
 //! `stream <- websocket <- client, server` (both read and write the upgrade's bytes through
 //! `stream`'s deadline helpers and leave every decision to [`tickwire_codec::handshake`]);
 //! `net <- client, http, packet`; `options <- client, server` (the builders' setters, as
@@ -67,7 +67,7 @@ pub mod packet;
 mod server;
 mod stream;
 #[cfg(feature = "tls")]
-mod tls;
+mod tls_stream;
 mod websocket;
 
 pub use client::{Blocking, ClientBuilder, connect};
@@ -79,7 +79,7 @@ pub use http::HttpSocketOptions;
 pub use maybe_tls::MaybeTlsStream;
 pub use packet::{PacketClient, PacketClientBuilder, PacketConnection, PacketServer};
 pub use server::{ServerBuilder, accept};
-pub use stream::{Readiness, Stream};
+pub use stream::{Readiness, Transport};
 pub use tickwire_codec as codec;
 #[cfg(feature = "deflate")]
 pub use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PreparedMessage};
@@ -91,8 +91,8 @@ pub use websocket::WebSocket;
 
 /// TLS configuration and the sans-IO TLS codec ([`tickwire_tls`]).
 #[cfg(feature = "tls")]
-pub use tickwire_tls as tls_codec;
+pub use tickwire_tls as tls;
 #[cfg(feature = "tls")]
 pub use tickwire_tls::{ClientTlsConfig, ServerTlsConfig, TlsError};
 #[cfg(feature = "tls")]
-pub use tls::TlsStream;
+pub use tls_stream::TlsStream;

@@ -1,40 +1,59 @@
 //! [`MaybeTlsStream`]: a client's stream, plain TCP or TLS over TCP. It sits above both
-//! [`Stream`] and the TLS stream (which is itself built on [`Stream`]), so neither of those
+//! [`Transport`] and the TLS stream (which is itself built on [`Transport`]), so neither of those
 //! needs to know about the other's users.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use crate::Stream;
+use crate::Transport;
 
-/// A client's stream: plain TCP for `ws://`, TLS over TCP for `wss://`.
+/// A connection's stream: plain TCP (`ws://`, `http://`) or TLS over TCP (`wss://`,
+/// `https://`). Opaque, as tickwire-tokio's: [`tcp`](Self::tcp) and [`tls`](Self::tls) say
+/// what is underneath.
 #[derive(Debug)]
-pub enum MaybeTlsStream {
-    /// `ws://`.
+pub struct MaybeTlsStream(Inner);
+
+#[derive(Debug)]
+enum Inner {
     Plain(TcpStream),
-    /// `wss://`.
     #[cfg(feature = "tls")]
     Tls(Box<crate::TlsStream<TcpStream>>),
 }
 
 impl MaybeTlsStream {
+    /// Plain TCP.
+    pub(crate) fn plain(tcp: TcpStream) -> Self {
+        Self(Inner::Plain(tcp))
+    }
+
+    /// TLS over TCP, handshake done.
+    #[cfg(feature = "tls")]
+    pub(crate) fn tls_over(stream: crate::TlsStream<TcpStream>) -> Self {
+        Self(Inner::Tls(Box::new(stream)))
+    }
+
+    /// Whether this is TLS.
+    pub fn is_tls(&self) -> bool {
+        !matches!(self.0, Inner::Plain(_))
+    }
+
     /// The TCP stream underneath.
     pub fn tcp(&self) -> &TcpStream {
-        match self {
-            Self::Plain(s) => s,
+        match &self.0 {
+            Inner::Plain(s) => s,
             #[cfg(feature = "tls")]
-            Self::Tls(s) => s.get_ref(),
+            Inner::Tls(s) => s.get_ref(),
         }
     }
 
     /// The TLS state, for `wss://`.
     #[cfg(feature = "tls")]
     pub fn tls(&self) -> Option<&tickwire_tls::TlsCodec> {
-        match self {
-            Self::Plain(_) => None,
+        match &self.0 {
+            Inner::Plain(_) => None,
             #[cfg(feature = "tls")]
-            Self::Tls(s) => Some(s.codec()),
+            Inner::Tls(s) => Some(s.codec()),
         }
     }
 }
@@ -42,10 +61,10 @@ impl MaybeTlsStream {
 impl Read for MaybeTlsStream {
     #[inline]
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Self::Plain(s) => s.read(buf),
+        match &mut self.0 {
+            Inner::Plain(s) => s.read(buf),
             #[cfg(feature = "tls")]
-            Self::Tls(s) => s.read(buf),
+            Inner::Tls(s) => s.read(buf),
         }
     }
 }
@@ -53,76 +72,76 @@ impl Read for MaybeTlsStream {
 impl Write for MaybeTlsStream {
     #[inline]
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Self::Plain(s) => s.write(buf),
+        match &mut self.0 {
+            Inner::Plain(s) => s.write(buf),
             #[cfg(feature = "tls")]
-            Self::Tls(s) => s.write(buf),
+            Inner::Tls(s) => s.write(buf),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Self::Plain(s) => s.flush(),
+        match &mut self.0 {
+            Inner::Plain(s) => s.flush(),
             #[cfg(feature = "tls")]
-            Self::Tls(s) => s.flush(),
+            Inner::Tls(s) => s.flush(),
         }
     }
 }
 
-impl Stream for MaybeTlsStream {
+impl Transport for MaybeTlsStream {
     fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        match self {
-            Self::Plain(s) => Stream::set_read_timeout(s, timeout),
+        match &mut self.0 {
+            Inner::Plain(s) => Transport::set_read_timeout(s, timeout),
             #[cfg(feature = "tls")]
-            Self::Tls(s) => s.set_read_timeout(timeout),
+            Inner::Tls(s) => s.set_read_timeout(timeout),
         }
     }
 
     fn set_write_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        match self {
-            Self::Plain(s) => Stream::set_write_timeout(s, timeout),
+        match &mut self.0 {
+            Inner::Plain(s) => Transport::set_write_timeout(s, timeout),
             #[cfg(feature = "tls")]
-            Self::Tls(s) => s.set_write_timeout(timeout),
+            Inner::Tls(s) => s.set_write_timeout(timeout),
         }
     }
 
     fn shutdown_write(&mut self) -> io::Result<()> {
-        match self {
-            Self::Plain(s) => Stream::shutdown_write(s),
+        match &mut self.0 {
+            Inner::Plain(s) => Transport::shutdown_write(s),
             #[cfg(feature = "tls")]
-            Self::Tls(s) => s.shutdown_write(),
+            Inner::Tls(s) => s.shutdown_write(),
         }
     }
 
     fn failure(&self) -> Option<crate::TransportError> {
-        match self {
-            Self::Plain(_) => None,
+        match &self.0 {
+            Inner::Plain(_) => None,
             #[cfg(feature = "tls")]
-            Self::Tls(s) => s.failure(),
+            Inner::Tls(s) => s.failure(),
         }
     }
 
     fn try_write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Self::Plain(s) => Stream::try_write(s, buf),
+        match &mut self.0 {
+            Inner::Plain(s) => Transport::try_write(s, buf),
             #[cfg(feature = "tls")]
-            Self::Tls(s) => s.try_write(buf),
+            Inner::Tls(s) => s.try_write(buf),
         }
     }
 
     fn read_ready(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Self::Plain(s) => Stream::read_ready(s, buf),
+        match &mut self.0 {
+            Inner::Plain(s) => Transport::read_ready(s, buf),
             #[cfg(feature = "tls")]
-            Self::Tls(s) => s.read_ready(buf),
+            Inner::Tls(s) => s.read_ready(buf),
         }
     }
 
     fn has_pending_write(&self) -> bool {
-        match self {
-            Self::Plain(s) => Stream::has_pending_write(s),
+        match &self.0 {
+            Inner::Plain(s) => Transport::has_pending_write(s),
             #[cfg(feature = "tls")]
-            Self::Tls(s) => s.has_pending_write(),
+            Inner::Tls(s) => s.has_pending_write(),
         }
     }
 
@@ -131,10 +150,10 @@ impl Stream for MaybeTlsStream {
         write: bool,
         timeout: Option<Duration>,
     ) -> io::Result<crate::Readiness> {
-        match self {
-            Self::Plain(s) => Stream::wait_duplex(s, write, timeout),
+        match &mut self.0 {
+            Inner::Plain(s) => Transport::wait_duplex(s, write, timeout),
             #[cfg(feature = "tls")]
-            Self::Tls(s) => s.wait_duplex(write, timeout),
+            Inner::Tls(s) => s.wait_duplex(write, timeout),
         }
     }
 }

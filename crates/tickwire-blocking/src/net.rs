@@ -47,5 +47,5 @@ pub(crate) fn tls_connect(
     let codec = tickwire_tls::TlsCodec::client(&config, host)?;
     let mut stream = crate::TlsStream::new(tcp, codec);
     stream.handshake(deadline)?;
-    Ok(MaybeTlsStream::Tls(Box::new(stream)))
+    Ok(MaybeTlsStream::tls_over(stream))
 }

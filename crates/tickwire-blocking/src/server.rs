@@ -20,7 +20,7 @@ use tickwire_tls::{ServerTlsConfig, TlsCodec};
 
 #[cfg(feature = "tls")]
 use crate::TlsStream;
-use crate::{Blocking, Error, Stream, WebSocket};
+use crate::{Blocking, Error, Transport, WebSocket};
 
 /// Performs the server handshake on an accepted stream with the default [`ServerBuilder`],
 /// accepting any valid upgrade request.
@@ -50,7 +50,7 @@ impl<F: FnOnce(&Request) -> Response> Accept<TcpStream, F> for Blocking {
     }
 }
 
-impl<S: Stream, F: FnOnce(&Request) -> Response> AcceptOver<S, F> for Blocking {
+impl<S: Transport, F: FnOnce(&Request) -> Response> AcceptOver<S, F> for Blocking {
     type Output<'a>
         = Result<WebSocket<S>, Error>
     where
@@ -94,7 +94,7 @@ impl<F: FnOnce(&Request) -> Response> AcceptTls<TcpStream, F> for Blocking {
 }
 
 /// The upgrade over any stream whose transport handshake (if any) is done.
-fn upgrade<S: Stream>(
+fn upgrade<S: Transport>(
     options: &ServerOptions,
     mut stream: S,
     deadline: Instant,

@@ -1,4 +1,4 @@
-//! What a transport stream must offer beyond `Read + Write`: the [`Stream`] trait and its
+//! What a transport stream must offer beyond `Read + Write`: the [`Transport`] trait and its
 //! implementation for `TcpStream`. The bottom layer of the transports: the TLS stream, the
 //! WebSocket and the HTTP session are built on it, and it names none of them.
 
@@ -17,7 +17,7 @@ const HANDSHAKE_READ: usize = 4 << 10;
 ///
 /// Implemented for `TcpStream`; a TLS stream implements it too. The default methods suit a
 /// stream with no timeouts or half-close (an in-memory pipe in a test).
-pub trait Stream: Read + Write {
+pub trait Transport: Read + Write {
     /// Sets the read timeout (`None` blocks forever). Used for the connection's timers.
     fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
         let _ = timeout;
@@ -89,7 +89,7 @@ pub trait Stream: Read + Write {
     }
 }
 
-/// What [`Stream::wait_duplex`] found ready.
+/// What [`Transport::wait_duplex`] found ready.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Readiness {
     /// A read would return bytes (or the end of the stream, or an error) without blocking.
@@ -98,13 +98,13 @@ pub struct Readiness {
     pub writable: bool,
 }
 
-/// An I/O error from `stream`, typed: the stream's own [`failure`](Stream::failure) when it has
+/// An I/O error from `stream`, typed: the stream's own [`failure`](Transport::failure) when it has
 /// one, else [`TransportError::Io`].
-pub(crate) fn io_error<S: Stream + ?Sized>(stream: &S, error: io::Error) -> TransportError {
+pub(crate) fn io_error<S: Transport + ?Sized>(stream: &S, error: io::Error) -> TransportError {
     stream.failure().unwrap_or(TransportError::Io(error))
 }
 
-impl Stream for TcpStream {
+impl Transport for TcpStream {
     fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
         TcpStream::set_read_timeout(self, timeout)
     }
@@ -153,7 +153,7 @@ impl Stream for TcpStream {
     }
 }
 
-/// Flags of [`Stream::try_write`] on a socket: do not block, and no SIGPIPE where the flag
+/// Flags of [`Transport::try_write`] on a socket: do not block, and no SIGPIPE where the flag
 /// exists (elsewhere the Rust runtime ignores SIGPIPE).
 #[cfg(any(target_os = "linux", target_os = "android"))]
 const SEND_NOW: libc::c_int = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL;
@@ -164,7 +164,7 @@ const SEND_NOW: libc::c_int = libc::MSG_DONTWAIT;
 /// timeout is set to the time left. The codec bounds how far `buf` grows (head limits);
 /// this only reserves room for one read. An end of stream is
 /// [`TransportError::UnexpectedEof`], an expired deadline [`TransportError::HandshakeTimeout`].
-pub(crate) fn read_before<S: Stream>(
+pub(crate) fn read_before<S: Transport>(
     stream: &mut S,
     buf: &mut ReadBuf,
     deadline: Instant,
@@ -195,7 +195,7 @@ pub(crate) fn read_before<S: Stream>(
 
 /// Writes all of `bytes` before `deadline` (the socket's write timeout is set to the time
 /// left); an expired deadline is [`TransportError::HandshakeTimeout`].
-pub(crate) fn write_before<S: Stream>(
+pub(crate) fn write_before<S: Transport>(
     stream: &mut S,
     bytes: &[u8],
     deadline: Instant,

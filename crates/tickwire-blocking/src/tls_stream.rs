@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tickwire_tls::{Owed, Plaintext, TlsCodec, TlsError};
 
-use crate::{Readiness, Stream, TransportError};
+use crate::{Readiness, Transport, TransportError};
 
 /// A TLS connection over a blocking stream. Reads return plaintext; writes encrypt and write
 /// through at once (one record batch per `write` call, no implicit buffering).
@@ -16,11 +16,11 @@ use crate::{Readiness, Stream, TransportError};
 pub struct TlsStream<S> {
     sock: S,
     codec: TlsCodec,
-    /// close_notify was sent ([`Stream::shutdown_write`]): the connection is over for us.
+    /// close_notify was sent ([`Transport::shutdown_write`]): the connection is over for us.
     closed_for_writing: bool,
 }
 
-impl<S: Stream> TlsStream<S> {
+impl<S: Transport> TlsStream<S> {
     /// Wraps a connected stream; call [`handshake`](Self::handshake) before use (reads and
     /// writes would otherwise drive the handshake with no deadline).
     pub fn new(sock: S, codec: TlsCodec) -> Self {
@@ -97,7 +97,7 @@ impl<S: Stream> TlsStream<S> {
         Ok(())
     }
 
-    /// Writes the queued ciphertext the socket takes now ([`Stream::try_write`]); the rest
+    /// Writes the queued ciphertext the socket takes now ([`Transport::try_write`]); the rest
     /// stays queued, first in line. Returns the bytes written.
     fn push_queued(&mut self) -> io::Result<usize> {
         let mut written = 0;
@@ -138,10 +138,10 @@ impl<S: Stream> TlsStream<S> {
     }
 }
 
-/// The socket's [`Stream::try_write`] as a `Write`, for rustls to write ciphertext through.
+/// The socket's [`Transport::try_write`] as a `Write`, for rustls to write ciphertext through.
 struct TryWriter<'a, S>(&'a mut S);
 
-impl<S: Stream> Write for TryWriter<'_, S> {
+impl<S: Transport> Write for TryWriter<'_, S> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.0.try_write(buf)
     }
@@ -155,7 +155,7 @@ fn is_timeout(e: &io::Error) -> bool {
     matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
 }
 
-impl<S: Stream> Read for TlsStream<S> {
+impl<S: Transport> Read for TlsStream<S> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if buf.is_empty() {
             return Ok(0);
@@ -185,7 +185,7 @@ impl<S: Stream> Read for TlsStream<S> {
     }
 }
 
-impl<S: Stream> TlsStream<S> {
+impl<S: Transport> TlsStream<S> {
     /// After our close_notify, what the peer still sends is read and dropped until it closes
     /// (the transport's drain before close). It is not decrypted: rustls 0.23 debug builds
     /// assert on a corrupt record after a sent alert (rustls issue #959), and nothing after a
@@ -203,7 +203,7 @@ impl<S: Stream> TlsStream<S> {
     }
 }
 
-impl<S: Stream> Write for TlsStream<S> {
+impl<S: Transport> Write for TlsStream<S> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let mut n = self.codec.write_plaintext(buf).map_err(TlsError::into_io)?;
         self.write_queued()?;
@@ -220,7 +220,7 @@ impl<S: Stream> Write for TlsStream<S> {
     }
 }
 
-impl<S: Stream> Stream for TlsStream<S> {
+impl<S: Transport> Transport for TlsStream<S> {
     fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
         self.sock.set_read_timeout(timeout)
     }

@@ -1,4 +1,4 @@
-//! [`WebSocket`]: a sans-IO [`Connection`] driven over a blocking [`Stream`].
+//! [`WebSocket`]: a sans-IO [`Connection`] driven over a blocking [`Transport`].
 //!
 //! Owns the read loop (read into the connection's buffer, run its timers through the socket
 //! read timeout) and writing queued output. Sends only queue: nothing is written until
@@ -18,7 +18,7 @@ use tickwire_codec::ws::{
     Sender, SharedFrame,
 };
 
-use crate::{Error, Recv, Stream};
+use crate::{Error, Recv, Transport};
 
 /// A WebSocket connection over a blocking stream.
 ///
@@ -26,7 +26,7 @@ use crate::{Error, Recv, Stream};
 /// sent (the peer sees code 1006). To end a connection properly, call
 /// [`finish`](Self::finish), which completes the close handshake and closes the transport.
 #[derive(Debug)]
-pub struct WebSocket<S: Stream> {
+pub struct WebSocket<S: Transport> {
     stream: S,
     conn: Connection,
     /// The connection's buffers, lent to it on every call.
@@ -45,7 +45,7 @@ pub struct WebSocket<S: Stream> {
     deflate: Option<DeflateParams>,
 }
 
-impl<S: Stream> WebSocket<S> {
+impl<S: Transport> WebSocket<S> {
     /// Wraps a stream whose opening handshake is done. `bufs.read` holds any bytes that
     /// arrived after the handshake (see [`Buffers::with_read`]). `read_timeout` is the user's
     /// read timeout (already set on the stream or not; it is applied before the next read).

@@ -29,7 +29,7 @@ fn deflate_echo(
 }
 
 /// Echoes text and binary messages until the end of the close handshake.
-fn echo_messages<S: tickwire_blocking::Stream>(
+fn echo_messages<S: tickwire_blocking::Transport>(
     ws: &mut tickwire_blocking::WebSocket<S>,
 ) -> Result<(), String> {
     loop {

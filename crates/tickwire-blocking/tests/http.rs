@@ -618,7 +618,7 @@ mod https {
     use std::net::TcpStream;
     use std::time::{Duration, Instant};
 
-    use tickwire_blocking::tls_codec::TlsCodec;
+    use tickwire_blocking::tls::TlsCodec;
     use tickwire_blocking::{
         Error, HttpClient, HttpClientError, ServerTlsConfig, TlsError, TlsStream,
     };

@@ -12,9 +12,9 @@ use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use tickwire_blocking::tls_codec::rustls::SupportedProtocolVersion;
-use tickwire_blocking::tls_codec::rustls::version::{TLS12, TLS13};
-use tickwire_blocking::tls_codec::{AlertDescription, TlsVersion};
+use tickwire_blocking::tls::rustls::SupportedProtocolVersion;
+use tickwire_blocking::tls::rustls::version::{TLS12, TLS13};
+use tickwire_blocking::tls::{AlertDescription, TlsVersion};
 use tickwire_blocking::{
     ClientBuilder, ClientTlsConfig, Error, Message, Recv, ServerBuilder, ServerTlsConfig, TlsError,
 };

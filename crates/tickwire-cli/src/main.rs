@@ -22,7 +22,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tickwire::blocking::{
     ClientBuilder, ClientTlsConfig, CloseCode, Error, Limits, Message, Recv, Sender, ServerBuilder,
-    ServerTlsConfig, Stream, WebSocket,
+    ServerTlsConfig, Transport, WebSocket,
 };
 
 /// `serve`'s options on a blocking or a tokio `ServerBuilder` (the two share their setters).
@@ -355,13 +355,13 @@ fn client_tls(args: &ConnectArgs) -> Result<Option<ClientTlsConfig>, String> {
 
 /// Echoes until the peer's close, then ends the connection with [`WebSocket::finish`], also
 /// after a failure: the close frame owed goes out and the socket is drained before it closes.
-fn echo_connection<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), Error> {
+fn echo_connection<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), Error> {
     let echoed = echo_messages(ws);
     let finished = ws.finish();
     echoed.and(finished)
 }
 
-fn echo_messages<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), Error> {
+fn echo_messages<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), Error> {
     while let (Recv::Message(message), mut sender) = ws.recv_with_sender()? {
         match message {
             Message::Text(text) => sender.text(text)?,
@@ -391,13 +391,13 @@ fn connect(args: &ConnectArgs) -> Result<(), String> {
 
 /// Ends the connection after `outcome` (also after a failure, so the close frame owed goes
 /// out); the first error wins.
-fn finish<S: Stream>(ws: &mut WebSocket<S>, outcome: Result<(), String>) -> Result<(), String> {
+fn finish<S: Transport>(ws: &mut WebSocket<S>, outcome: Result<(), String>) -> Result<(), String> {
     let finished = ws.finish().map_err(|e| e.to_string());
     outcome.and(finished)
 }
 
 /// Stdin mode: sends stdin lines as text and prints what arrives until the close handshake.
-fn print_until_close<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), String> {
+fn print_until_close<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), String> {
     let lines = stdin_lines();
     let mut stdin_open = true;
     loop {
@@ -460,7 +460,7 @@ fn print_message(message: &Message<'_>) -> Option<Result<(), String>> {
     None
 }
 
-fn echo_until_close<S: Stream>(ws: &mut WebSocket<S>) -> Result<(), String> {
+fn echo_until_close<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), String> {
     loop {
         let (recv, mut sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
         let Recv::Message(message) = recv else {

@@ -11,7 +11,7 @@ use tickwire_codec::ws;
 
 /// A failure below any protocol: of the socket, of TLS, or of a deadline or read during an
 /// opening handshake. `TlsStream::handshake` returns it and
-/// `Stream::failure` (the transport's) reports it; the WebSocket's [`Error`] and the
+/// `Transport::failure` (the transport's) reports it; the WebSocket's [`Error`] and the
 /// HTTP client's [`HttpClientError`](crate::http::HttpClientError) convert it with `From`.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -54,7 +54,7 @@ impl std::error::Error for TransportError {
 
 impl From<io::Error> for TransportError {
     /// [`TransportError::Io`]. (A stream's typed failure, TLS, is asked of the stream with
-    /// `Stream::failure` (the transport's), not unpacked from the `io::Error`.)
+    /// `Transport::failure` (the transport's), not unpacked from the `io::Error`.)
     fn from(e: io::Error) -> Self {
         Self::Io(e)
     }
@@ -144,7 +144,7 @@ impl std::error::Error for Error {
 
 impl From<io::Error> for Error {
     /// [`Error::Io`]. (A stream's typed failure, TLS, is asked of the stream with
-    /// `Stream::failure` (the transport's), not unpacked from the `io::Error`.)
+    /// `Transport::failure` (the transport's), not unpacked from the `io::Error`.)
     fn from(e: io::Error) -> Self {
         Self::Io(e)
     }

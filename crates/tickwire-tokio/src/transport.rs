@@ -74,6 +74,11 @@ impl Transport for tokio::io::DuplexStream {}
 pub struct MaybeTlsStream(pub(crate) MaybeTls);
 
 impl MaybeTlsStream {
+    /// Whether this is TLS.
+    pub fn is_tls(&self) -> bool {
+        !matches!(self.0, MaybeTls::Plain(_))
+    }
+
     /// The TCP stream underneath (addresses, socket options).
     pub fn tcp(&self) -> &TcpStream {
         self.0.tcp()

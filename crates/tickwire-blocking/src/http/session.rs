@@ -16,7 +16,7 @@ use super::HttpClientError;
 use super::gunzip::Gunzip;
 use super::response::ClientResponse;
 use crate::stream::io_error;
-use crate::{MaybeTlsStream, Stream};
+use crate::{MaybeTlsStream, Transport};
 use tickwire_core::http::HttpSocketOptions;
 
 /// Everything of a client but the request writer and its buffer.
@@ -192,7 +192,7 @@ impl Session {
                 return Err(HttpClientError::UnsupportedScheme("https".into()));
             }
         } else {
-            MaybeTlsStream::Plain(tcp)
+            MaybeTlsStream::plain(tcp)
         };
         stream.set_read_timeout(self.options.read_timeout)?;
         stream.set_write_timeout(self.options.write_timeout)?;
@@ -210,7 +210,7 @@ impl Session {
         let Some(stream) = self.stream.as_mut() else {
             return Probe::Closed;
         };
-        let mut probe = IdleProbe::new(!matches!(stream, MaybeTlsStream::Plain(_)));
+        let mut probe = IdleProbe::new(stream.is_tls());
         let mut step = probe.peeked(peek_idle(stream.tcp()));
         loop {
             step = match step {

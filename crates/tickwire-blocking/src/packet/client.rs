@@ -13,7 +13,7 @@ use tickwire_codec::packet::{ClientCore, ClientFailure};
 
 use super::link::Link;
 use super::{Blocking, Error, PacketClientOptions};
-use crate::{MaybeTlsStream, Stream};
+use crate::{MaybeTlsStream, Transport};
 
 /// Options for a [`PacketClient`]: the shared builder on the blocking transport. Defaults:
 /// [`PacketConfig::client`] (16 MiB packets, no compression), [`ClientConfig::new`] (1 024
@@ -38,19 +38,19 @@ pub(super) fn connect(
     #[cfg(feature = "tls")]
     let stream = match &options.tls {
         Some(tls) => crate::net::tls_connect(tcp, host, Some(tls), deadline)?,
-        None => MaybeTlsStream::Plain(tcp),
+        None => MaybeTlsStream::plain(tcp),
     };
     #[cfg(not(feature = "tls"))]
     let stream = {
         let _ = deadline;
-        MaybeTlsStream::Plain(tcp)
+        MaybeTlsStream::plain(tcp)
     };
     client_over(options, stream)
 }
 
 /// A client over an already connected stream (socket options are the caller's, except
 /// the write timeout, which this sets).
-pub(super) fn client_over<S: Stream>(
+pub(super) fn client_over<S: Transport>(
     options: &PacketClientOptions,
     stream: S,
 ) -> Result<PacketClient<S>, Error> {
@@ -93,7 +93,7 @@ impl PacketClient {
     }
 }
 
-impl<S: Stream> PacketClient<S> {
+impl<S: Transport> PacketClient<S> {
     /// Sends `payload` as the only request in flight and waits for its answer, borrowed
     /// until the next call. Queued bytes are written at once. [`Error::RequestsInFlight`]
     /// when pipelined requests are in flight (take their responses first).

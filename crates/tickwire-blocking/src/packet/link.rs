@@ -12,7 +12,7 @@ use tickwire_codec::packet::{Control, Header, Incoming, PacketWriter, Session, S
 use tickwire_core::packet::LinkOptions;
 
 use super::Error;
-use crate::Stream;
+use crate::Transport;
 
 /// How long a read waits when a timer has already passed: long enough for the kernel to
 /// hand over what is already buffered, short enough not to delay the timer noticeably.
@@ -29,7 +29,7 @@ pub(crate) struct Link<S> {
     write_stalled: Option<Instant>,
 }
 
-impl<S: Stream> Link<S> {
+impl<S: Transport> Link<S> {
     /// A link over `stream` as `options` say; sets the stream's write timeout.
     pub(crate) fn new(mut stream: S, options: &LinkOptions) -> Result<Self, Error> {
         stream.set_write_timeout(options.write_timeout)?;

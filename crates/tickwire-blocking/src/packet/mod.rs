@@ -59,7 +59,7 @@
 //! [`PacketClient::request`], [`PacketClient::ping`]) is a plain blocking write that reads
 //! nothing meanwhile: leave the writing of a large pipelined batch to
 //! [`recv_response`](PacketClient::recv_response). This needs Unix and a
-//! [`Stream`](crate::Stream) that implements [`wait_duplex`](crate::Stream::wait_duplex)
+//! [`Transport`](crate::Transport) that implements [`wait_duplex`](crate::Transport::wait_duplex)
 //! (`TcpStream`, the TLS stream);
 //! elsewhere everything queued is written before the next read (docs/PACKET.md, "Writes").
 
@@ -121,7 +121,7 @@ impl tickwire_core::packet::PacketTransport for Blocking {
     }
 }
 
-impl<S: crate::Stream> tickwire_core::packet::PacketStreams<S> for Blocking {
+impl<S: crate::Transport> tickwire_core::packet::PacketStreams<S> for Blocking {
     type Client = Result<PacketClient<S>, Error>;
     type Connection = Result<PacketConnection<S>, Error>;
 

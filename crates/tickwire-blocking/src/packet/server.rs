@@ -20,7 +20,7 @@ use tickwire_tls::TlsCodec;
 
 use super::link::Link;
 use super::{Blocking, Error, PacketServerOptions, lock};
-use crate::{MaybeTlsStream, Stream};
+use crate::{MaybeTlsStream, Transport};
 
 /// Options for the accept side, and what accepts and serves connections: the shared
 /// builder on the blocking transport. Defaults: [`PacketConfig::server`] (1 MiB packets),
@@ -43,17 +43,17 @@ pub(super) fn accept(server: &PacketServer, tcp: TcpStream) -> Result<PacketConn
         Some(tls) => {
             let mut stream = crate::TlsStream::new(tcp, TlsCodec::server(tls)?);
             stream.handshake(std::time::Instant::now() + options.handshake_timeout)?;
-            MaybeTlsStream::Tls(Box::new(stream))
+            MaybeTlsStream::tls_over(stream)
         }
-        None => MaybeTlsStream::Plain(tcp),
+        None => MaybeTlsStream::plain(tcp),
     };
     #[cfg(not(feature = "tls"))]
-    let stream = MaybeTlsStream::Plain(tcp);
+    let stream = MaybeTlsStream::plain(tcp);
     connection_over(options, stream)
 }
 
 /// A connection over an already set-up stream (the write timeout is set here).
-pub(super) fn connection_over<S: Stream>(
+pub(super) fn connection_over<S: Transport>(
     options: &PacketServerOptions,
     stream: S,
 ) -> Result<PacketConnection<S>, Error> {
@@ -161,7 +161,7 @@ pub struct PacketConnection<S = MaybeTlsStream> {
     scratch: Vec<u8>,
 }
 
-impl<S: Stream> PacketConnection<S> {
+impl<S: Transport> PacketConnection<S> {
     /// Waits for the next request and returns its id and payload (borrowed until the next
     /// call). Writes queued answers before it blocks. A request past the in-flight cap is
     /// answered "busy" at once (a control packet, docs/PACKET.md "Transports") and not

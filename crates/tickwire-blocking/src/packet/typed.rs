@@ -17,9 +17,9 @@ use tickwire_core::packet::Format;
 use tickwire_core::packet::Json;
 
 use super::{Error, PacketClient, PacketPool, RequestId};
-use crate::Stream;
+use crate::Transport;
 
-impl<S: Stream> PacketClient<S> {
+impl<S: Transport> PacketClient<S> {
     fn typed_request<F: Format, T: Serialize + ?Sized, R: DeserializeOwned>(
         &mut self,
         value: &T,

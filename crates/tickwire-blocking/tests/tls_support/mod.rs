@@ -15,15 +15,13 @@ use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, CustomExtension, DistinguishedName,
     DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, date_time_ymd,
 };
-use tickwire_blocking::tls_codec::rustls::pki_types::CertificateDer;
-use tickwire_blocking::tls_codec::rustls::server::WebPkiClientVerifier;
-use tickwire_blocking::tls_codec::rustls::{self, RootCertStore, SupportedProtocolVersion};
-use tickwire_blocking::tls_codec::{
-    TlsCodec, certificates_from_pem, private_key_from_pem, provider,
-};
+use tickwire_blocking::tls::rustls::pki_types::CertificateDer;
+use tickwire_blocking::tls::rustls::server::WebPkiClientVerifier;
+use tickwire_blocking::tls::rustls::{self, RootCertStore, SupportedProtocolVersion};
+use tickwire_blocking::tls::{TlsCodec, certificates_from_pem, private_key_from_pem, provider};
 use tickwire_blocking::{
     ClientBuilder, ClientTlsConfig, CloseCode, Error, Message, Recv, ServerBuilder,
-    ServerTlsConfig, Stream, TlsStream, WebSocket,
+    ServerTlsConfig, TlsStream, Transport, WebSocket,
 };
 
 /// The bound on every wait (handshakes, reads, joins through them) unless a test sets a
@@ -272,7 +270,7 @@ pub(crate) fn tls_server<T: Send + 'static>(
 
 /// Echoes text and binary messages until the peer's close, then finishes the connection;
 /// returns how many were echoed.
-pub(crate) fn echo<S: Stream>(ws: &mut WebSocket<S>) -> Result<usize, Error> {
+pub(crate) fn echo<S: Transport>(ws: &mut WebSocket<S>) -> Result<usize, Error> {
     let mut echoed = 0;
     while let (Recv::Message(message), mut sender) = ws.recv_with_sender()? {
         match message {
@@ -287,7 +285,7 @@ pub(crate) fn echo<S: Stream>(ws: &mut WebSocket<S>) -> Result<usize, Error> {
 }
 
 /// Sends `text`, expects it back, then closes the connection normally.
-pub(crate) fn echo_once_and_close<S: Stream>(ws: &mut WebSocket<S>, text: &str) {
+pub(crate) fn echo_once_and_close<S: Transport>(ws: &mut WebSocket<S>, text: &str) {
     ws.send_text_now(text).unwrap();
     assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Text(text)));
     close(ws);
@@ -295,7 +293,7 @@ pub(crate) fn echo_once_and_close<S: Stream>(ws: &mut WebSocket<S>, text: &str) 
 
 /// The client's close handshake: close, the server's reply, end of stream, then the server's
 /// TCP close.
-pub(crate) fn close<S: Stream>(ws: &mut WebSocket<S>) {
+pub(crate) fn close<S: Transport>(ws: &mut WebSocket<S>) {
     ws.close(CloseCode::NORMAL, "done").unwrap();
     match ws.recv().unwrap() {
         Recv::Message(Message::Close(Some(frame))) => assert_eq!(frame.code, CloseCode::NORMAL),

@@ -116,7 +116,7 @@ impl std::error::Error for HttpClientError {
 
 impl From<io::Error> for HttpClientError {
     /// [`HttpClientError::Io`]. (A stream's typed failure, TLS, is asked of the stream with
-    /// `Stream::failure`, not unpacked from the `io::Error`.)
+    /// `Transport::failure`, not unpacked from the `io::Error`.)
     fn from(e: io::Error) -> Self {
         Self::Io(e)
     }

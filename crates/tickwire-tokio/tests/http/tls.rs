@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::http_async::{joined, on_both_runtimes};
 use crate::http_support::{Conn, Listener, PATIENCE, ok, server};
 use crate::tls_support::{Ca, client_config, server_config};
-use tickwire_blocking::tls_codec::TlsCodec;
+use tickwire_blocking::tls::TlsCodec;
 use tickwire_blocking::{ServerTlsConfig, TlsStream};
 use tickwire_tokio::{HttpClient, HttpClientError};
 
