@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
 use tickwire_codec::http::{
-    ClientSession, Failure, IdleProbe, Method, Probe, ProbeStep, ReadOutcome, ResponseReader,
-    Reuse, WriteVerdict,
+    ClientSession, Failure, IdleProbe, Method, Probe, ProbeStep, ReadOutcome, ResponseReader, Reuse,
 };
 use tickwire_codec::rest::Origin;
 
@@ -232,29 +231,20 @@ impl Session {
             self.applied_write_timeout = write_wait.timeout;
         }
         self.rules.request_started();
-        let mut write_error = None;
-        if let Err(e) = stream
-            .write_all(wbuf.as_slice())
-            .and_then(|()| stream.flush())
-        {
-            if self.rules.write_failed(e.kind()) == WriteVerdict::Failed {
+        let written = (stream.write_all(wbuf.as_slice())).and_then(|()| stream.flush());
+        let (rules, reader) = (&mut self.rules, &mut self.reader);
+        let mut response = match rules.request_written(reader, &self.rbuf, method, written) {
+            Ok(response) => response,
+            Err(e) => {
                 let e = io_error(stream, e).into();
                 return Err(self.deadline_or(write_wait, e));
             }
-            write_error = Some(e);
-        }
-        self.reader.expect(method);
-        // The previous response was released before this request was written, so an empty
-        // buffer holds nothing to parse yet: go straight to the socket. Parsing nothing cost
-        // about 170 instructions per request (`tickwire-bench http --callgrind`, client-side
-        // table).
-        let mut parse = !self.rbuf.is_empty();
+        };
         loop {
             let (rules, reader, rbuf) = (&mut self.rules, &mut self.reader, &mut self.rbuf);
-            if parse && rules.parse_response(reader, rbuf, method, Instant::now)? {
+            if response.parse(rules, reader, rbuf, Instant::now)? {
                 return Ok(Attempt::Done);
             }
-            parse = true;
             let wait = self.wait(self.options.read_timeout)?;
             let Some(stream) = self.stream.as_mut() else {
                 return Err(HttpClientError::Io(ErrorKind::NotConnected.into()));
@@ -265,14 +255,13 @@ impl Session {
             }
             let read = stream.read(ResponseReader::read_space(&mut self.rbuf));
             let (rules, reader, rbuf) = (&mut self.rules, &mut self.reader, &mut self.rbuf);
-            let (closed, error) = match rules.read_returned(reader, rbuf, read, Instant::now)? {
+            let outcome = response.read_returned(rules, reader, rbuf, read, Instant::now)?;
+            let (closed, error) = match outcome {
                 ReadOutcome::Continue => continue,
                 ReadOutcome::Complete => return Ok(Attempt::Done),
                 ReadOutcome::ClosedBeforeResponse(error) => (true, error),
                 ReadOutcome::Failed(error) => (false, error),
             };
-            // The write's error, when writing failed, says more than what followed it.
-            let error = write_error.take().or(error);
             let error = error.map_or(HttpClientError::NoResponse, |e| io_error(stream, e).into());
             return if closed {
                 Ok(Attempt::ClosedBeforeResponse(error))

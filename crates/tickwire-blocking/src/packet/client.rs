@@ -33,7 +33,7 @@ pub(super) fn connect(
 ) -> Result<PacketClient, Error> {
     let deadline = Instant::now() + options.connect_timeout;
     let tcp = crate::net::tcp_connect(host, port, Some(options.connect_timeout))
-        .map_err(connect_error)?;
+        .map_err(Error::connect_failed)?;
     tcp.set_nodelay(options.link.nodelay)?;
     #[cfg(feature = "tls")]
     let stream = match &options.tls {
@@ -59,14 +59,6 @@ pub(super) fn client_over<S: Transport>(
         core: ClientCore::new(options.mux, options.request_timeout),
         scratch: Vec::new(),
     })
-}
-
-/// A TCP connect that timed out is [`Error::ConnectTimeout`].
-fn connect_error(error: std::io::Error) -> Error {
-    match error.kind() {
-        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => Error::ConnectTimeout,
-        _ => Error::Io(error),
-    }
 }
 
 /// A packet connection's client side: requests out, responses matched to them by id.
@@ -102,10 +94,10 @@ impl<S: Transport> PacketClient<S> {
             return Err(Error::RequestsInFlight);
         }
         let id = self.send_request(payload)?;
-        self.link.flush().map_err(|e| self.lost(e))?;
+        self.link.flush().map_err(|e| e.lost_on(&mut self.core))?;
         let (answered, _) = self.recv_response()?;
         debug_assert_eq!(answered, id, "one request in flight");
-        Ok(self.last_payload().1)
+        Ok(self.core.last_response(self.link.session()).1)
     }
 
     /// Queues `payload` as a request and returns its id; nothing is written until
@@ -113,7 +105,7 @@ impl<S: Transport> PacketClient<S> {
     /// nothing queued: past the in-flight cap or the request size
     /// ([`Error::Mux`], not fatal), or past the packet limit ([`Error::Encode`]).
     pub fn send_request(&mut self, payload: &[u8]) -> Result<RequestId, Error> {
-        if self.link.is_failed() {
+        if self.link.session().is_failed() {
             return Err(Error::Closed);
         }
         let id = self
@@ -131,7 +123,7 @@ impl<S: Transport> PacketClient<S> {
     /// nothing meanwhile; [`recv_response`](Self::recv_response) writes what is queued while
     /// it reads, which a batch larger than the socket buffers needs.
     pub fn flush(&mut self) -> Result<(), Error> {
-        self.link.flush().map_err(|e| self.lost(e))
+        self.link.flush().map_err(|e| e.lost_on(&mut self.core))
     }
 
     /// Waits for the next response to a request in flight, in whatever order the server
@@ -143,7 +135,7 @@ impl<S: Transport> PacketClient<S> {
     /// [`Error::NothingInFlight`] when no request is in flight.
     pub fn recv_response(&mut self) -> Result<(RequestId, &[u8]), Error> {
         loop {
-            if self.link.is_failed() {
+            if self.link.session().is_failed() {
                 return Err(Error::Closed);
             }
             if self.core.in_flight() == 0 {
@@ -152,9 +144,9 @@ impl<S: Transport> PacketClient<S> {
             // An answer already received wins over its deadline: the link reads what
             // arrived before it reports the deadline.
             let incoming = self.link.next(self.core.poll_timeout());
-            let incoming = incoming.map_err(|e| self.lost(e))?;
+            let incoming = incoming.map_err(|e| e.lost_on(&mut self.core))?;
             match self.core.handle(incoming, Instant::now()) {
-                Ok(Some(_)) => return Ok(self.last_payload()),
+                Ok(Some(_)) => return Ok(self.core.last_response(self.link.session())),
                 Ok(None) => {}
                 Err(failure) => return Err(self.failed(failure)),
             }
@@ -176,9 +168,14 @@ impl<S: Transport> PacketClient<S> {
             return Err(Error::RequestsInFlight);
         }
         let start = Instant::now();
-        self.link.ping(start).map_err(|e| self.lost(e))?;
-        while self.link.awaits_pong() {
-            let incoming = self.link.next(None).map_err(|e| self.lost(e))?;
+        self.link
+            .ping(start)
+            .map_err(|e| e.lost_on(&mut self.core))?;
+        while self.link.session().awaits_pong() {
+            let incoming = self
+                .link
+                .next(None)
+                .map_err(|e| e.lost_on(&mut self.core))?;
             if let Err(failure) = self.core.handle_while_pinging(incoming) {
                 return Err(self.failed(failure));
             }
@@ -198,28 +195,12 @@ impl<S: Transport> PacketClient<S> {
 
     /// Whether the connection is finished (after a fatal error).
     pub fn is_closed(&self) -> bool {
-        self.link.is_failed()
+        self.link.session().is_failed()
     }
 
     /// The stream underneath.
     pub fn stream(&self) -> &S {
         self.link.stream()
-    }
-
-    /// The id and payload of the response last returned.
-    fn last_payload(&self) -> (RequestId, &[u8]) {
-        match self.core.last() {
-            Some(header) => (RequestId(header.request_id), self.link.payload(&header)),
-            None => (RequestId::RESERVED, &[]),
-        }
-    }
-
-    /// A link error: a fatal one fails every request in flight.
-    fn lost(&mut self, error: Error) -> Error {
-        if error.is_fatal() {
-            self.core.connection_lost();
-        }
-        error
     }
 
     /// An outcome the core decided: a peer violation closes the connection.

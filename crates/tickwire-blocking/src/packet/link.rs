@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::mux::RequestId;
-use tickwire_codec::packet::{Control, Header, Incoming, PacketWriter, Session, SessionError};
+use tickwire_codec::packet::{
+    Control, Expiry, Header, Incoming, LinkTimers, PacketWriter, Session, SessionError,
+};
 use tickwire_core::packet::LinkOptions;
 
 use super::Error;
@@ -22,23 +24,19 @@ const QUICK_READ: Duration = Duration::from_millis(1);
 pub(crate) struct Link<S> {
     stream: S,
     session: Session,
-    read_timeout: Option<Duration>,
-    /// The user's write timeout: how long a wait may go on while queued bytes make no progress.
-    write_timeout: Option<Duration>,
-    /// When the socket last took queued bytes while more remained (`None`: nothing queued).
-    write_stalled: Option<Instant>,
+    /// The read and write timeouts, and which one counts (the codec's).
+    timers: LinkTimers,
 }
 
 impl<S: Transport> Link<S> {
     /// A link over `stream` as `options` say; sets the stream's write timeout.
     pub(crate) fn new(mut stream: S, options: &LinkOptions) -> Result<Self, Error> {
         stream.set_write_timeout(options.write_timeout)?;
+        let now = Instant::now();
         Ok(Self {
             stream,
-            session: Session::new(options.packet.clone(), options.keepalive, Instant::now()),
-            read_timeout: options.read_timeout,
-            write_timeout: options.write_timeout,
-            write_stalled: None,
+            session: Session::new(options.packet.clone(), options.keepalive, now),
+            timers: LinkTimers::new(options.read_timeout, options.write_timeout, now),
         })
     }
 
@@ -46,8 +44,10 @@ impl<S: Transport> Link<S> {
         &self.stream
     }
 
-    pub(crate) fn is_failed(&self) -> bool {
-        self.session.is_failed()
+    /// The session, to read its state (failed, a pong awaited) and the payload of the packet
+    /// [`next`](Self::next) returned last.
+    pub(crate) fn session(&self) -> &Session {
+        &self.session
     }
 
     /// Queues one packet; nothing is written until [`flush`](Self::flush).
@@ -77,7 +77,7 @@ impl<S: Transport> Link<S> {
         if result.is_ok() && self.stream.has_pending_write() {
             result = self.stream.flush();
         }
-        self.write_stalled = None;
+        self.timers.flushed();
         result.map_err(|e| self.fail(crate::stream::io_error(&self.stream, e).into()))
     }
 
@@ -85,11 +85,6 @@ impl<S: Transport> Link<S> {
     pub(crate) fn ping(&mut self, now: Instant) -> Result<(), Error> {
         self.session.ping(now).map_err(|e| self.lost(e))?;
         self.flush()
-    }
-
-    /// Whether a ping is waiting for its pong.
-    pub(crate) fn awaits_pong(&self) -> bool {
-        self.session.awaits_pong()
     }
 
     /// The next packet on a request id, a busy refusal, a pong, or [`Incoming::Deadline`] once
@@ -101,7 +96,7 @@ impl<S: Transport> Link<S> {
         if self.session.is_failed() {
             return Err(Error::Closed);
         }
-        let mut last_byte = Instant::now();
+        self.timers.wait_started(Instant::now());
         loop {
             if self.session.output_full() {
                 // The peer sends faster than it reads: stop taking packets in until the queue
@@ -112,15 +107,10 @@ impl<S: Transport> Link<S> {
             if let Some(incoming) = Incoming::from_event(event) {
                 return Ok(incoming);
             }
-            if let Some(passed) = self.wait(&mut last_byte, deadline)? {
+            if let Some(passed) = self.wait(deadline)? {
                 return Ok(passed);
             }
         }
-    }
-
-    /// The payload of the packet [`next`](Self::next) returned last.
-    pub(crate) fn payload(&self, header: &Header) -> &[u8] {
-        self.session.payload(header)
     }
 
     /// The payload of the packet [`next`](Self::next) returned last, and the writer with
@@ -150,8 +140,7 @@ impl<S: Transport> Link<S> {
         error
     }
 
-    /// Writes what the socket takes now, then reads once (moving `last_byte` on when bytes
-    /// came). A timer that has passed fires only when a quick read finds nothing more in the
+    /// Writes what the socket takes now, then reads once. A timer that has passed fires only when a quick read finds nothing more in the
     /// socket: what arrived while the caller was away (an answer, a pong) counts before a
     /// deadline does. `Some` when the caller's deadline passed.
     ///
@@ -160,35 +149,16 @@ impl<S: Transport> Link<S> {
     /// asks for: the peer may be writing to us before it reads again. The write timeout
     /// bounds a wait in which the socket takes none of them. The fast path (the socket takes
     /// everything at once) makes the same syscalls as a blocking write then a read.
-    fn wait(
-        &mut self,
-        last_byte: &mut Instant,
-        deadline: Option<Instant>,
-    ) -> Result<Option<Incoming>, Error> {
+    fn wait(&mut self, deadline: Option<Instant>) -> Result<Option<Incoming>, Error> {
         let pending = self.write_now()?;
         let now = Instant::now();
-        let keepalive = self.session.poll_timeout();
-        let read_deadline = self.read_timeout.map(|t| *last_byte + t);
-        let write_deadline = self
-            .write_stalled
-            .zip(self.write_timeout)
-            .map(|(since, t)| since + t);
-        let passed = |at: Option<Instant>| at.is_some_and(|at| now >= at);
-        if passed(write_deadline) {
-            let error = std::io::Error::from(ErrorKind::TimedOut);
-            return Err(self.fail(crate::TransportError::Io(error).into()));
+        if self.timers.write_timed_out(now) {
+            return Err(self.write_timed_out());
         }
-        let timer_passed = passed(deadline) || passed(keepalive) || passed(read_deadline);
-        let timeout = if timer_passed {
-            Some(QUICK_READ)
-        } else {
-            [deadline, keepalive, read_deadline, write_deadline]
-                .into_iter()
-                .flatten()
-                .min()
-                // A zero timeout would mean "block forever" to the socket.
-                .map(|at| at.saturating_duration_since(now).max(QUICK_READ))
-        };
+        // A timer that has passed gets a quick read; a zero timeout would mean "block
+        // forever" to the socket.
+        let timeout = (self.timers.next_wake(deadline, &self.session))
+            .map(|at| at.saturating_duration_since(now).max(QUICK_READ));
         // Writable only: the timers below are checked, then the next turn writes.
         let readable = !pending
             || match self.stream.wait_duplex(true, timeout) {
@@ -199,19 +169,23 @@ impl<S: Transport> Link<S> {
                 }
             };
         if readable && self.read_once(timeout, pending)? {
-            *last_byte = Instant::now();
+            self.timers.received(Instant::now());
             return Ok(None);
         }
-        if passed(deadline) {
-            return Ok(Some(Incoming::Deadline));
-        }
         // A ping due is queued (written on the next turn); a pong overdue fails the link.
-        self.session.handle_timeout(now).map_err(|e| self.lost(e))?;
-        if passed(read_deadline) {
-            Err(Error::ReadTimeout)
-        } else {
-            Ok(None)
+        let expiry = self.timers.expire(&mut self.session, now, deadline);
+        match expiry.map_err(|e| self.lost(e))? {
+            Expiry::WriteTimedOut => Err(self.write_timed_out()),
+            Expiry::Deadline => Ok(Some(Incoming::Deadline)),
+            Expiry::ReadTimedOut => Err(Error::ReadTimeout),
+            _ => Ok(None),
         }
+    }
+
+    /// Fails the link: the socket took none of the queued bytes for the write timeout.
+    fn write_timed_out(&mut self) -> Error {
+        let error = std::io::Error::from(ErrorKind::TimedOut);
+        self.fail(crate::TransportError::Io(error).into())
     }
 
     /// Writes what is queued as far as the socket takes it without blocking; true when bytes
@@ -237,12 +211,7 @@ impl<S: Transport> Link<S> {
             }
         }
         let pending = self.session.wants_write() || self.stream.has_pending_write();
-        if !pending {
-            self.write_stalled = None;
-        } else if progress || self.write_stalled.is_none() {
-            // The write timeout counts from the last byte the socket took.
-            self.write_stalled = Some(Instant::now());
-        }
+        self.timers.wrote(progress, pending, Instant::now());
         Ok(pending)
     }
 

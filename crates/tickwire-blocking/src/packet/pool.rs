@@ -1,16 +1,20 @@
 //! [`PacketPool`]: several [`PacketClient`] connections to one address, shared by threads,
-//! with reconnects, backoff, health checks and a [`Breaker`] in front.
+//! with reconnects, backoff, health checks and a circuit breaker in front.
 //!
-//! It owns the slots, their locks and connections; the decisions are the codec's (a slot's
-//! [`Reconnect`] backoff, the [`Breaker`] given each request's [`Verdict`]). It never
+//! It owns the slots' locks and connecting; the decisions (which slot, whether a slot's
+//! connection is used or replaced, its backoff, what the breaker is told) are
+//! tickwire-core's [`Slot`](tickwire_core::packet::Slot),
+//! [`SlotOrder`](tickwire_core::packet::SlotOrder) and
+//! [`PoolGate`](tickwire_core::packet::PoolGate). It
+//! never
 //! resends a request (a request that failed may or may not have been executed by the
 //! server: retrying is the caller's decision), so no request is ever answered twice.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
-use tickwire_codec::mux::{Breaker, BreakerState, Reconnect, Verdict};
+use tickwire_codec::mux::BreakerState;
+use tickwire_core::packet::{PoolParts, PooledConnection};
 
 use super::{Blocking, Error, PacketClient, lock};
 
@@ -24,17 +28,8 @@ pub type PacketPoolBuilder = tickwire_core::packet::PacketPoolBuilder<Blocking>;
 
 /// A pool for `host:port`. Connects lazily: the first request on each slot connects.
 pub(super) fn build(builder: PacketPoolBuilder, host: &str, port: u16) -> PacketPool {
-    let slots = (0..builder.options().size)
-        .map(|_| Mutex::new(Slot::default()))
-        .collect();
-    PacketPool {
-        host: host.to_owned(),
-        port,
-        breaker: Mutex::new(Breaker::new(builder.options().breaker)),
-        builder,
-        slots,
-        next: AtomicUsize::new(0),
-    }
+    let parts = PoolParts::new(builder, host, port, || Mutex::new(Slot::default()));
+    PacketPool { parts }
 }
 
 /// A pool of packet connections to one address, for many threads.
@@ -43,23 +38,19 @@ pub(super) fn build(builder: PacketPoolBuilder, host: &str, port: u16) -> Packet
 /// from the last one used, so it is also least-in-flight), else it waits for the
 /// round-robin one. A connection that fails fatally is dropped and reconnected by the next
 /// request on its slot; a failed connection attempt backs the slot off. Every request first
-/// asks the [`Breaker`]: while it is open, requests fail at once with
+/// asks the circuit breaker: while it is open, requests fail at once with
 /// [`Error::CircuitOpen`]; half-open, one probe goes through (ignoring the slot's backoff).
 #[derive(Debug)]
 pub struct PacketPool {
-    host: String,
-    port: u16,
-    builder: PacketPoolBuilder,
-    slots: Vec<Mutex<Slot>>,
-    next: AtomicUsize,
-    breaker: Mutex<Breaker>,
+    parts: PoolParts<Blocking, Mutex<Slot>>,
 }
 
-#[derive(Debug, Default)]
-struct Slot {
-    client: Option<PacketClient>,
-    /// The backoff of its connection attempts.
-    reconnect: Reconnect,
+type Slot = tickwire_core::packet::Slot<PacketClient>;
+
+impl PooledConnection for PacketClient {
+    fn is_closed(&self) -> bool {
+        PacketClient::is_closed(self)
+    }
 }
 
 impl PacketPool {
@@ -84,19 +75,11 @@ impl PacketPool {
         payload: &[u8],
         read: impl FnOnce(&[u8]) -> R,
     ) -> Result<R, Error> {
-        let permit = lock(&self.breaker)
-            .allow(Instant::now())
-            .map_err(|rejected| Error::CircuitOpen {
-                retry_at: rejected.retry_at,
-            })?;
+        let permit = self.parts.gate().admit(Instant::now())?;
         let mut slot = self.pick();
         let result = self.round_trip(&mut slot, payload, permit.is_probe(), read);
         drop(slot);
-        let verdict = result
-            .as_ref()
-            .map_or_else(Error::verdict, |_| Verdict::Success);
-        lock(&self.breaker).settle(permit, verdict, Instant::now());
-        result
+        self.parts.gate().settle(permit, result, Instant::now())
     }
 
     /// Pings every idle connection and drops those whose pong does not come (or that
@@ -104,47 +87,34 @@ impl PacketPool {
     /// skipped and counted healthy.
     pub fn check_health(&self) -> usize {
         let mut healthy = 0;
-        for slot in &self.slots {
+        for slot in self.parts.slots() {
             let Ok(mut slot) = slot.try_lock() else {
                 healthy += 1;
                 continue;
             };
-            let alive = match slot.client.as_mut() {
-                Some(client) => client.ping().is_ok(),
-                None => false,
-            };
-            if alive {
-                healthy += 1;
-            } else {
-                slot.client = None;
-            }
+            let alive = slot.current().is_some_and(|client| client.ping().is_ok());
+            healthy += usize::from(slot.checked(alive));
         }
         healthy
     }
 
     /// Where the breaker stands.
     pub fn breaker_state(&self) -> BreakerState {
-        lock(&self.breaker).state()
+        self.parts.gate().state()
     }
 
     /// Connections currently open.
     pub fn open_connections(&self) -> usize {
-        self.slots
-            .iter()
-            .filter(|slot| lock(slot).client.as_ref().is_some_and(|c| !c.is_closed()))
+        (self.parts.slots().iter())
+            .filter(|slot| lock(slot).is_open())
             .count()
     }
 
     /// An idle slot, round-robin from the next one; the next one itself when none is idle.
     fn pick(&self) -> MutexGuard<'_, Slot> {
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let n = self.slots.len();
-        for offset in 0..n {
-            if let Ok(slot) = self.slots[(start + offset) % n].try_lock() {
-                return slot;
-            }
-        }
-        lock(&self.slots[start % n])
+        let (turn, slots) = (self.parts.turn(), self.parts.slots());
+        let free = turn.candidates().find_map(|i| slots[i].try_lock().ok());
+        free.unwrap_or_else(|| lock(&slots[turn.fallback()]))
     }
 
     fn round_trip<R>(
@@ -154,40 +124,13 @@ impl PacketPool {
         probe: bool,
         read: impl FnOnce(&[u8]) -> R,
     ) -> Result<R, Error> {
-        let client = match &mut slot.client {
-            Some(client) if !client.is_closed() => client,
-            _ => self.reconnect(slot, probe)?,
-        };
-        match client.request(payload) {
-            Ok(answer) => Ok(read(answer)),
-            Err(error) => {
-                if error.is_fatal() {
-                    slot.client = None;
-                }
-                Err(error)
-            }
+        if slot.must_connect(Instant::now(), probe)? {
+            let attempt = self.parts.connect();
+            slot.connected(attempt, Instant::now(), self.parts.backoff())?;
         }
-    }
-
-    fn reconnect<'s>(
-        &self,
-        slot: &'s mut Slot,
-        probe: bool,
-    ) -> Result<&'s mut PacketClient, Error> {
-        slot.client = None;
-        slot.reconnect
-            .may_connect(Instant::now(), probe)
-            .map_err(|retry_at| Error::Reconnecting { retry_at })?;
-        match self.builder.client_builder().connect(&self.host, self.port) {
-            Ok(client) => {
-                slot.reconnect.connected();
-                Ok(slot.client.insert(client))
-            }
-            Err(error) => {
-                let backoff = &self.builder.options().backoff;
-                slot.reconnect.failed(Instant::now(), backoff);
-                Err(error)
-            }
-        }
+        let result = (slot.current()).map_or(Err(Error::Closed), |client| {
+            client.request(payload).map(read)
+        });
+        slot.finished(result)
     }
 }

@@ -168,7 +168,10 @@ impl<S: Transport> PacketConnection<S> {
     /// returned. [`Error::Closed`] when the client closed the connection.
     pub fn recv_request(&mut self) -> Result<(RequestId, &[u8]), Error> {
         let header = self.next_request()?;
-        Ok((RequestId(header.request_id), self.link.payload(&header)))
+        Ok((
+            RequestId(header.request_id),
+            self.link.session().payload(&header),
+        ))
     }
 
     /// Queues `payload` as the answer to request `id`, which must be in flight
@@ -198,13 +201,13 @@ impl<S: Transport> PacketConnection<S> {
         loop {
             let header = match self.next_request() {
                 Ok(header) => header,
-                Err(Error::Closed) => return Ok(()),
-                Err(error) => return Err(error),
+                Err(error) => return error.end_of_serve(),
             };
-            let id = RequestId(header.request_id);
-            let parts = self.link.payload_and_writer(&header);
-            answer_with(id, parts, &mut self.scratch, &mut handler)?;
-            self.core.answered(id).map_err(Error::Mux)?;
+            let (id, parts) = (
+                RequestId(header.request_id),
+                self.link.payload_and_writer(&header),
+            );
+            answer_with(&mut self.core, id, parts, &mut self.scratch, &mut handler)?;
         }
     }
 
@@ -226,11 +229,7 @@ impl<S: Transport> PacketConnection<S> {
     /// The next request the core accepts; busy refusals are queued on the way.
     fn next_request(&mut self) -> Result<Header, Error> {
         loop {
-            let incoming = self.link.next(None).inspect_err(|error| {
-                if error.is_fatal() {
-                    self.core.connection_lost();
-                }
-            })?;
+            let incoming = (self.link.next(None)).map_err(|e| e.lost_on(&mut self.core))?;
             match self.core.handle(incoming) {
                 Ok(ServerStep::Request(header)) => return Ok(header),
                 Ok(ServerStep::Reply(control)) => self.link.queue_control(control)?,

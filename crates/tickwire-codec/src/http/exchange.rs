@@ -10,16 +10,22 @@
 //!
 //! One exchange, as every transport drives it:
 //!
-//! 1. [`ClientSession::request_started`], then write the request. On an error of kind `k`:
-//!    [`write_failed(k)`](ClientSession::write_failed) says whether to read what the server
-//!    sent anyway (keep the write error: it is reported when no response is there).
-//! 2. `reader.expect(method)`, then in turn: [`parse_response`](ClientSession::parse_response)
-//!    on what the read buffer holds (true: the final response is complete), and one read
-//!    into `ResponseReader::read_space`, whose result goes to
-//!    [`read_returned`](ClientSession::read_returned).
+//! 1. [`ClientSession::request_started`], then write the request and hand the write's
+//!    result to [`request_written`](ClientSession::request_written): an error is the
+//!    exchange's, unless the server closed (it may have answered first: the response is read
+//!    anyway, and the write error kept for when none is there). It gives the
+//!    [`AwaitResponse`] of the exchange.
+//! 2. In turn: [`AwaitResponse::parse`] on what the read buffer holds (true: the final
+//!    response is complete), and one read into `ResponseReader::read_space`, whose result
+//!    goes to [`AwaitResponse::read_returned`].
 //! 3. On [`ReadOutcome::ClosedBeforeResponse`], [`ClientSession::may_resend`] says whether
 //!    the request may go once more on a new connection. A new connection has carried no
 //!    exchange, so a second close before any response byte is never resent again.
+//!
+//! The steps underneath ([`write_failed`](ClientSession::write_failed),
+//! [`parse_response`](ClientSession::parse_response),
+//! [`read_returned`](ClientSession::read_returned)) stay public for a transport that keeps
+//! the write error itself.
 //!
 //! The clock is read only when a response completes (`now` is called once per completed response).
 
@@ -29,6 +35,21 @@ use std::time::Instant;
 use super::session::{ClientSession, Failure};
 use super::{HttpError, Method, Parsed, ResponseReader, StatusCode};
 use crate::buf::ReadBuf;
+
+/// The response side of one exchange, from [`ClientSession::request_written`] until the
+/// final response is complete or the exchange failed: it keeps the write error a close by
+/// the server left (reported only when no response is there) and whether the read buffer
+/// may hold a response already. Holds no buffer; one per attempt, never allocates.
+#[derive(Debug)]
+#[must_use = "the response is read through it"]
+pub struct AwaitResponse {
+    method: Method,
+    /// Writing the request failed because the server closed: reported when no response is
+    /// there, since it says more than what followed it.
+    write_error: Option<io::Error>,
+    /// Parse before the next read: false while the buffer is known to hold nothing new.
+    parse: bool,
+}
 
 /// What to do after writing the request failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +91,34 @@ pub enum ReadOutcome {
 }
 
 impl ClientSession {
+    /// The request of the exchange [`request_started`](Self::request_started) began was
+    /// written with result `written`: its response is awaited with `reader` (which now
+    /// expects `method`) in `rbuf`. `Err` with the write's error when the exchange failed;
+    /// a close by the server is no failure yet (see [`WriteVerdict::ReadResponse`]).
+    pub fn request_written(
+        &mut self,
+        reader: &mut ResponseReader,
+        rbuf: &ReadBuf,
+        method: Method,
+        written: io::Result<()>,
+    ) -> Result<AwaitResponse, io::Error> {
+        let write_error = match written {
+            Ok(()) => None,
+            Err(e) if self.write_failed(e.kind()) == WriteVerdict::Failed => return Err(e),
+            Err(e) => Some(e),
+        };
+        reader.expect(method);
+        Ok(AwaitResponse {
+            method,
+            write_error,
+            // The previous response was released before this request was written, so an
+            // empty buffer holds nothing to parse yet: the first step is a read. Parsing
+            // nothing cost about 170 instructions per request (`tickwire-bench http
+            // --callgrind`, client-side table).
+            parse: !rbuf.is_empty(),
+        })
+    }
+
     /// Writing the request failed with an error of `kind`: whether to read the response
     /// anyway. Call between [`request_started`](Self::request_started) and the first read.
     pub fn write_failed(&mut self, kind: ErrorKind) -> WriteVerdict {
@@ -162,5 +211,42 @@ impl ClientSession {
         } else {
             ReadOutcome::Failed(Some(error))
         }
+    }
+}
+
+impl AwaitResponse {
+    /// Parses what `rbuf` holds (see [`ClientSession::parse_response`]): true when the final
+    /// response is complete, at `now()`; false when a read comes next.
+    pub fn parse(
+        &mut self,
+        session: &mut ClientSession,
+        reader: &mut ResponseReader,
+        rbuf: &mut ReadBuf,
+        now: impl Fn() -> Instant,
+    ) -> Result<bool, HttpError> {
+        let parse = std::mem::replace(&mut self.parse, true);
+        Ok(parse && session.parse_response(reader, rbuf, self.method, now)?)
+    }
+
+    /// A read into `ResponseReader::read_space(rbuf)` returned `read` (see
+    /// [`ClientSession::read_returned`]). An error in
+    /// [`ClosedBeforeResponse`](ReadOutcome::ClosedBeforeResponse) or
+    /// [`Failed`](ReadOutcome::Failed) is the write's when writing failed, else this
+    /// read's; `None`: no response (the transport's "no response" error).
+    pub fn read_returned(
+        &mut self,
+        session: &mut ClientSession,
+        reader: &mut ResponseReader,
+        rbuf: &mut ReadBuf,
+        read: io::Result<usize>,
+        now: impl Fn() -> Instant,
+    ) -> Result<ReadOutcome, HttpError> {
+        Ok(match session.read_returned(reader, rbuf, read, now)? {
+            ReadOutcome::ClosedBeforeResponse(error) => {
+                ReadOutcome::ClosedBeforeResponse(self.write_error.take().or(error))
+            }
+            ReadOutcome::Failed(error) => ReadOutcome::Failed(self.write_error.take().or(error)),
+            outcome => outcome,
+        })
     }
 }

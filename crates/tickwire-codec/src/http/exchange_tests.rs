@@ -5,8 +5,8 @@
 use std::io::{self, ErrorKind};
 use std::time::{Duration, Instant};
 
+use super::{AwaitResponse, StatusCode, WriteVerdict};
 use super::{ClientSession, Failure, Limits, Method, ReadOutcome, ResponseReader, Reuse};
-use super::{StatusCode, WriteVerdict};
 use crate::buf::ReadBuf;
 
 /// A virtual clock: only differences matter.
@@ -276,4 +276,124 @@ fn a_request_that_got_part_of_its_response_is_never_resent() {
             .read_returned(reader, rbuf, Ok(0), || at(9))
             .is_err()
     );
+}
+
+/// An exchange driven as the transports drive it, through [`AwaitResponse`].
+impl Conn {
+    fn written(&mut self, method: Method, written: io::Result<()>) -> io::Result<AwaitResponse> {
+        self.session.request_started();
+        let Self {
+            session,
+            reader,
+            rbuf,
+        } = self;
+        session.request_written(reader, rbuf, method, written)
+    }
+
+    /// One turn: parse, and when that completes nothing, the socket gives `bytes`.
+    fn turn(&mut self, response: &mut AwaitResponse, bytes: &[u8]) -> Option<ReadOutcome> {
+        let Self {
+            session,
+            reader,
+            rbuf,
+        } = self;
+        if response.parse(session, reader, rbuf, || at(20)).unwrap() {
+            return None;
+        }
+        let spare = ResponseReader::read_space(rbuf);
+        spare[..bytes.len()].copy_from_slice(bytes);
+        let read = Ok(bytes.len());
+        Some(
+            response
+                .read_returned(session, reader, rbuf, read, || at(20))
+                .unwrap(),
+        )
+    }
+}
+
+#[test]
+fn a_write_that_timed_out_fails_before_any_read() {
+    let mut conn = Conn::reused();
+    let written = conn.written(Method::Get, Err(ErrorKind::TimedOut.into()));
+    assert_eq!(written.unwrap_err().kind(), ErrorKind::TimedOut);
+}
+
+#[test]
+fn an_awaited_response_reads_first_and_completes_when_parsed() {
+    let mut conn = Conn::reused();
+    let mut response = conn.written(Method::Get, Ok(())).unwrap();
+    // Nothing in the buffer: the first turn reads without parsing.
+    let first = conn.turn(
+        &mut response,
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n",
+    );
+    assert!(matches!(first, Some(ReadOutcome::Continue)));
+    assert!(matches!(
+        conn.turn(&mut response, b"ok"),
+        Some(ReadOutcome::Continue)
+    ));
+    assert!(
+        conn.turn(&mut response, b"").is_none(),
+        "complete once parsed"
+    );
+    assert_eq!(conn.reader.last(&conn.rbuf).unwrap().body(), b"ok");
+    assert!(conn.session.is_reusable());
+}
+
+#[test]
+fn the_write_error_of_a_close_is_reported_when_no_response_came() {
+    let mut conn = Conn::reused();
+    let cut = io::Error::new(ErrorKind::BrokenPipe, "cut while writing");
+    let mut response = conn.written(Method::Post, Err(cut)).unwrap();
+    let outcome = conn.turn(&mut response, b"").unwrap();
+    let ReadOutcome::ClosedBeforeResponse(Some(error)) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(
+        error.to_string(),
+        "cut while writing",
+        "the write's error, not the read's"
+    );
+    assert!(
+        !conn
+            .session
+            .may_resend(Method::Post, Failure::ClosedBeforeResponse)
+    );
+}
+
+#[test]
+fn a_response_after_a_cut_write_is_returned_and_ends_the_connection() {
+    let mut conn = Conn::reused();
+    let cut = Err(ErrorKind::ConnectionReset.into());
+    let mut response = conn.written(Method::Post, cut).unwrap();
+    let answer = b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 0\r\n\r\n";
+    assert!(matches!(
+        conn.turn(&mut response, answer),
+        Some(ReadOutcome::Continue)
+    ));
+    assert!(conn.turn(&mut response, b"").is_none());
+    assert_eq!(conn.final_status(), StatusCode::CONTENT_TOO_LARGE);
+    assert!(!conn.session.is_reusable());
+}
+
+#[test]
+fn a_reset_in_the_middle_of_a_response_reports_the_write_error_first() {
+    let mut conn = Conn::reused();
+    let cut = io::Error::new(ErrorKind::BrokenPipe, "cut while writing");
+    let mut response = conn.written(Method::Post, Err(cut)).unwrap();
+    conn.turn(
+        &mut response,
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab",
+    );
+    let Conn {
+        session,
+        reader,
+        rbuf,
+    } = &mut conn;
+    let reset = Err(ErrorKind::ConnectionReset.into());
+    let outcome = response.read_returned(session, reader, rbuf, reset, || at(30));
+    let Ok(ReadOutcome::Failed(Some(error))) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(error.kind(), ErrorKind::BrokenPipe);
 }

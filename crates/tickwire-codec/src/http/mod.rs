@@ -32,7 +32,7 @@ mod tests;
 
 pub use chunked::{ChunkedDecoder, Decoded};
 pub use error::HttpError;
-pub use exchange::{ReadOutcome, WriteVerdict};
+pub use exchange::{AwaitResponse, ReadOutcome, WriteVerdict};
 pub use headers::{HeaderIter, Headers};
 pub use limits::Limits;
 pub use probe::{IdleProbe, ProbeStep};

@@ -28,7 +28,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Header, SessionEvent};
+use super::{Header, Session, SessionEvent};
 use crate::mux::{self, ClientConfig, Disconnect, RequestId, Response};
 
 /// What a packet transport's wait found, for a [`ClientCore`] or a
@@ -69,6 +69,22 @@ pub enum ClientFailure {
     /// The peer broke the multiplexing rules: every request in flight is failed, and the
     /// transport must close the connection.
     Close(mux::Error),
+}
+
+/// A core with requests in flight on one connection ([`ClientCore`], [`ServerCore`]): they
+/// all end when the connection is lost.
+///
+/// [`ServerCore`]: super::ServerCore
+pub trait InFlight {
+    /// The connection failed or closed: every request in flight ends with it (a client's
+    /// fail with [`Disconnect::ConnectionLost`], a server's are dropped unanswered).
+    fn connection_lost(&mut self);
+}
+
+impl InFlight for ClientCore {
+    fn connection_lost(&mut self) {
+        ClientCore::connection_lost(self);
+    }
 }
 
 /// A packet client's decisions over one connection. See the module docs.
@@ -164,6 +180,15 @@ impl ClientCore {
     /// The header of the response [`handle`](Self::handle) returned last.
     pub fn last(&self) -> Option<Header> {
         self.last
+    }
+
+    /// The id and payload (held by `session`) of the response [`handle`](Self::handle)
+    /// returned last; [`RequestId::RESERVED`] and an empty payload before the first.
+    pub fn last_response<'s>(&self, session: &'s Session) -> (RequestId, &'s [u8]) {
+        match self.last {
+            Some(header) => (RequestId(header.request_id), session.payload(&header)),
+            None => (RequestId::RESERVED, &[]),
+        }
     }
 
     /// Requests in flight.

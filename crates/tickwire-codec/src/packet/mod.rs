@@ -7,8 +7,9 @@
 //! [`WriteBuf`](crate::buf::WriteBuf), and the [`CompressionPolicy`] that decides per packet
 //! whether to compress; [`Session`], one connection's rules above the framing for both
 //! roles (its buffers, the [`Control`] packets on request id 0, keepalive timers), which
-//! every packet transport drives; and the [`ClientCore`] and [`ServerCore`] that decide, for
-//! every transport, what arrives for which request (gluing a session to
+//! every packet transport drives, with the [`LinkTimers`] (read and write timeouts, and
+//! which timer counts first) it waits on; and the [`ClientCore`] and [`ServerCore`] that
+//! decide, for every transport, what arrives for which request (gluing a session to
 //! [`mux`](crate::mux)), and the [`Reply`] rules of answering one. It does not own the
 //! request bookkeeping itself (matching responses to request ids, in-flight caps, timeouts:
 //! `mux`), any I/O, or the decompressors themselves (the
@@ -50,6 +51,7 @@ mod header;
 mod reader;
 mod server_core;
 pub mod session;
+mod timers;
 mod writer;
 
 #[cfg(test)]
@@ -59,7 +61,7 @@ mod session_tests;
 #[cfg(test)]
 mod tests;
 
-pub use client_core::{ClientCore, ClientFailure, Incoming};
+pub use client_core::{ClientCore, ClientFailure, InFlight, Incoming};
 pub use config::{Compression, CompressionPolicy, PROBE_FROM, PROBE_LEN, PacketConfig};
 pub use control::{CONTROL_LEN, Control};
 pub use error::{EncodeError, Fault, PacketError};
@@ -67,4 +69,5 @@ pub use header::{BASE_HEADER_LEN, Codec, Header, MAGIC, MAX_HEADER_LEN, VERSION}
 pub use reader::{Packet, PacketReader, ReadEvent};
 pub use server_core::{Reply, ReplyError, ServerCore, ServerFailure, ServerStep};
 pub use session::{Keepalive, Session, SessionBuffers, SessionError, SessionEvent};
+pub use timers::{Expiry, LinkTimers};
 pub use writer::PacketWriter;

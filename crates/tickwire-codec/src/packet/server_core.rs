@@ -9,7 +9,7 @@
 //! one). It owns no socket and no waiting: a transport turns the session's events into
 //! [`Incoming`] and hands them to [`handle`](ServerCore::handle).
 
-use super::{Control, EncodeError, Header, Incoming, PacketWriter};
+use super::{Control, EncodeError, Header, InFlight, Incoming, PacketWriter};
 use crate::buf::WriteBuf;
 use crate::mux::{self, RequestId, ServerConfig};
 
@@ -97,6 +97,12 @@ impl ServerCore {
     fn close(&mut self, failure: ServerFailure) -> ServerFailure {
         self.mux.reset();
         failure
+    }
+}
+
+impl InFlight for ServerCore {
+    fn connection_lost(&mut self) {
+        ServerCore::connection_lost(self);
     }
 }
 

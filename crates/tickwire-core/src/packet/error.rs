@@ -7,7 +7,7 @@ use std::{fmt, io};
 
 use tickwire_codec::mux::{self, RequestId, Verdict};
 use tickwire_codec::packet::{
-    ClientFailure, EncodeError, PacketError, ReplyError, ServerFailure, SessionError,
+    ClientFailure, EncodeError, InFlight, PacketError, ReplyError, ServerFailure, SessionError,
 };
 
 use crate::TransportError;
@@ -78,6 +78,34 @@ pub enum Error {
 }
 
 impl Error {
+    /// A failed TCP connect as the transports report it: one that timed out (the socket's
+    /// `TimedOut`, or `WouldBlock` from a connect bounded by a timeout) is
+    /// [`ConnectTimeout`](Self::ConnectTimeout), any other is [`Io`](Self::Io).
+    pub fn connect_failed(error: io::Error) -> Self {
+        match error.kind() {
+            io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => Self::ConnectTimeout,
+            _ => Self::Io(error),
+        }
+    }
+
+    /// A link error as the connection's `core` takes it: a fatal one ends every request in
+    /// flight there ([`InFlight::connection_lost`]). Returns the error.
+    pub fn lost_on(self, core: &mut impl InFlight) -> Self {
+        if self.is_fatal() {
+            core.connection_lost();
+        }
+        self
+    }
+
+    /// How a connection's serve loop ends on this error: the client closing
+    /// ([`Closed`](Self::Closed)) is its normal end, `Ok`; any other error is the loop's.
+    pub fn end_of_serve(self) -> Result<(), Self> {
+        match self {
+            Self::Closed => Ok(()),
+            error => Err(error),
+        }
+    }
+
     /// True when the connection is finished: every later call on it returns
     /// [`Error::Closed`]. False for per-request outcomes and local refusals.
     pub fn is_fatal(&self) -> bool {
@@ -238,5 +266,67 @@ impl From<ReplyError> for Error {
             ReplyError::Encode(e) => Self::Encode(e),
             _ => Self::Closed,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counts the connection losses it was told of.
+    #[derive(Default)]
+    struct Core {
+        lost: u32,
+    }
+
+    impl InFlight for Core {
+        fn connection_lost(&mut self) {
+            self.lost += 1;
+        }
+    }
+
+    #[test]
+    fn only_a_fatal_error_ends_the_requests_in_flight() {
+        let mut core = Core::default();
+        let timed_out = Error::TimedOut(RequestId(3)).lost_on(&mut core);
+        assert!(matches!(timed_out, Error::TimedOut(RequestId(3))));
+        let _ = Error::ReadTimeout.lost_on(&mut core);
+        assert_eq!(
+            core.lost, 0,
+            "per-request outcomes leave the others in flight"
+        );
+        let closed = Error::Closed.lost_on(&mut core);
+        assert!(matches!(closed, Error::Closed));
+        let _ = Error::from(io::Error::from(io::ErrorKind::ConnectionReset)).lost_on(&mut core);
+        assert_eq!(core.lost, 2);
+    }
+
+    #[test]
+    fn a_serve_loop_ends_well_only_when_the_client_closed() {
+        assert!(Error::Closed.end_of_serve().is_ok());
+        let reset = Error::from(io::Error::from(io::ErrorKind::ConnectionReset));
+        assert!(matches!(reset.end_of_serve(), Err(Error::Io(_))));
+        assert!(matches!(
+            Error::ReadTimeout.end_of_serve(),
+            Err(Error::ReadTimeout)
+        ));
+    }
+
+    #[test]
+    fn a_connect_that_timed_out_is_a_connect_timeout_and_others_stay_io() {
+        for kind in [io::ErrorKind::TimedOut, io::ErrorKind::WouldBlock] {
+            let error = Error::connect_failed(kind.into());
+            assert!(
+                matches!(error, Error::ConnectTimeout),
+                "{kind:?}: {error:?}"
+            );
+            assert!(error.is_fatal());
+        }
+        let refused = Error::connect_failed(io::ErrorKind::ConnectionRefused.into());
+        assert!(
+            matches!(&refused, Error::Io(e) if e.kind() == io::ErrorKind::ConnectionRefused),
+            "{refused:?}"
+        );
+        assert_eq!(refused.verdict(), Verdict::PeerFailure);
     }
 }

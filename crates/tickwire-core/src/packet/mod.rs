@@ -1,6 +1,7 @@
 //! What both packet transports share: their error ([`Error`]), their builders, written once
 //! and generic over a transport marker ([`PacketClientBuilder`], [`PacketServer`],
-//! [`PacketPoolBuilder`], with the option structs they hold), the [`Responder`] a server
+//! [`PacketPoolBuilder`], with the option structs they hold), a pool's rules ([`Slot`],
+//! [`SlotOrder`], [`PoolGate`]), the [`Responder`] a server
 //! handler answers through, and the payload formats of typed requests. The decisions behind
 //! them are the codec's ([`tickwire_codec::packet::ClientCore`] and friends); the sockets are
 //! the transports'.
@@ -10,6 +11,7 @@ mod error;
 #[cfg(any(feature = "serde-json", feature = "bincode"))]
 mod format;
 mod options;
+mod pool;
 mod responder;
 
 pub use builder::{
@@ -26,6 +28,7 @@ pub use format::{Json, decode_json, encode_json};
 pub use options::{
     HasLinkOptions, LinkOptions, PacketClientOptions, PacketPoolOptions, PacketServerOptions,
 };
+pub use pool::{PoolGate, PoolParts, PooledConnection, Slot, SlotOrder, Turn};
 pub use responder::{Responder, answer_with};
 pub use tickwire_codec::mux::RequestId;
 pub use tickwire_codec::packet::Keepalive;

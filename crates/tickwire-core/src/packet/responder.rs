@@ -7,7 +7,7 @@
 
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::mux::RequestId;
-use tickwire_codec::packet::{PacketWriter, Reply};
+use tickwire_codec::packet::{PacketWriter, Reply, ServerCore};
 
 use super::Error;
 
@@ -69,10 +69,11 @@ impl Responder<'_> {
 
 /// Runs `handler` on request `id` (its `payload` borrowed from the session, with the
 /// session's `writer` and `queued` output), then gives the request an empty answer if the
-/// handler gave none. For the transports' `serve` loops; returns when the answer is queued
-/// (the transport then tells its [`ServerCore`](tickwire_codec::packet::ServerCore)).
+/// handler gave none, and tells `core` it was answered. For the transports' `serve` loops;
+/// returns when the answer is queued.
 #[doc(hidden)]
 pub fn answer_with<H>(
+    core: &mut ServerCore,
     id: RequestId,
     (payload, writer, queued): (&[u8], &mut PacketWriter, &mut WriteBuf),
     scratch: &mut Vec<u8>,
@@ -87,5 +88,5 @@ where
     };
     handler(id, payload, &mut responder);
     responder.reply.finish()?;
-    Ok(())
+    core.answered(id).map_err(Error::Mux)
 }

@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tickwire_codec::buf::ReadBuf;
 use tickwire_codec::http::{
     ClientSession, Failure, IdleProbe, Method, Probe, ProbeStep, ReadOutcome, Response,
-    ResponseReader, Reuse, WriteVerdict,
+    ResponseReader, Reuse,
 };
 #[cfg(feature = "deflate")]
 use tickwire_codec::rest::GzipBody;
@@ -132,7 +132,6 @@ impl Conn {
         deadline: Option<Instant>,
     ) -> Result<Attempt, HttpClientError> {
         self.rules.request_started();
-        let mut write_error = None;
         let bound = Bound::new(options, deadline);
         let stream = &mut self.stream;
         let written = bound
@@ -141,32 +140,24 @@ impl Conn {
                 stream.flush().await
             })
             .await?;
-        if let Err(e) = written {
-            if self.rules.write_failed(e.kind()) == WriteVerdict::Failed {
-                return Err(typed(&self.stream, e));
-            }
-            write_error = Some(e);
-        }
-        self.reader.expect(method);
-        // The previous response was released, so an empty buffer holds nothing to parse.
-        let mut parse = !self.rbuf.is_empty();
+        let (rules, reader) = (&mut self.rules, &mut self.reader);
+        let mut response = (rules.request_written(reader, &self.rbuf, method, written))
+            .map_err(|e| typed(&self.stream, e))?;
         loop {
             let (rules, reader, rbuf) = (&mut self.rules, &mut self.reader, &mut self.rbuf);
-            if parse && rules.parse_response(reader, rbuf, method, Instant::now)? {
+            if response.parse(rules, reader, rbuf, Instant::now)? {
                 return Ok(Attempt::Done);
             }
-            parse = true;
             let read = self.stream.read(ResponseReader::read_space(&mut self.rbuf));
             let read = bound.wait(&self.alarm, options.read_timeout, read).await?;
             let (rules, reader, rbuf) = (&mut self.rules, &mut self.reader, &mut self.rbuf);
-            let (closed, error) = match rules.read_returned(reader, rbuf, read, Instant::now)? {
-                ReadOutcome::Continue => continue,
-                ReadOutcome::Complete => return Ok(Attempt::Done),
-                ReadOutcome::ClosedBeforeResponse(error) => (true, error),
-                ReadOutcome::Failed(error) => (false, error),
-            };
-            // The write's error, when writing failed, says more than what followed it.
-            let error = write_error.take().or(error);
+            let (closed, error) =
+                match response.read_returned(rules, reader, rbuf, read, Instant::now)? {
+                    ReadOutcome::Continue => continue,
+                    ReadOutcome::Complete => return Ok(Attempt::Done),
+                    ReadOutcome::ClosedBeforeResponse(error) => (true, error),
+                    ReadOutcome::Failed(error) => (false, error),
+                };
             let error = error.map_or(HttpClientError::NoResponse, |e| typed(&self.stream, e));
             return if closed {
                 Ok(Attempt::ClosedBeforeResponse(error))

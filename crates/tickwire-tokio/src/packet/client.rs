@@ -44,7 +44,7 @@ pub(super) async fn connect(
         options.link.nodelay,
     )
     .await
-    .map_err(connect_error)?;
+    .map_err(Error::connect_failed)?;
     #[cfg(feature = "tls")]
     let stream = match &options.tls {
         Some(tls) => crate::net::tls_connect(tcp, host, Some(tls), deadline).await?,
@@ -68,14 +68,6 @@ pub(super) fn client_over<S: Transport>(
         core: ClientCore::new(options.mux, options.request_timeout),
         pending_request: None,
         scratch: Vec::new(),
-    }
-}
-
-/// A TCP connect that timed out is [`Error::ConnectTimeout`].
-fn connect_error(error: std::io::Error) -> Error {
-    match error.kind() {
-        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => Error::ConnectTimeout,
-        _ => Error::Io(error),
     }
 }
 
@@ -124,7 +116,7 @@ impl<S: Transport> PacketClient<S> {
         self.pending_request = None;
         let answered = result?;
         debug_assert_eq!(answered, id, "one request in flight");
-        Ok(self.last_payload().1)
+        Ok(self.core.last_response(self.link.session()).1)
     }
 
     /// Queues `payload` as a request and returns its id; nothing is written until
@@ -132,7 +124,7 @@ impl<S: Transport> PacketClient<S> {
     /// nothing queued: past the in-flight cap or the request size ([`Error::Mux`], not
     /// fatal), or past the packet limit ([`Error::Encode`]). Not async.
     pub fn send_request(&mut self, payload: &[u8]) -> Result<RequestId, Error> {
-        if self.link.is_failed() {
+        if self.link.session().is_failed() {
             return Err(Error::Closed);
         }
         let id = self.core.begin(now(), payload.len()).map_err(Error::Mux)?;
@@ -147,7 +139,7 @@ impl<S: Transport> PacketClient<S> {
     /// (a packet partly written first in line) goes out on the next flush or wait.
     pub async fn flush(&mut self) -> Result<(), Error> {
         let result = self.link.flush().await;
-        result.map_err(|e| self.lost(e))
+        result.map_err(|e| e.lost_on(&mut self.core))
     }
 
     /// Waits for the next response to a request in flight, in whatever order the server
@@ -160,7 +152,7 @@ impl<S: Transport> PacketClient<S> {
     /// the poll that returns it, and the requests stay in flight for the next call.
     pub async fn recv_response(&mut self) -> Result<(RequestId, &[u8]), Error> {
         loop {
-            if self.link.is_failed() {
+            if self.link.session().is_failed() {
                 return Err(Error::Closed);
             }
             if self.core.in_flight() == 0 {
@@ -169,9 +161,9 @@ impl<S: Transport> PacketClient<S> {
             // An answer already received wins over its deadline: the link reads what
             // arrived before it reports the deadline.
             let incoming = self.link.next(self.core.poll_timeout()).await;
-            let incoming = incoming.map_err(|e| self.lost(e))?;
+            let incoming = incoming.map_err(|e| e.lost_on(&mut self.core))?;
             match self.core.handle(incoming, now()) {
-                Ok(Some(_)) => return Ok(self.last_payload()),
+                Ok(Some(_)) => return Ok(self.core.last_response(self.link.session())),
                 Ok(None) => {}
                 Err(failure) => return Err(self.failed(failure).await),
             }
@@ -195,10 +187,10 @@ impl<S: Transport> PacketClient<S> {
             return Err(Error::RequestsInFlight);
         }
         let start = now();
-        self.link.ping().map_err(|e| self.lost(e))?;
-        while self.link.awaits_pong() {
+        self.link.ping().map_err(|e| e.lost_on(&mut self.core))?;
+        while self.link.session().awaits_pong() {
             let incoming = self.link.next(None).await;
-            let incoming = incoming.map_err(|e| self.lost(e))?;
+            let incoming = incoming.map_err(|e| e.lost_on(&mut self.core))?;
             if let Err(failure) = self.core.handle_while_pinging(incoming) {
                 return Err(self.failed(failure).await);
             }
@@ -218,7 +210,7 @@ impl<S: Transport> PacketClient<S> {
 
     /// Whether the connection is finished (after a fatal error).
     pub fn is_closed(&self) -> bool {
-        self.link.is_failed()
+        self.link.session().is_failed()
     }
 
     /// Whether the connection's buffers are lent out while it idles (rule 11 of docs/ARCHITECTURE.md).
@@ -236,22 +228,6 @@ impl<S: Transport> PacketClient<S> {
         if let Some(id) = self.pending_request.take() {
             let _ = self.core.cancel(id);
         }
-    }
-
-    /// The id and payload of the response last returned.
-    fn last_payload(&self) -> (RequestId, &[u8]) {
-        match self.core.last() {
-            Some(header) => (RequestId(header.request_id), self.link.payload(&header)),
-            None => (RequestId::RESERVED, &[]),
-        }
-    }
-
-    /// A link error: a fatal one fails every request in flight.
-    fn lost(&mut self, error: Error) -> Error {
-        if error.is_fatal() {
-            self.core.connection_lost();
-        }
-        error
     }
 
     /// An outcome the core decided: a peer violation closes the connection. Completes in

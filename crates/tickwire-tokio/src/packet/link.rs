@@ -19,13 +19,15 @@ use std::cell::RefCell;
 use std::io::ErrorKind;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::io::ReadBuf;
 
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::mux::RequestId;
-use tickwire_codec::packet::{Control, Header, Incoming, PacketWriter, Session, SessionBuffers};
+use tickwire_codec::packet::{
+    Control, Expiry, Header, Incoming, LinkTimers, PacketWriter, Session, SessionBuffers,
+};
 use tickwire_core::packet::{Error, LinkOptions};
 
 use crate::Transport;
@@ -46,10 +48,8 @@ const FREE_BUFFER_MAX: usize = 256 << 10;
 pub(crate) struct Link<S> {
     stream: S,
     session: Session,
-    read_timeout: Option<Duration>,
-    write_timeout: Option<Duration>,
-    /// Since the socket last took queued bytes while more remained (`None`: nothing waits).
-    write_stalled: Option<Instant>,
+    /// The read and write timeouts, and which one counts (the codec's).
+    timers: LinkTimers,
     /// Whether the idle wait lends the buffers out.
     release_idle: bool,
     timer: Timer,
@@ -63,9 +63,7 @@ impl<S: Transport> Link<S> {
         Self {
             stream,
             session: Session::new(options.packet.clone(), options.keepalive, now()),
-            read_timeout: options.read_timeout,
-            write_timeout: options.write_timeout,
-            write_stalled: None,
+            timers: LinkTimers::new(options.read_timeout, options.write_timeout, now()),
             release_idle: options.release_idle_buffers,
             timer: Timer::default(),
             shut: false,
@@ -76,8 +74,10 @@ impl<S: Transport> Link<S> {
         &self.stream
     }
 
-    pub(crate) fn is_failed(&self) -> bool {
-        self.session.is_failed()
+    /// The session, to read its state (failed, a pong awaited) and the payload of the packet
+    /// [`next`](Self::next) returned last.
+    pub(crate) fn session(&self) -> &Session {
+        &self.session
     }
 
     /// Whether the session's buffers are lent out (an idle wait).
@@ -111,21 +111,11 @@ impl<S: Transport> Link<S> {
         }
     }
 
-    /// Whether a ping is waiting for its pong.
-    pub(crate) fn awaits_pong(&self) -> bool {
-        self.session.awaits_pong()
-    }
-
     /// Marks the link failed (the socket's write side is shut by the next wait or flush,
     /// and the socket closed when the connection is dropped).
     pub(crate) fn fail(&mut self, error: Error) -> Error {
         self.session.fail();
         error
-    }
-
-    /// The payload of the packet [`next`](Self::next) returned last.
-    pub(crate) fn payload(&self, header: &Header) -> &[u8] {
-        self.session.payload(header)
     }
 
     /// The payload of the packet returned last and the writer with its queue, borrowed apart.
@@ -144,7 +134,7 @@ impl<S: Transport> Link<S> {
             let result = match self.poll_flush(cx) {
                 Poll::Ready(result) => result,
                 Poll::Pending => {
-                    let Some(at) = self.write_deadline() else {
+                    let Some(at) = self.timers.write_deadline() else {
                         return Poll::Pending;
                     };
                     ready!(self.timer.poll_at(at, cx));
@@ -154,13 +144,6 @@ impl<S: Transport> Link<S> {
             Poll::Ready(self.shut_if_failed(cx, result))
         })
         .await
-    }
-
-    /// When the queued bytes' wait for the socket times out.
-    fn write_deadline(&self) -> Option<Instant> {
-        self.write_stalled
-            .zip(self.write_timeout)
-            .map(|(since, timeout)| since + timeout)
     }
 
     /// Fails the link: the socket took nothing for the write timeout.
@@ -173,9 +156,9 @@ impl<S: Transport> Link<S> {
     /// keepalive pings and fails the link when a pong is overdue. Any error but
     /// [`Error::ReadTimeout`] leaves the link failed. Cancel safe (module docs).
     pub(crate) async fn next(&mut self, deadline: Option<Instant>) -> Result<Incoming, Error> {
-        let mut last_byte = now();
+        self.timers.wait_started(now());
         std::future::poll_fn(|cx| {
-            let result = ready!(self.poll_next(cx, deadline, &mut last_byte));
+            let result = ready!(self.poll_next(cx, deadline));
             Poll::Ready(self.shut_if_failed(cx, result))
         })
         .await
@@ -208,7 +191,6 @@ impl<S: Transport> Link<S> {
         &mut self,
         cx: &mut Context<'_>,
         deadline: Option<Instant>,
-        last_byte: &mut Instant,
     ) -> Poll<Result<Incoming, Error>> {
         loop {
             if self.session.output_full() {
@@ -232,7 +214,7 @@ impl<S: Transport> Link<S> {
                 }
                 match self.poll_read(cx) {
                     Poll::Ready(Ok(())) => {
-                        *last_byte = now();
+                        self.timers.received(now());
                         continue;
                     }
                     Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
@@ -241,35 +223,23 @@ impl<S: Transport> Link<S> {
             }
             // Nothing to read: the timers. An answer that arrived was read above, so it
             // wins over a deadline that passed meanwhile.
-            let read_deadline = self.read_timeout.map(|t| *last_byte + t);
-            let write_deadline = self.write_deadline();
-            let Some(at) = [
-                deadline,
-                self.session.poll_timeout(),
-                read_deadline,
-                write_deadline,
-            ]
-            .into_iter()
-            .flatten()
-            .min() else {
+            let Some(at) = self.timers.next_wake(deadline, &self.session) else {
                 return Poll::Pending;
             };
             ready!(self.timer.poll_at(at, cx));
             let now = now();
-            let passed = |at: Option<Instant>| at.is_some_and(|at| now >= at);
-            if passed(write_deadline) {
-                return Poll::Ready(Err(self.write_timed_out()));
+            if self.session.poll_timeout().is_some_and(|at| at <= now) {
+                // A ping due goes into buffers from the free list rather than fresh ones.
+                self.take_back_buffers();
             }
-            if passed(deadline) {
-                return Poll::Ready(Ok(Incoming::Deadline));
-            }
-            self.take_back_buffers();
-            if let Err(error) = self.session.handle_timeout(now) {
-                return Poll::Ready(Err(Error::from(error)));
-            }
-            if passed(read_deadline) {
-                return Poll::Ready(Err(Error::ReadTimeout));
-            }
+            let expiry = self.timers.expire(&mut self.session, now, deadline);
+            return Poll::Ready(match expiry.map_err(Error::from) {
+                Ok(Expiry::WriteTimedOut) => Err(self.write_timed_out()),
+                Ok(Expiry::Deadline) => Ok(Incoming::Deadline),
+                Ok(Expiry::ReadTimedOut) => Err(Error::ReadTimeout),
+                Ok(_) => continue,
+                Err(error) => Err(error),
+            });
         }
     }
 
@@ -351,7 +321,7 @@ impl<S: Transport> Link<S> {
         match Pin::new(&mut self.stream).poll_flush(cx) {
             Poll::Pending => self.stalled(progress),
             Poll::Ready(Ok(())) => {
-                self.write_stalled = None;
+                self.timers.flushed();
                 Poll::Ready(Ok(()))
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(self.io_failed(e))),
@@ -361,9 +331,7 @@ impl<S: Transport> Link<S> {
     /// The socket took no more of what is queued: the write timeout counts from the last
     /// byte it took.
     fn stalled<T>(&mut self, progress: bool) -> Poll<T> {
-        if progress || self.write_stalled.is_none() {
-            self.write_stalled = Some(now());
-        }
+        self.timers.wrote(progress, true, now());
         Poll::Pending
     }
 

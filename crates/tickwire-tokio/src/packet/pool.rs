@@ -1,14 +1,16 @@
 //! [`PacketPool`]: several [`PacketClient`] connections to one address, shared by tasks,
-//! with reconnects, backoff, health checks and a [`Breaker`] in front. It owns the slots,
-//! their locks and connections; the decisions are the codec's (a slot's [`Reconnect`]
-//! backoff, the breaker given each request's [`Verdict`]), as the blocking pool's are. It
-//! never resends a request, so no request is ever answered twice.
-
-use std::sync::atomic::{AtomicUsize, Ordering};
+//! with reconnects, backoff, health checks and a circuit breaker in front. It owns the
+//! slots' locks and connecting; the decisions (which slot, whether a slot's connection is
+//! used or replaced, its backoff, what the breaker is told) are tickwire-core's
+//! [`Slot`](tickwire_core::packet::Slot),
+//! [`SlotOrder`](tickwire_core::packet::SlotOrder) and
+//! [`PoolGate`](tickwire_core::packet::PoolGate), as the blocking
+//! pool's are. It never resends a request, so no request is ever answered twice.
 
 use tokio::sync::{Mutex, MutexGuard};
 
-use tickwire_codec::mux::{Breaker, BreakerState, Reconnect, Verdict};
+use tickwire_codec::mux::BreakerState;
+use tickwire_core::packet::{PoolParts, PooledConnection};
 
 use super::{Error, PacketClient, Tokio};
 use crate::core::now;
@@ -23,17 +25,8 @@ pub type PacketPoolBuilder = tickwire_core::packet::PacketPoolBuilder<Tokio>;
 
 /// A pool for `host:port`. Connects lazily: the first request on each slot connects.
 pub(super) fn build(builder: PacketPoolBuilder, host: &str, port: u16) -> PacketPool {
-    let slots = (0..builder.options().size)
-        .map(|_| Mutex::new(Slot::default()))
-        .collect();
-    PacketPool {
-        host: host.to_owned(),
-        port,
-        breaker: std::sync::Mutex::new(Breaker::new(builder.options().breaker)),
-        builder,
-        slots,
-        next: AtomicUsize::new(0),
-    }
+    let parts = PoolParts::new(builder, host, port, || Mutex::new(Slot::default()));
+    PacketPool { parts }
 }
 
 /// A pool of packet connections to one address, for many tasks (share it in an `Arc`).
@@ -41,23 +34,19 @@ pub(super) fn build(builder: PacketPoolBuilder, host: &str, port: u16) -> Packet
 /// Each request takes one connection for its round trip: an idle one if any (round-robin),
 /// else it waits for the round-robin one. A connection that fails fatally is dropped and
 /// reconnected by the next request on its slot; a failed connection attempt backs the slot
-/// off. Every request first asks the [`Breaker`]: while it is open, requests fail at once
+/// off. Every request first asks the circuit breaker: while it is open, requests fail at once
 /// with [`Error::CircuitOpen`]; half-open, one probe goes through.
 #[derive(Debug)]
 pub struct PacketPool {
-    host: String,
-    port: u16,
-    builder: PacketPoolBuilder,
-    slots: Vec<Mutex<Slot>>,
-    next: AtomicUsize,
-    breaker: std::sync::Mutex<Breaker>,
+    parts: PoolParts<Tokio, Mutex<Slot>>,
 }
 
-#[derive(Debug, Default)]
-struct Slot {
-    client: Option<PacketClient>,
-    /// The backoff of its connection attempts.
-    reconnect: Reconnect,
+type Slot = tickwire_core::packet::Slot<PacketClient>;
+
+impl PooledConnection for PacketClient {
+    fn is_closed(&self) -> bool {
+        PacketClient::is_closed(self)
+    }
 }
 
 impl PacketPool {
@@ -87,22 +76,13 @@ impl PacketPool {
         payload: &[u8],
         read: impl FnOnce(&[u8]) -> R,
     ) -> Result<R, Error> {
-        let permit = self
-            .lock_breaker()
-            .allow(now())
-            .map_err(|rejected| Error::CircuitOpen {
-                retry_at: rejected.retry_at,
-            })?;
+        let permit = self.parts.gate().admit(now())?;
         let mut slot = self.pick().await;
         let result = self
             .round_trip(&mut slot, payload, permit.is_probe(), read)
             .await;
         drop(slot);
-        let verdict = result
-            .as_ref()
-            .map_or_else(Error::verdict, |_| Verdict::Success);
-        self.lock_breaker().settle(permit, verdict, now());
-        result
+        self.parts.gate().settle(permit, result, now())
     }
 
     /// Pings every idle connection and drops those whose pong does not come (or that
@@ -111,35 +91,30 @@ impl PacketPool {
     /// checked again next time (its pong is taken by its next wait).
     pub async fn check_health(&self) -> usize {
         let mut healthy = 0;
-        for slot in &self.slots {
+        for slot in self.parts.slots() {
             let Ok(mut slot) = slot.try_lock() else {
                 healthy += 1;
                 continue;
             };
-            let alive = match slot.client.as_mut() {
+            let alive = match slot.current() {
                 Some(client) => client.ping().await.is_ok(),
                 None => false,
             };
-            if alive {
-                healthy += 1;
-            } else {
-                slot.client = None;
-            }
+            healthy += usize::from(slot.checked(alive));
         }
         healthy
     }
 
     /// Where the breaker stands.
     pub fn breaker_state(&self) -> BreakerState {
-        self.lock_breaker().state()
+        self.parts.gate().state()
     }
 
     /// Connections currently open (those busy with a request are counted open).
     pub fn open_connections(&self) -> usize {
-        self.slots
-            .iter()
+        (self.parts.slots().iter())
             .filter(|slot| match slot.try_lock() {
-                Ok(slot) => slot.client.as_ref().is_some_and(|c| !c.is_closed()),
+                Ok(slot) => slot.is_open(),
                 Err(_) => true,
             })
             .count()
@@ -147,14 +122,12 @@ impl PacketPool {
 
     /// An idle slot, round-robin from the next one; the next one itself when none is idle.
     async fn pick(&self) -> MutexGuard<'_, Slot> {
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let n = self.slots.len();
-        for offset in 0..n {
-            if let Ok(slot) = self.slots[(start + offset) % n].try_lock() {
-                return slot;
-            }
+        let (turn, slots) = (self.parts.turn(), self.parts.slots());
+        let free = turn.candidates().find_map(|i| slots[i].try_lock().ok());
+        match free {
+            Some(slot) => slot,
+            None => slots[turn.fallback()].lock().await,
         }
-        self.slots[start % n].lock().await
     }
 
     async fn round_trip<R>(
@@ -164,51 +137,14 @@ impl PacketPool {
         probe: bool,
         read: impl FnOnce(&[u8]) -> R,
     ) -> Result<R, Error> {
-        let client = match &mut slot.client {
-            Some(client) if !client.is_closed() => client,
-            _ => self.reconnect(slot, probe).await?,
+        if slot.must_connect(now(), probe)? {
+            let attempt = self.parts.connect().await;
+            slot.connected(attempt, now(), self.parts.backoff())?;
+        }
+        let Some(client) = slot.current() else {
+            return Err(Error::Closed);
         };
-        match client.request(payload).await {
-            Ok(answer) => Ok(read(answer)),
-            Err(error) => {
-                if error.is_fatal() {
-                    slot.client = None;
-                }
-                Err(error)
-            }
-        }
-    }
-
-    async fn reconnect<'s>(
-        &self,
-        slot: &'s mut Slot,
-        probe: bool,
-    ) -> Result<&'s mut PacketClient, Error> {
-        slot.client = None;
-        slot.reconnect
-            .may_connect(now(), probe)
-            .map_err(|retry_at| Error::Reconnecting { retry_at })?;
-        match self
-            .builder
-            .client_builder()
-            .connect(&self.host, self.port)
-            .await
-        {
-            Ok(client) => {
-                slot.reconnect.connected();
-                Ok(slot.client.insert(client))
-            }
-            Err(error) => {
-                let backoff = &self.builder.options().backoff;
-                slot.reconnect.failed(now(), backoff);
-                Err(error)
-            }
-        }
-    }
-
-    fn lock_breaker(&self) -> std::sync::MutexGuard<'_, Breaker> {
-        self.breaker
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        let result = client.request(payload).await.map(read);
+        slot.finished(result)
     }
 }
