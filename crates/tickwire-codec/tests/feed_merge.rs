@@ -129,3 +129,12 @@ fn the_fuzz_seeds_pass_the_oracle() {
     }
     assert!(seeds >= 5, "{seeds} seeds");
 }
+/// Fuzz finding: with the hold full, a message below the held ones (the first number of a
+/// key, 0, after 1 was held) went out after the held messages it had made releasable,
+/// out of order. It must go first.
+#[test]
+fn fixture_a_message_the_full_hold_cannot_take_goes_before_the_held_ones_above_it() {
+    feed_model::run_ops(include_bytes!(
+        "data/fuzz-feed-message-delivered-below-a-held-one.bin"
+    ));
+}

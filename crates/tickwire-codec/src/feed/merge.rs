@@ -337,7 +337,7 @@ impl Merge {
     fn settle(&mut self, key: KeyId, expire: Expire, out: &mut Vec<Output>) {
         let forced_up_to = match expire {
             Expire::No => None,
-            Expire::Below(seq) => seq.checked_sub(1),
+            Expire::Below(seq) => Some(seq),
             // One that waited `merge_wait` by `now`, and every held one below it.
             Expire::At(now) => self
                 .waiting()
@@ -348,6 +348,12 @@ impl Merge {
         while let Some((index, held)) = self.lowest_held(key) {
             let delivered = self.keys[key.0 as usize].delivered;
             let next = delivered.map(|d| d + 1);
+            if let Expire::Below(ceiling) = expire
+                && held.seq >= ceiling
+            {
+                // The message being received goes first.
+                break;
+            }
             let forced = forced_up_to.is_some_and(|bound| held.seq <= bound);
             if next != Some(held.seq) && !forced && self.may_fill(key, held.seq) {
                 break;
@@ -421,7 +427,8 @@ enum Expire {
     No,
     /// Those that waited `merge_wait` by then, and every one below them.
     At(Instant),
-    /// Those below this number.
+    /// Those below this number, and none at or above it (the message being received,
+    /// which the hold had no room for, goes out before them).
     Below(u64),
 }
 

@@ -691,6 +691,25 @@ fn a_held_message_waits_at_most_the_merge_wait() {
 }
 
 #[test]
+fn a_full_hold_reports_the_holes_below_and_keeps_the_order() {
+    let mut d = Driver::new(sequenced().with_connections(2).with_max_held(2));
+    d.open_all();
+    // Conn 1 has not spoken yet: conn 0's first numbers wait for it, until the hold is full.
+    assert_eq!(d.message(0, "k 2"), Disposition::Held);
+    assert_eq!(d.message(0, "k 3"), Disposition::Held);
+    // No room for conn 1's 1: it goes out first, then what it made releasable.
+    assert_eq!(d.message(1, "k 1"), Disposition::Deliver);
+    assert_eq!(d.delivered(), [(1, 1), (0, 2), (0, 3)]);
+    d.message(1, "k 3");
+    d.message(0, "k 5");
+    d.message(0, "k 7");
+    // Full again with 5 and 7 held: 8 forces 5 (a gap at 4) and 7 (a gap at 6) out first.
+    d.message(0, "k 8");
+    assert_eq!(d.delivered()[3..], [(0, 5), (0, 7), (0, 8)]);
+    assert_eq!(d.gaps(), [(4, 4), (6, 6)]);
+}
+
+#[test]
 fn a_lost_connection_releases_what_only_it_could_fill() {
     let mut d = Driver::new(sequenced().with_connections(2));
     d.open_all();
