@@ -139,6 +139,8 @@ mod merge;
 mod session;
 
 #[cfg(test)]
+mod stream_tests;
+#[cfg(test)]
 mod tests;
 
 pub use config::{
