@@ -33,7 +33,7 @@ pub struct ReconnectPolicy {
     pub stable_after: Duration,
     /// Failed attempts in a row after which the session ends with
     /// [`FeedError::AttemptsExhausted`](super::FeedError::AttemptsExhausted); `None`: never.
-    /// Default `None`.
+    /// A rotation's new connection is not capped (the old one still serves). Default `None`.
     pub max_attempts: Option<u32>,
 }
 

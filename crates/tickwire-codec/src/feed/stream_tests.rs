@@ -305,6 +305,31 @@ fn when_the_old_connection_drops_during_a_rotation_the_new_one_takes_over() {
     assert_eq!(d.delivered(), [(0, 1), (1, 2)]);
 }
 
+#[test]
+fn a_failing_rotation_target_backs_off_without_ending_the_session() {
+    let policy = ReconnectPolicy::new().with_max_attempts(Some(1));
+    let mut d = Driver::new(sequenced().with_reconnect(policy));
+    d.open_all();
+    d.message(0, "k 1");
+    assert!(d.session.rotate(ConnId(0), d.now));
+    d.auto_open = false;
+    d.act(|_| false);
+    for _ in 0..3 {
+        d.session
+            .on_connect_failed(ConnId(1), Disconnect::HandshakeStatus(503), d.now);
+        d.drain(b"");
+        d.next_timer();
+    }
+    assert_eq!(d.session.ended(), None);
+    assert_eq!(d.connects.iter().filter(|c| c.0 == 1).count(), 4);
+    d.session.on_open(ConnId(1), d.now);
+    d.auto_open = true;
+    d.message(1, "k 1");
+    assert_eq!(d.closed, [(0, Some(1000))], "the rotation completes");
+    d.message(1, "k 2");
+    assert_eq!(d.delivered(), [(0, 1), (1, 2)]);
+}
+
 // --- quotas ------------------------------------------------------------------------------
 
 #[test]

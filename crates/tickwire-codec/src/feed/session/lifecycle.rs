@@ -157,7 +157,11 @@ impl FeedSession {
         slot.reconnects += 1;
         self.reconnects += 1;
         let failures = slot.failures;
+        // A rotation's new connection failing ends nothing: the old one still serves, and
+        // the spare keeps trying within the back-off.
+        let capped = slot.role != Role::Joining;
         if !stable
+            && capped
             && self
                 .config
                 .reconnect
