@@ -8,7 +8,10 @@
 //! binary packet codec for service-to-service links, and [`compress`] the bounded
 //! decompression interface that it and `deflate` share. [`mux`] multiplexes requests over
 //! one connection (ids, out-of-order responses, caps, timeouts, a circuit breaker for
-//! pools) on request ids and lengths alone.
+//! pools) on request ids and lengths alone. [`feed`] is the client side of an exchange feed
+//! over one or several WebSocket connections: reconnects with back-off, subscriptions,
+//! liveness, per-key sequences merged across redundant connections, rotation and send
+//! quotas, as decisions and events for a driver that owns the sockets.
 //! It performs no I/O, reads no clock and spawns nothing: bytes come in, events come out, and
 //! time is passed in by the transport.
 //!
@@ -35,6 +38,9 @@
 //!   own.
 //! - `mux` stands alone: it counts requests by id and length and never sees a byte, so it
 //!   names no other module; a transport glues it to the packet framing.
+//! - `mux <- feed`: the feed session takes its reconnect back-off ([`mux::Backoff`], with
+//!   [`mux::Jitter`]) from `mux` and nothing else; it sees whole messages as bytes and never
+//!   a frame, so a driver glues it to its `ws::Connection`s without `feed` naming `ws`.
 //!
 //! # Features
 //!
@@ -97,6 +103,7 @@ pub mod buf;
 pub mod compress;
 #[cfg(feature = "deflate")]
 pub mod deflate;
+pub mod feed;
 pub mod handshake;
 pub mod http;
 pub mod mux;

@@ -135,7 +135,7 @@ pub use client::{
     Response,
 };
 pub use error::{Disconnect, Error, Fault};
-pub use reconnect::{Backoff, Reconnect, Verdict};
+pub use reconnect::{Backoff, Jitter, Reconnect, Verdict};
 pub use server::{Server, ServerConfig, ServerStats};
 
 /// A request id as it travels in the packet header. An open newtype: a server receives

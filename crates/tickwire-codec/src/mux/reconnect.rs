@@ -3,7 +3,8 @@
 //! time passed in.
 //!
 //! It owns the backoff after failed connection attempts (the initial wait doubled per
-//! further failure, capped) and the rule that a half-open breaker's probe ignores it. It
+//! further failure, capped, or grown by any factor with full jitter: [`Backoff::jittered`],
+//! which the feed sessions use) and the rule that a half-open breaker's probe ignores it. It
 //! does not own connections, locks or the classification of a transport's errors (the
 //! transport's error type says which [`Verdict`] it is).
 
@@ -27,6 +28,51 @@ impl Backoff {
         self.initial
             .saturating_mul(1 << earlier_failures.min(20))
             .min(self.max)
+    }
+
+    /// The wait after a failed attempt that followed `earlier_failures` failed ones in a row,
+    /// with full jitter: a uniform draw from `jitter` between `initial` and the ceiling
+    /// `initial * factor^earlier_failures` (never more than `max`). A `factor` below 1 (or
+    /// not a number) counts as 1: the ceiling never shrinks. Draws from a seeded [`Jitter`]
+    /// repeat, so a test knows each wait.
+    pub fn jittered(&self, earlier_failures: u32, factor: f64, jitter: &mut Jitter) -> Duration {
+        let factor = if factor >= 1.0 { factor } else { 1.0 };
+        let max = self.max.max(self.initial);
+        let growth = factor.powi(earlier_failures.min(i32::MAX as u32) as i32);
+        let ceiling = Duration::try_from_secs_f64(self.initial.as_secs_f64() * growth)
+            .map_or(max, |ceiling| ceiling.min(max));
+        let span = ceiling.saturating_sub(self.initial);
+        let nanos = u64::try_from(span.as_nanos()).unwrap_or(u64::MAX);
+        self.initial + Duration::from_nanos(jitter.below(nanos.saturating_add(1)))
+    }
+}
+
+/// A small deterministic generator (SplitMix64) for back-off jitter: not for secrets. The
+/// caller seeds it (from the OS in production, a constant in a test).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Jitter {
+    state: u64,
+}
+
+impl Jitter {
+    /// A generator whose draws depend only on `seed`.
+    pub const fn seeded(seed: u64) -> Self {
+        Self { state: seed }
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A draw in `0..bound` (0 when `bound` is 0), by multiply-shift: a bias under
+    /// `bound / 2^64`, which a back-off does not notice.
+    pub fn below(&mut self, bound: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
     }
 }
 
@@ -97,7 +143,7 @@ impl Breaker {
 mod tests {
     use std::time::{Duration, Instant};
 
-    use super::{Backoff, Reconnect, Verdict};
+    use super::{Backoff, Jitter, Reconnect, Verdict};
     use crate::mux::{Breaker, BreakerConfig, BreakerState};
 
     #[test]
@@ -107,6 +153,43 @@ mod tests {
         let millis = [50, 100, 200, 400, 800, 1_600, 3_200, 5_000, 5_000];
         assert_eq!(delays, millis.map(Duration::from_millis));
         assert_eq!(backoff.delay(u32::MAX), Duration::from_secs(5));
+    }
+
+    #[test]
+    fn jittered_delays_stay_between_the_initial_wait_and_the_growing_ceiling() {
+        let backoff = Backoff {
+            initial: Duration::from_millis(100),
+            max: Duration::from_secs(2),
+        };
+        let mut jitter = Jitter::seeded(7);
+        for failures in 0..12u32 {
+            let ceiling = Duration::from_millis(100)
+                .mul_f64(3f64.powi(failures as i32))
+                .min(Duration::from_secs(2));
+            let draws: Vec<_> = (0..200)
+                .map(|_| backoff.jittered(failures, 3.0, &mut jitter))
+                .collect();
+            assert!(draws.iter().all(|d| *d >= backoff.initial && *d <= ceiling));
+            if failures >= 2 {
+                // Full jitter: the draws spread over the range, not bunched at one end.
+                let low = draws
+                    .iter()
+                    .filter(|d| **d < backoff.initial + (ceiling - backoff.initial) / 2)
+                    .count();
+                assert!(
+                    (40..160).contains(&low),
+                    "{failures}: {low} of 200 in the lower half"
+                );
+            }
+        }
+        assert_eq!(backoff.jittered(0, 3.0, &mut jitter), backoff.initial);
+        assert!(backoff.jittered(u32::MAX, f64::INFINITY, &mut jitter) <= backoff.max);
+        assert_eq!(backoff.jittered(5, f64::NAN, &mut jitter), backoff.initial);
+        let (mut a, mut b) = (Jitter::seeded(1), Jitter::seeded(1));
+        assert_eq!(
+            backoff.jittered(4, 2.0, &mut a),
+            backoff.jittered(4, 2.0, &mut b)
+        );
     }
 
     #[test]
