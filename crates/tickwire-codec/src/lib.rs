@@ -29,15 +29,15 @@
 //! - `buf <- compress <- deflate, packet`: [`compress`] holds the
 //!   [`BoundedDecompress`](compress::BoundedDecompress) trait, its error and the LZ4 and Zstd
 //!   implementations; `deflate` implements it for gzip, raw deflate and zlib; [`packet`]
-//!   decompresses through it. `packet` uses nothing else above `buf`, and nothing uses
-//!   `packet`.
+//!   decompresses through it. Nothing uses `packet`.
 //! - `http, ws, deflate <- handshake`: the opening handshake reads and writes its heads with
 //!   the HTTP readers and writers (one set of header rules for every head), negotiates
 //!   permessage-deflate with `deflate`'s functions, and hands out a ready [`ws::Connection`].
 //!   Nothing below it names it. Transports drive it and take no protocol decision of their
 //!   own.
-//! - `mux` stands alone: it counts requests by id and length and never sees a byte, so it
-//!   names no other module; a transport glues it to the packet framing.
+//! - `mux <- packet`: `mux` counts requests by id and length and never sees a byte, so it
+//!   names no other module; `packet`'s client and server cores (`packet::ClientCore`,
+//!   `packet::ServerCore`) glue it to the packet framing, and the transports drive those.
 //! - `mux <- feed`: the feed session takes its reconnect back-off ([`mux::Backoff`], with
 //!   [`mux::Jitter`]) from `mux` and nothing else; it sees whole messages as bytes and never
 //!   a frame, so a driver glues it to its `ws::Connection`s without `feed` naming `ws`.
