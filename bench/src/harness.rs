@@ -131,6 +131,6 @@ pub fn sample_each<F: FnMut()>(plan: Plan, mut op: F) -> Histogram<u64> {
         let ticks = ticks_end() - start;
         histogram.saturating_record(ticks.max(1));
     }
-    counting.stop_per_op(plan.samples as u64);
+    crate::alloc_count::stop_per_op(counting, plan.samples as u64);
     histogram
 }

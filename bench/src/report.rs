@@ -9,9 +9,15 @@ use std::io;
 use std::path::Path;
 
 use hdrhistogram::Histogram;
-use plotters::prelude::*;
+use tickwire_charts::{
+    Frame, Legend, PALETTE, Scale, Series, Size, escape, percentile_axis, percentile_curve,
+    percentile_tick,
+};
 
 use crate::harness::Clock;
+
+/// How far the percentile plots reach: 99.99 %.
+const NINES: u32 = 4;
 
 /// The percentiles every latency table shows.
 const PERCENTILES: [(f64, &str); 4] =
@@ -278,68 +284,56 @@ impl Table {
         out
     }
 
-    /// Plots the percentile curves (x: percentile on a "nines" scale, y: ticks, log) as SVG.
-    /// Non-latency tables have no plot.
+    /// Plots the percentile curves (across: percentile, one decade per nine up to 99.99 %;
+    /// up: ticks, log) as SVG, drawn by tickwire-charts like the demo's report. Non-latency
+    /// tables have no plot.
     pub fn plot(&self, path: &Path) -> io::Result<bool> {
         let curves: Vec<(&str, Vec<(f64, f64)>)> = self
             .rows
             .iter()
             .filter_map(|row| match &row.figures {
-                Figures::Latency(h) => Some((row.library.as_str(), curve(h))),
+                // The whole curve to 99.99 % whatever the sample count: flat at the maximum
+                // past what a quick run's samples support.
+                Figures::Latency(h) => {
+                    Some((row.library.as_str(), percentile_curve(h, NINES, false)))
+                }
                 _ => None,
             })
             .collect();
         if curves.is_empty() {
             return Ok(false);
         }
-        let y_max = curves
-            .iter()
-            .flat_map(|(_, c)| c.iter().map(|&(_, y)| y))
-            .fold(1.0f64, f64::max);
-        let y_min = curves
-            .iter()
-            .flat_map(|(_, c)| c.iter().map(|&(_, y)| y))
-            .fold(f64::MAX, f64::min)
-            .max(1.0);
-        let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
-        let draw = || -> Result<(), Box<dyn std::error::Error>> {
-            root.fill(&WHITE)?;
-            let mut chart = ChartBuilder::on(&root)
-                .caption(&self.title, ("sans-serif", 18))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(70)
-                .build_cartesian_2d(0.0f64..4.0f64, (y_min * 0.8..y_max * 1.25).log_scale())?;
-            chart
-                .configure_mesh()
-                .x_desc("percentile")
-                .y_desc("ticks per op (log)")
-                .x_labels(5)
-                .x_label_formatter(&|x| nines_label(*x))
-                .y_labels(8)
-                .y_label_formatter(&|y| format!("{y:.0}"))
-                .light_line_style(WHITE)
-                .draw()?;
-            for (i, (library, points)) in curves.iter().enumerate() {
-                let color = Palette99::pick(i).to_rgba();
-                chart
-                    .draw_series(LineSeries::new(
-                        points.iter().copied(),
-                        color.stroke_width(2),
-                    ))?
-                    .label(*library)
-                    .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color));
-            }
-            chart
-                .configure_series_labels()
-                .border_style(BLACK)
-                .background_style(WHITE.mix(0.9))
-                .position(SeriesLabelPosition::UpperLeft)
-                .draw()?;
-            root.present()?;
-            Ok(())
+        let values = || {
+            curves
+                .iter()
+                .flat_map(|(_, c)| c.iter().map(|&(_, y)| y.max(1.0)))
         };
-        draw().map_err(|e| io::Error::other(e.to_string()))?;
+        let y_max = values().fold(1.0f64, f64::max);
+        let y_min = values().fold(f64::MAX, f64::min);
+        let series: Vec<Series<'_>> = curves
+            .into_iter()
+            .zip(PALETTE.iter().cycle())
+            .map(|((library, points), color)| Series::new(library, color, points))
+            .collect();
+        let frame = Frame {
+            id: &self.id,
+            title: &self.title,
+            x_label: "percentile",
+            y_label: "ticks per op (log)",
+            x: percentile_axis(NINES),
+            y: Scale::Log {
+                min: y_min * 0.8,
+                max: y_max * 1.25,
+            },
+            x_format: percentile_tick,
+            y_format: compact_count,
+            size: Size {
+                width: 900.0,
+                height: 520.0,
+            },
+            legend: Legend::Box,
+        };
+        std::fs::write(path, frame.document(&frame.lines(&series)))?;
         Ok(true)
     }
 }
@@ -401,31 +395,6 @@ impl Report {
     }
 }
 
-/// Percentile curve points (x on the nines scale, y ticks) from p0 to p99.99.
-fn curve(h: &Histogram<u64>) -> Vec<(f64, f64)> {
-    let mut points = Vec::new();
-    let mut x = 0.0;
-    while x <= 4.0 + 1e-9 {
-        let quantile = 1.0 - 10f64.powf(-x);
-        points.push((x, h.value_at_quantile(quantile).max(1) as f64));
-        x += 0.05;
-    }
-    points
-}
-
-fn nines_label(x: f64) -> String {
-    if (x - x.round()).abs() > 1e-6 {
-        return String::new();
-    }
-    match x.round() as i32 {
-        0 => "p0".into(),
-        1 => "p90".into(),
-        2 => "p99".into(),
-        3 => "p99.9".into(),
-        _ => "p99.99".into(),
-    }
-}
-
 /// 12345678.0 as "12.35 M".
 pub fn human(value: f64) -> String {
     if value >= 1e9 {
@@ -439,10 +408,22 @@ pub fn human(value: f64) -> String {
     }
 }
 
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+/// A round tick value as a short label: 200, 5k, 10M (the `human` units, no trailing zeros).
+fn compact_count(value: f64) -> String {
+    let (number, unit) = if value >= 1e9 {
+        (value / 1e9, "G")
+    } else if value >= 1e6 {
+        (value / 1e6, "M")
+    } else if value >= 1e3 {
+        (value / 1e3, "k")
+    } else {
+        (value, "")
+    };
+    let digits = format!("{number:.2}");
+    format!(
+        "{}{unit}",
+        digits.trim_end_matches('0').trim_end_matches('.')
+    )
 }
 
 /// The pipe tables [`Table::markdown`] makes, as HTML (header row, separator skipped).
@@ -478,4 +459,75 @@ fn markdown_table_to_html(markdown: &str) -> String {
         html.push_str("</table>");
     }
     html
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn latency(library: &str, base: u64) -> Row {
+        let mut histogram = Histogram::new_with_bounds(1, 1 << 40, 3).unwrap();
+        for i in 0..10_000 {
+            histogram.record(base + i % 100).unwrap();
+        }
+        histogram.record(base * 50).unwrap();
+        Row {
+            library: library.to_owned(),
+            figures: Figures::Latency(histogram),
+        }
+    }
+
+    #[test]
+    fn a_latency_table_plots_one_curve_per_library_as_a_standalone_svg() {
+        let dir = std::env::temp_dir().join(format!("tickwire-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut table = Table::new("rtt", "Round trip <128 B>", "tickwire", "");
+        table.rows = vec![latency("tickwire", 1_000), latency("tungstenite", 3_000)];
+        let path = dir.join("rtt.svg");
+        assert!(table.plot(&path).unwrap());
+        let svg = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        // An <img> shows it as it is: its size, style and background are inside.
+        assert!(
+            svg.starts_with(r#"<svg class="chart" data-chart="rtt""#),
+            "{svg}"
+        );
+        assert!(svg.contains(r#"width="900" height="520"><style>"#));
+        assert!(svg.contains("Round trip &lt;128 B&gt;"));
+        for library in ["tickwire", "tungstenite"] {
+            let at = svg
+                .find(&format!(r#"data-series="{library}" d=""#))
+                .unwrap_or_else(|| panic!("no curve for {library}"));
+            let d = &svg[at..svg[at..].find("\" stroke").unwrap() + at];
+            // 20 points a decade to 99.99 %, whatever the sample count.
+            assert_eq!(d.matches(['M', 'L']).count(), 81, "{d}");
+        }
+        assert_eq!(svg.matches(r#"class="legend""#).count(), 2);
+        // 800 to 3,874 ticks: no three round log ticks inside, so round linear steps.
+        for tick in ["0%", "90%", "99.99%", "1k", "2k", "3k"] {
+            assert!(
+                svg.contains(&format!(">{tick}</text>")),
+                "tick {tick}: {svg}"
+            );
+        }
+    }
+
+    #[test]
+    fn tables_without_latency_have_no_plot() {
+        let mut table = Table::new("rate", "Rate", "tickwire", "");
+        table.rows = vec![Row::rate("tickwire", vec![1e6, 2e6])];
+        let path = std::env::temp_dir().join("tickwire-report-no-plot.svg");
+        assert!(!table.plot(&path).unwrap());
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn compact_counts_drop_trailing_zeros() {
+        assert_eq!(compact_count(200.0), "200");
+        assert_eq!(compact_count(5_000.0), "5k");
+        assert_eq!(compact_count(1.5e6), "1.5M");
+        assert_eq!(compact_count(1e7), "10M");
+        assert_eq!(compact_count(2e9), "2G");
+    }
 }

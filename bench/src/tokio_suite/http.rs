@@ -293,7 +293,7 @@ async fn drive<H>(handles: &mut [H], plan: Plan, request: impl AsyncFn(&mut H)) 
     .await;
     let elapsed = wall.elapsed();
     let total = (samples * futures) as u64;
-    let allocations = counting.stop_per_op(total);
+    let allocations = crate::alloc_count::stop_per_op(counting, total);
     let mut histogram = harness::new_histogram();
     for one in &histograms {
         histogram.add(one).expect("histograms with the same bounds");

@@ -193,7 +193,7 @@ impl Cost {
     /// Allocations and CPU nanoseconds per message over `messages`.
     fn stop(self, messages: u64) -> (f64, f64) {
         let cpu = thread_cpu().saturating_sub(self.cpu);
-        let allocations = self.allocations.stop_per_op(messages);
+        let allocations = alloc_count::stop_per_op(self.allocations, messages);
         (allocations, cpu.as_nanos() as f64 / messages.max(1) as f64)
     }
 }

@@ -280,6 +280,6 @@ pub(crate) async fn sample_each_async(plan: Plan, mut op: impl AsyncFnMut()) -> 
         let ticks = harness::ticks_end() - start;
         histogram.saturating_record(ticks.max(1));
     }
-    counting.stop_per_op(plan.samples as u64);
+    crate::alloc_count::stop_per_op(counting, plan.samples as u64);
     histogram
 }

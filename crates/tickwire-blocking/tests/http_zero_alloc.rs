@@ -1,15 +1,16 @@
 //! Proves rule 6 of docs/ARCHITECTURE.md for REST: after warm-up, a POST with four headers and a ~100 B JSON
 //! body, answered with a Content-Length JSON response, allocates nothing on the client's
-//! thread: building the request, writing it, reading and parsing the response. A counting
+//! thread: building the request, writing it, reading and parsing the response. The counting
 //! allocator counts only the thread that asks it to (the loopback server thread is not
-//! counted).
-
-mod zero_alloc_support;
-use zero_alloc_support::*;
-
-use std::sync::atomic::Ordering;
+//! counted); the server and the order are tickwire-test-support's, shared with the async
+//! client's test.
 
 use tickwire_blocking::HttpClient;
+use tickwire_test_support::alloc::CountingAlloc;
+use tickwire_test_support::rest::{ORDER, Order, RESPONSE_BODY, server, write_order};
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc::per_thread();
 
 fn post(client: &mut HttpClient, order: &Order<'_>) -> usize {
     let response = client
@@ -34,14 +35,13 @@ fn main() {
     for _ in 0..100 {
         post(&mut client, &order);
     }
-    COUNT_THIS_THREAD.with(|c| c.set(true));
+    let counting = ALLOC.start();
     let rounds = 1_000;
     let mut bytes = 0;
     for _ in 0..rounds {
         bytes += post(&mut client, &order);
     }
-    COUNT_THIS_THREAD.with(|c| c.set(false));
-    let allocations = ALLOCATIONS.load(Ordering::Relaxed);
+    let counts = counting.stop();
     assert_eq!(client.connections_opened(), 1, "one keep-alive connection");
     assert_eq!(bytes, rounds * RESPONSE_BODY.len());
     drop(client);
@@ -51,8 +51,8 @@ fn main() {
         "every request reached the server"
     );
     assert_eq!(
-        allocations, 0,
-        "{allocations} allocations in {rounds} POST round trips after warm-up"
+        counts.allocations, 0,
+        "{counts:?} in {rounds} POST round trips after warm-up"
     );
     println!("http_zero_alloc: {rounds} POST round trips after warm-up, 0 allocations");
 }

@@ -2,8 +2,9 @@
 //! message to a server with a 1 MiB message limit. The connection must fail with close 1009
 //! on the wire, and the heap must never hold much more than the limit while it inflates.
 //!
-//! A tracking global allocator measures the peak of live heap bytes for this test binary
-//! only; the binary has its own `main` so libtest's threads do not allocate meanwhile.
+//! The counting global allocator (tickwire-test-support, with heap totals) measures the peak
+//! of live heap bytes for this test binary only; the binary has its own `main` so libtest's
+//! threads do not allocate meanwhile.
 
 use std::io::Write;
 use std::time::Instant;
@@ -13,12 +14,10 @@ use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PerMessageDeflate};
 use tickwire_codec::ws::{
     Buffers, CloseCode, Config, Connection, Error, Event, FrameWriter, MaskSource, OpCode, Role,
 };
-
-#[path = "support/tracking.rs"]
-mod tracking;
+use tickwire_test_support::alloc::CountingAlloc;
 
 #[global_allocator]
-static GLOBAL: tracking::Tracking = tracking::Tracking;
+static ALLOC: CountingAlloc = CountingAlloc::with_heap_totals();
 
 const BOMB: usize = 10_000_000;
 const LIMIT: usize = 1 << 20;
@@ -57,12 +56,12 @@ fn main() {
     conn.set_extension(Box::new(decoder), Box::new(encoder));
     conn.feed(&mut bufs, &frame, now);
 
-    let before = tracking::live();
-    tracking::reset_peak();
+    let before = ALLOC.live();
+    ALLOC.reset_peak();
     let result = conn
         .poll(&mut bufs)
         .map(|event| matches!(event, Event::NeedMore));
-    let peak = tracking::peak() - before;
+    let peak = ALLOC.peak() - before;
 
     assert_eq!(result, Err(Error::MessageTooLarge { limit: LIMIT }));
     // The inflated bytes are capped at limit + 1; the inflater's own state is ~40 KiB.

@@ -3,21 +3,16 @@
 //! several window sizes. Prints the table docs/ARCHITECTURE.md quotes and asserts the bounds
 //! it states, so a backend change that doubles the state fails here.
 //!
-//! A tracking global allocator counts live bytes for this binary only; it has its own `main`
-//! so libtest's threads do not allocate meanwhile.
+//! The counting global allocator (tickwire-test-support, with heap totals) counts live bytes
+//! for this binary only; it has its own `main` so libtest's threads do not allocate meanwhile.
 
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
 use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PerMessageDeflate};
 use tickwire_codec::ws::{FrameReader, FrameWriter, Limits, MaskSource, ReadEvent, Role};
-
-#[path = "support/tracking.rs"]
-#[expect(dead_code, reason = "the peak counters serve deflate_bomb")]
-mod tracking;
-
-use tracking::live;
+use tickwire_test_support::alloc::CountingAlloc;
 
 #[global_allocator]
-static GLOBAL: tracking::Tracking = tracking::Tracking;
+static ALLOC: CountingAlloc = CountingAlloc::with_heap_totals();
 
 fn message(i: usize) -> String {
     format!(
@@ -51,15 +46,15 @@ fn state_bytes(no_context_takeover: bool, bits: u8) -> (usize, usize) {
     }
     out.clear();
 
-    let before = live();
+    let before = ALLOC.live();
     let (_, encoder) = PerMessageDeflate::new(Role::Server, &params, &config).into_parts();
     writer.set_extension(Box::new(encoder));
     for i in 0..200 {
         writer.text(&mut out, &message(i));
     }
-    let compressor = live() - before;
+    let compressor = ALLOC.live() - before;
 
-    let before = live();
+    let before = ALLOC.live();
     let (decoder, _) = PerMessageDeflate::new(Role::Client, &params, &config).into_parts();
     reader.set_extension(Box::new(decoder));
     reader.feed(&mut buf, out.as_slice());
@@ -68,7 +63,7 @@ fn state_bytes(no_context_takeover: bool, bits: u8) -> (usize, usize) {
         received += 1;
     }
     assert_eq!(received, 200);
-    let decompressor = live() - before;
+    let decompressor = ALLOC.live() - before;
     (compressor, decompressor)
 }
 

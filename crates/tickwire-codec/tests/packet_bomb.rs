@@ -2,18 +2,17 @@
 //! Each must be refused with its typed error, and the heap must never grow past the limit
 //! (plus a little bookkeeping) while the reader looks at it.
 //!
-//! A tracking global allocator measures the peak of live heap bytes for this test binary
-//! only; the binary has its own `main` so libtest's threads do not allocate meanwhile. (The
+//! The counting global allocator (tickwire-test-support, with heap totals) measures the peak
+//! of live heap bytes for this test binary only; the binary has its own `main` so libtest's
+//! threads do not allocate meanwhile. (The
 //! Zstd library allocates its context with C `malloc`, which this does not count: that is
 //! fixed-size state, not output.)
 
 use tickwire_codec::packet::{PacketConfig, PacketError, PacketReader, ReadEvent};
-
-#[path = "support/tracking.rs"]
-mod tracking;
+use tickwire_test_support::alloc::CountingAlloc;
 
 #[global_allocator]
-static GLOBAL: tracking::Tracking = tracking::Tracking;
+static ALLOC: CountingAlloc = CountingAlloc::with_heap_totals();
 
 /// The server default payload limit.
 const LIMIT: usize = 1 << 20;
@@ -40,14 +39,14 @@ fn header(flags: u8, wire_len: u32, extra: &[u32]) -> Vec<u8> {
 fn decode(name: &str, packet: &[u8]) -> (Result<(), PacketError>, usize) {
     let mut reader = PacketReader::new(PacketConfig::server());
     let mut out = Vec::new();
-    let before = tracking::live();
-    tracking::reset_peak();
+    let before = ALLOC.live();
+    ALLOC.reset_peak();
     let result = match reader.decode(packet, &mut out) {
         Ok(ReadEvent::Packet(packet)) => panic!("{name}: accepted {} bytes", packet.payload.len()),
         Ok(ReadEvent::NeedMore { needed }) => panic!("{name}: waits for {needed} bytes"),
         Err(error) => Err(error),
     };
-    let peak = tracking::peak() - before;
+    let peak = ALLOC.peak() - before;
     drop(out);
     println!(
         "packet_bomb: {name}: {} wire bytes refused ({result:?}), peak heap growth {peak} bytes",

@@ -2,13 +2,18 @@
 //! deliveries per second, latency per second, latency by percentile, the latency histogram
 //! and drops per second.
 //!
-//! Owns what is plotted and on which axes; drawing is [`super::svg`]'s.
+//! Owns what is plotted and on which axes; drawing is tickwire-charts'.
 
 use hdrhistogram::Histogram;
+use tickwire_charts::{
+    Frame, Legend, Scale, Series, Size, percentile_axis, percentile_curve, percentile_tick,
+};
 
 use super::Histograms;
 use super::stats::{Second, format_count, format_ns};
-use super::svg::{Frame, Scale, Series};
+
+/// The percentile plot's reach: 99.999 %, or as far as the run's data supports.
+const NINES: u32 = 5;
 
 /// What the charts are drawn from.
 pub(crate) struct Charts<'a> {
@@ -56,6 +61,8 @@ impl Charts<'_> {
             },
             x_format: |v| format!("{v:.0}"),
             y_format: |v| format_count(v as u64),
+            size: Size::BAND,
+            legend: Legend::TitleRow,
         }
     }
 
@@ -97,6 +104,8 @@ impl Charts<'_> {
             },
             x_format: |v| format!("{v:.0}"),
             y_format: tick_ns,
+            size: Size::BAND,
+            legend: Legend::TitleRow,
         }
         .lines(&[
             Series::new("p50", "#16a34a", p50),
@@ -106,21 +115,23 @@ impl Charts<'_> {
     }
 
     fn percentile_chart(&self) -> String {
-        let fast = percentile_points(&self.histograms.fast);
-        let slow = percentile_points(&self.histograms.slow);
+        let fast = percentile_curve(&self.histograms.fast, NINES, true);
+        let slow = percentile_curve(&self.histograms.slow, NINES, true);
         let (low, high) = latency_range(fast.iter().chain(&slow).map(|p| p.1));
         Frame {
             id: "percentiles",
             title: "Latency by percentile, whole run",
             x_label: "percentile",
             y_label: "latency",
-            x: Scale::Log { min: 1.0, max: 1e5 },
+            x: percentile_axis(NINES),
             y: Scale::Log {
                 min: low,
                 max: high,
             },
-            x_format: percentile_label,
+            x_format: percentile_tick,
             y_format: tick_ns,
+            size: Size::BAND,
+            legend: Legend::TitleRow,
         }
         .lines(&[
             Series::new("fast clients", "#2563eb", fast),
@@ -147,6 +158,8 @@ impl Charts<'_> {
             y: Scale::Linear { min: 0.0, max: top },
             x_format: tick_ns,
             y_format: |v| format!("{v:.0}%"),
+            size: Size::BAND,
+            legend: Legend::TitleRow,
         }
         .bars(&bars, "#2563eb")
     }
@@ -181,21 +194,6 @@ fn latency_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     (low, high)
 }
 
-/// The classic HDR percentile plot: x is 1 / (1 - quantile) (1 is the median's left end,
-/// 10 is 90 %, 100 is 99 % ...), y the latency at that quantile; up to 99.999 % or the
-/// last quantile the data supports.
-pub(crate) fn percentile_points(histogram: &Histogram<u64>) -> Vec<(f64, f64)> {
-    if histogram.is_empty() {
-        return Vec::new();
-    }
-    let count = histogram.len() as f64;
-    (0..=100)
-        .map(|step| 1.0 - 10f64.powf(-f64::from(step) / 20.0))
-        .take_while(|q| *q <= 1.0 - 1.0 / count || *q == 0.0)
-        .map(|q| (1.0 / (1.0 - q), histogram.value_at_quantile(q) as f64))
-        .collect()
-}
-
 /// A latency tick label: `format_ns` without trailing zeros (`100ms`, `2.5µs`).
 fn tick_ns(value: f64) -> String {
     let text = format_ns(value.round() as u64);
@@ -207,17 +205,6 @@ fn tick_ns(value: f64) -> String {
         number
     };
     format!("{number}{unit}")
-}
-
-fn percentile_label(x: f64) -> String {
-    match x.log10().round() as i32 {
-        0 => "0%".to_owned(),
-        1 => "90%".to_owned(),
-        2 => "99%".to_owned(),
-        3 => "99.9%".to_owned(),
-        4 => "99.99%".to_owned(),
-        _ => "99.999%".to_owned(),
-    }
 }
 
 /// Bars of a latency histogram on a log axis: ten buckets per decade, from the decade of
@@ -281,21 +268,7 @@ mod tests {
     }
 
     #[test]
-    fn percentile_points_stop_where_the_data_does() {
-        let mut histogram = latency_histogram();
-        for i in 1..=1_000u64 {
-            histogram.record(i * 1_000).unwrap();
-        }
-        let points = percentile_points(&histogram);
-        assert_eq!(points[0].0, 1.0);
-        // 1,000 values support quantiles up to 99.9 %: x up to 1,000.
-        let last = points.last().unwrap();
-        assert!(last.0 <= 1_000.0 + 1e-6 && last.0 > 500.0, "{last:?}");
-        assert!(
-            points.windows(2).all(|w| w[0].1 <= w[1].1),
-            "non-decreasing"
-        );
-        assert_eq!(percentile_label(100.0), "99%");
+    fn latency_ticks_drop_trailing_zeros() {
         assert_eq!(tick_ns(1e8), "100ms");
         assert_eq!(tick_ns(2_500.0), "2.5µs");
         assert_eq!(tick_ns(1e9), "1s");

@@ -6,8 +6,9 @@
 //!
 //! Owns the run: starting and stopping the threads and the server, the progress line and the
 //! verdict. The parts: `app` (the server's handler), `feed`, `client`, `check` (the sequence
-//! checker), `stats` (histograms and the timeline), `report`, `charts` and `svg` (the summary
-//! and the HTML page). See docs/DEMO.md.
+//! checker), `stats` (histograms and the timeline), `report` and `charts` (the summary and
+//! the HTML page, its charts drawn by tickwire-charts, the renderer the bench's report uses
+//! too). See docs/DEMO.md.
 
 pub(crate) mod app;
 mod charts;
@@ -16,7 +17,6 @@ mod client;
 pub(crate) mod feed;
 mod report;
 mod stats;
-mod svg;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;

@@ -5,11 +5,10 @@
 //! writing, reading, parsing, and returning the connection. The same server, order and
 //! counting allocator as the blocking client's `http_zero_alloc`.
 
-use std::sync::atomic::Ordering;
-
+use tickwire_test_support::rest::{ORDER, Order, RESPONSE_BODY, server, write_order};
 use tickwire_tokio::HttpClient;
 
-use crate::zero_alloc_support::*;
+use crate::ALLOC;
 
 async fn post(client: &mut HttpClient, order: &Order<'_>) -> usize {
     let response = client
@@ -40,17 +39,16 @@ pub(crate) fn run() {
         for _ in 0..100 {
             post(&mut client, &ORDER).await;
         }
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
-        COUNT_THIS_THREAD.with(|c| c.set(true));
+        let counting = ALLOC.start();
         let rounds = 1_000;
         let mut bytes = 0;
         for _ in 0..rounds {
             bytes += post(&mut client, &ORDER).await;
         }
-        COUNT_THIS_THREAD.with(|c| c.set(false));
+        let allocations = counting.stop().allocations;
         assert_eq!(client.connections_opened(), 1, "one keep-alive connection");
         assert_eq!(bytes, rounds * RESPONSE_BODY.len());
-        (ALLOCATIONS.load(Ordering::Relaxed) - before, rounds)
+        (allocations, rounds)
     });
     drop(runtime);
     assert_eq!(

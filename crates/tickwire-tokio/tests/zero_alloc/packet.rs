@@ -4,23 +4,20 @@
 //! blocking packet server on its own threads, which are not counted.
 
 use std::net::TcpListener;
-use std::sync::atomic::Ordering;
 
 use tickwire_blocking::packet::PacketServer;
 use tickwire_tokio::packet::{PacketClient, PacketClientBuilder};
 
-use crate::zero_alloc_support::{ALLOCATIONS, COUNT_THIS_THREAD};
+use crate::ALLOC;
 
 const ROUNDS: usize = 1_000;
 const PAYLOAD: &[u8] = br#"{"op":"order","id":"8c1e2f","px":"101.25","qty":"0.5"}"#;
 
 /// Allocations on this thread while `work` runs.
 fn counted(work: impl FnOnce()) -> u64 {
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    COUNT_THIS_THREAD.with(|c| c.set(true));
+    let counting = ALLOC.start();
     work();
-    COUNT_THIS_THREAD.with(|c| c.set(false));
-    ALLOCATIONS.load(Ordering::Relaxed) - before
+    counting.stop().allocations
 }
 
 async fn rounds(client: &mut PacketClient, n: usize) {

@@ -4,11 +4,10 @@
 //! thread, which is not counted.
 
 use std::net::TcpListener;
-use std::sync::atomic::Ordering;
 
 use tickwire_tokio::{Message, Recv};
 
-use crate::zero_alloc_support::{ALLOCATIONS, COUNT_THIS_THREAD};
+use crate::ALLOC;
 
 const ROUND_TRIPS: usize = 2_000;
 
@@ -34,11 +33,9 @@ fn echo_server(connections: usize) -> u16 {
 
 /// Allocations on this thread while `work` runs.
 fn counted(work: impl FnOnce()) -> u64 {
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    COUNT_THIS_THREAD.with(|c| c.set(true));
+    let counting = ALLOC.start();
     work();
-    COUNT_THIS_THREAD.with(|c| c.set(false));
-    ALLOCATIONS.load(Ordering::Relaxed) - before
+    counting.stop().allocations
 }
 
 pub(crate) fn run() {

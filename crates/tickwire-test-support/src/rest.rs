@@ -1,64 +1,21 @@
-//! What the zero-allocation REST tests share (the blocking client's `http_zero_alloc.rs`
-//! here, and the async client's in `tickwire-tokio`, which includes this file): a counting
-//! allocator that counts only the thread that asks it to, a keep-alive loopback server that
-//! answers every order POST with the same Content-Length JSON response, and the order.
+//! The zero-allocation REST tests' peer and payload, shared by the blocking client's
+//! `http_zero_alloc` and the async client's `zero_alloc`: a keep-alive loopback server that
+//! answers every order POST with the same Content-Length JSON response, and the order they
+//! send, written without allocating.
+//!
+//! Owns the server's side of the exchange only; what a client may allocate is the tests'.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-struct ThreadCounting;
-
-thread_local! {
-    pub(crate) static COUNT_THIS_THREAD: Cell<bool> = const { Cell::new(false) };
-}
-
-pub(crate) static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-fn note_allocation() {
-    if COUNT_THIS_THREAD.try_with(Cell::get).unwrap_or(false) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: every call is forwarded to `System` unchanged; the counter has no effect on the
-// memory returned.
-unsafe impl GlobalAlloc for ThreadCounting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note_allocation();
-        // SAFETY: same layout contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note_allocation();
-        // SAFETY: same layout contract as our caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note_allocation();
-        // SAFETY: `ptr` came from this allocator (System underneath) with `layout`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from this allocator (System underneath) with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: ThreadCounting = ThreadCounting;
-
-pub(crate) const RESPONSE_BODY: &[u8] =
+/// The JSON body of every response [`server`] sends.
+pub const RESPONSE_BODY: &[u8] =
     br#"{"orderId":"8c1e2f","status":"NEW","symbol":"BTC-USD","price":"101.25","qty":"0.5","ts":1732390000123}"#;
 
 /// A keep-alive server answering every request with the same Content-Length JSON response,
-/// after checking it received a complete POST with the JSON body.
-pub(crate) fn server() -> (u16, std::thread::JoinHandle<usize>) {
+/// after checking it received a complete POST with the JSON body. Returns its port and its
+/// thread, which ends with the number of requests served once the client closes.
+pub fn server() -> (u16, std::thread::JoinHandle<usize>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let handle = std::thread::spawn(move || {
@@ -107,16 +64,23 @@ pub(crate) fn server() -> (u16, std::thread::JoinHandle<usize>) {
     (port, handle)
 }
 
-pub(crate) struct Order<'a> {
-    pub(crate) symbol: &'a str,
-    pub(crate) side: &'a str,
-    pub(crate) price: &'a str,
-    pub(crate) qty: &'a str,
-    pub(crate) client_id: u64,
+/// A limit order's fields, as an exchange's order endpoint takes them.
+#[derive(Debug, Clone, Copy)]
+pub struct Order<'a> {
+    /// The instrument.
+    pub symbol: &'a str,
+    /// `BUY` or `SELL`.
+    pub side: &'a str,
+    /// Limit price, as a decimal string.
+    pub price: &'a str,
+    /// Quantity, as a decimal string.
+    pub qty: &'a str,
+    /// The client's order id.
+    pub client_id: u64,
 }
 
 /// The order every round trip sends.
-pub(crate) const ORDER: Order<'static> = Order {
+pub const ORDER: Order<'static> = Order {
     symbol: "BTC-USD",
     side: "BUY",
     price: "101.25",
@@ -126,7 +90,7 @@ pub(crate) const ORDER: Order<'static> = Order {
 
 /// Writes the order as ~100 B of JSON without allocating, as a serializer into the wire
 /// buffer would.
-pub(crate) fn write_order(w: &mut impl Write, order: &Order<'_>) -> std::io::Result<()> {
+pub fn write_order(w: &mut impl Write, order: &Order<'_>) -> std::io::Result<()> {
     write!(
         w,
         r#"{{"symbol":"{}","side":"{}","type":"LIMIT","price":"{}","quantity":"{}","clientOrderId":{}}}"#,
