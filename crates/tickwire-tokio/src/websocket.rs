@@ -39,6 +39,9 @@ pub struct WebSocket<S> {
     pub(crate) read_timeout: Option<Duration>,
     pub(crate) write_timeout: Option<Duration>,
     pub(crate) negotiated: Negotiated,
+    /// The `Stream` yielded the peer's close (it ends after that).
+    #[cfg(feature = "stream")]
+    pub(crate) close_yielded: bool,
 }
 
 /// What the opening handshake settled on.
@@ -65,6 +68,8 @@ impl<S: Transport> WebSocket<S> {
             read_timeout: None,
             write_timeout: None,
             negotiated: Negotiated::default(),
+            #[cfg(feature = "stream")]
+            close_yielded: false,
         }
     }
 
@@ -101,8 +106,9 @@ impl<S: Transport> WebSocket<S> {
 
     /// Waits for the next message, the end of the stream or the read timeout. The message is
     /// lent from the connection's buffer (no copy, no allocation). Pings are answered, and a
-    /// peer's close is answered before it is returned as `Message::Close`; the call after
-    /// that returns [`Recv::Closed`].
+    /// peer's close is answered (the reply written) before it is returned, once, as
+    /// [`Recv::Closed`] with its code and reason; every later call returns the same
+    /// `Closed`.
     ///
     /// Returns [`Recv::Message`], [`Recv::Closed`] or, with a read timeout set,
     /// [`Recv::Timeout`]. `Err` is a failed connection: [`Error::Io`], [`Error::Protocol`]
@@ -158,7 +164,10 @@ impl<S: Transport> WebSocket<S> {
                 .core
                 .take_message()
                 .map(|(message, sender)| (Recv::Message(message), sender)),
-            Ok(Progress::Closed) => Ok((Recv::Closed, ws.sender())),
+            Ok(Progress::Closed) => {
+                let (frame, sender) = ws.core.conn.peer_close_with_sender(&mut ws.core.bufs);
+                Ok((Recv::Closed(frame), sender))
+            }
             Ok(Progress::NeedMore) => Ok((Recv::Timeout, ws.sender())),
         })
     }
@@ -311,7 +320,7 @@ impl<S: Transport> WebSocket<S> {
     /// Not cancel safe in the sense that a dropped `finish` leaves the handshake where it
     /// was; calling it again resumes it.
     pub async fn finish(&mut self) -> Result<(), Error> {
-        if self.core.transport_done {
+        if self.core.transport.done {
             return Ok(());
         }
         let deadline = tokio::time::Instant::now() + self.core.conn.config().close_timeout;
@@ -326,7 +335,7 @@ impl<S: Transport> WebSocket<S> {
             // The client's side, once the server has closed TCP (or did not in time).
             let _ = tokio::time::timeout_at(deadline, self.stream.shutdown()).await;
         }
-        self.core.transport_done = true;
+        self.core.transport.done = true;
         result
     }
 
