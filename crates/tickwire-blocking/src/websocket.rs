@@ -18,6 +18,8 @@ use tickwire_codec::ws::{
     Sender, SharedFrame,
 };
 
+use tickwire_core::ws::Opened;
+
 use crate::{Error, Recv, Transport};
 
 /// A WebSocket connection over a blocking stream.
@@ -71,18 +73,28 @@ impl<S: Transport> WebSocket<S> {
         }
     }
 
-    /// Records the subprotocol the handshake settled on.
-    pub(crate) fn with_subprotocol(mut self, subprotocol: Option<String>) -> Self {
-        self.subprotocol = subprotocol;
-        self
-    }
-
-    /// Records the permessage-deflate parameters the handshake negotiated (the handshake
-    /// installed the extension on the connection).
-    #[cfg(feature = "deflate")]
-    pub(crate) fn with_deflate(mut self, negotiated: Option<DeflateParams>) -> Self {
-        self.deflate = negotiated;
-        self
+    /// The connection an opening handshake opened (`None`: it did not complete, an
+    /// [`Error::UnexpectedEof`]).
+    pub(crate) fn opened(
+        stream: S,
+        opened: Option<Opened>,
+        role: Role,
+        read_timeout: Option<Duration>,
+    ) -> Result<Self, Error> {
+        let opened = opened.ok_or(Error::UnexpectedEof)?;
+        let mut ws = Self::from_parts(
+            stream,
+            opened.connection,
+            opened.buffers,
+            role,
+            read_timeout,
+        );
+        ws.subprotocol = opened.subprotocol;
+        #[cfg(feature = "deflate")]
+        {
+            ws.deflate = opened.deflate;
+        }
+        Ok(ws)
     }
 
     /// The permessage-deflate parameters in force, or `None` when it was not negotiated.

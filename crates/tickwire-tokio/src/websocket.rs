@@ -20,6 +20,8 @@ use tickwire_codec::ws::{
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use tickwire_core::ws::Opened;
+
 use crate::core::{Core, Timer, now};
 use crate::{Error, Recv, Transport};
 
@@ -73,24 +75,24 @@ impl<S: Transport> WebSocket<S> {
         }
     }
 
-    /// Records what the handshake settled on, and the builder's timeouts.
-    pub(crate) fn with_handshake(
-        mut self,
-        subprotocol: Option<String>,
-        read_timeout: Option<Duration>,
-        write_timeout: Option<Duration>,
-    ) -> Self {
-        self.negotiated.subprotocol = subprotocol;
-        self.read_timeout = read_timeout;
-        self.write_timeout = write_timeout;
-        self
-    }
-
-    /// Records the permessage-deflate parameters the handshake negotiated.
-    #[cfg(feature = "deflate")]
-    pub(crate) fn with_deflate(mut self, negotiated: Option<DeflateParams>) -> Self {
-        self.negotiated.deflate = negotiated;
-        self
+    /// The connection an opening handshake opened (`None`: it did not complete, an
+    /// [`Error::UnexpectedEof`]), with the builder's read and write timeouts.
+    pub(crate) fn opened(
+        stream: S,
+        opened: Option<Opened>,
+        role: Role,
+        (read_timeout, write_timeout): (Option<Duration>, Option<Duration>),
+    ) -> Result<Self, Error> {
+        let opened = opened.ok_or(Error::UnexpectedEof)?;
+        let mut ws = Self::from_parts(stream, opened.connection, opened.buffers, role);
+        ws.negotiated.subprotocol = opened.subprotocol;
+        #[cfg(feature = "deflate")]
+        {
+            ws.negotiated.deflate = opened.deflate;
+        }
+        ws.read_timeout = read_timeout;
+        ws.write_timeout = write_timeout;
+        Ok(ws)
     }
 
     /// The permessage-deflate parameters in force, or `None` when it was not negotiated.
