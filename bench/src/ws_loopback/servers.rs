@@ -79,8 +79,7 @@ fn echo<S: tickwire_blocking::Transport>(mut ws: tickwire_blocking::WebSocket<S>
         let queued = match message {
             Message::Text(text) => sender.text(text),
             Message::Binary(bytes) => sender.binary(bytes),
-            Message::Close(_) => break,
-            Message::Ping(_) | Message::Pong(_) => Ok(()),
+            Message::Close(_) | Message::Ping(_) | Message::Pong(_) => Ok(()),
         };
         if queued.is_err() || ws.flush().is_err() {
             break;

@@ -1,16 +1,15 @@
 //! The blocking client: URL to an open [`WebSocket`] over TCP.
 //!
 //! A driver only: it connects (TCP, TLS for `wss://`), bounds the handshake with its
-//! deadline, writes what [`ClientHandshake`] wrote and feeds it what the socket returns.
-//! Every protocol decision (the request, the checks on the answer, negotiation) is the
-//! codec's.
+//! deadline, writes what [`ClientOpening`] wrote and feeds it what the socket returns.
+//! Every protocol decision (the URL, the request, the checks on the answer, negotiation) is
+//! tickwire-core's and the codec's.
 
 use std::time::Instant;
 
-use tickwire_codec::buf::{ReadBuf, WriteBuf};
-use tickwire_codec::handshake::{ClientHandshake, Endpoint, HandshakeError, Parsed};
-use tickwire_codec::ws::{Buffers, Role};
-use tickwire_core::ws::{ClientOptions, Connect, HandshakeOver};
+use tickwire_codec::handshake::Endpoint;
+use tickwire_codec::ws::Role;
+use tickwire_core::ws::{ClientOpening, ClientOptions, Connect, HandshakeOver};
 
 use crate::{Error, MaybeTlsStream, Transport, WebSocket};
 
@@ -35,11 +34,8 @@ impl Connect for Blocking {
     type Output = Result<WebSocket<MaybeTlsStream>, Error>;
 
     fn connect(options: ClientOptions, url: &str) -> Self::Output {
-        let parsed = url::Url::parse(url).map_err(|e| Error::InvalidUrl(e.to_string()))?;
-        let Endpoint { secure, host, port } = Endpoint::of(&parsed).map_err(|e| match e {
-            HandshakeError::InvalidUrl(why) => Error::InvalidUrl(why),
-            other => Error::Handshake(other),
-        })?;
+        let parsed = tickwire_core::ws::parse_url(url)?;
+        let Endpoint { secure, host, port } = tickwire_core::ws::endpoint(&parsed)?;
         let tcp = crate::net::tcp_connect(host, port, options.connect_timeout)?;
         tcp.set_nodelay(options.nodelay)?;
         let deadline = Instant::now() + options.handshake_timeout;
@@ -49,12 +45,7 @@ impl Connect for Blocking {
                 crate::net::tls_connect(tcp, host, options.tls.as_ref(), deadline)?
             }
             #[cfg(not(feature = "tls"))]
-            {
-                let _ = tcp;
-                return Err(Error::UnsupportedScheme(
-                    "a TLS scheme (build with the `tls` feature)".into(),
-                ));
-            }
+            return Err(tickwire_core::ws::tls_not_built());
         } else {
             MaybeTlsStream::plain(tcp)
         };
@@ -78,24 +69,17 @@ fn upgrade<S: Transport>(
     deadline: Instant,
 ) -> Result<WebSocket<S>, Error> {
     let mask = options.mask.unwrap_or_default();
-    let mut handshake = ClientHandshake::new(url, options.handshake, mask)?;
-    let mut request = WriteBuf::new(512, 0);
-    handshake.write_request(&mut request)?;
-    crate::stream::write_before(&mut stream, request.as_slice(), deadline)?;
-    let mut received = ReadBuf::with_capacity(4 << 10);
-    let accepted = loop {
-        match handshake.read_response(&mut received, Instant::now())? {
-            Parsed::Complete(accepted) => break accepted,
-            Parsed::NeedMore => crate::stream::read_before(&mut stream, &mut received, deadline)?,
-        }
-    };
+    let mut opening = ClientOpening::new(url, options.handshake, mask)?;
+    crate::stream::write_before(&mut stream, opening.request(), deadline)?;
+    while !opening.read_response(Instant::now())? {
+        crate::stream::read_before(&mut stream, opening.received(), deadline)?;
+    }
     stream.set_write_timeout(options.write_timeout)?;
     stream.set_read_timeout(None)?;
-    let conn = accepted.connection;
-    let bufs = Buffers::with_read(received, conn.config());
-    let ws = WebSocket::from_parts(stream, conn, bufs, Role::Client, options.read_timeout)
-        .with_subprotocol(accepted.subprotocol);
-    #[cfg(feature = "deflate")]
-    let ws = ws.with_deflate(accepted.deflate);
-    Ok(ws)
+    WebSocket::opened(
+        stream,
+        opening.into_opened(),
+        Role::Client,
+        options.read_timeout,
+    )
 }

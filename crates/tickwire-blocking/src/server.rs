@@ -1,19 +1,19 @@
 //! The blocking server side: an accepted `TcpStream` to an open [`WebSocket`].
 //!
 //! A driver only: it bounds the handshake with its deadline (and runs the TLS handshake for
-//! `accept_tls`), feeds [`ServerHandshake`] what the socket returns, asks the caller's hook
-//! to decide, and writes what the codec wrote. Every protocol decision (validation, statuses,
-//! subprotocol and extension negotiation, the 101) is the codec's.
+//! `accept_tls`), feeds [`ServerOpening`] what the socket returns, asks the caller's hook
+//! to decide, and writes what it wrote. Every protocol decision (validation, statuses,
+//! subprotocol and extension negotiation, the 101, what each outcome means) is the codec's
+//! and tickwire-core's.
 
 use std::net::TcpStream;
 use std::time::Instant;
 
-use tickwire_codec::buf::{ReadBuf, WriteBuf};
-use tickwire_codec::handshake::{Outcome, Parsed, Request, Response, ServerHandshake};
-use tickwire_codec::ws::{Buffers, Role};
+use tickwire_codec::handshake::{Request, Response};
+use tickwire_codec::ws::Role;
 #[cfg(feature = "tls")]
 use tickwire_core::ws::AcceptTls;
-use tickwire_core::ws::{Accept, AcceptOver, ServerOptions};
+use tickwire_core::ws::{Accept, AcceptOver, ServerOpening, ServerOptions};
 
 #[cfg(feature = "tls")]
 use tickwire_tls::{ServerTlsConfig, TlsCodec};
@@ -100,41 +100,22 @@ fn upgrade<S: Transport>(
     deadline: Instant,
     decide: impl FnOnce(&Request) -> Response,
 ) -> Result<WebSocket<S>, Error> {
-    let mut handshake = ServerHandshake::new(&options.handshake);
-    let mut received = ReadBuf::with_capacity(4 << 10);
-    let mut answer = WriteBuf::new(512, 0);
+    let mut opening = ServerOpening::new(&options.handshake);
     let request = loop {
-        match handshake.read_request(&mut received, &mut answer) {
-            Ok(Parsed::Complete(request)) => break request,
-            Ok(Parsed::NeedMore) => {
-                crate::stream::read_before(&mut stream, &mut received, deadline)?;
-            }
+        match opening.read_request() {
+            Ok(Some(request)) => break request,
+            Ok(None) => crate::stream::read_before(&mut stream, opening.received(), deadline)?,
             Err(error) => {
                 // Best effort: the client may already be gone.
-                let _ = crate::stream::write_before(&mut stream, answer.as_slice(), deadline);
-                return Err(Error::Handshake(error));
+                let _ = crate::stream::write_before(&mut stream, opening.answer(), deadline);
+                return Err(error);
             }
         }
     };
-    let outcome = handshake.respond(decide(&request), &mut answer, Instant::now());
-    let written = crate::stream::write_before(&mut stream, answer.as_slice(), deadline);
-    let upgraded = match outcome {
-        Ok(Outcome::Upgraded(upgraded)) => upgraded,
-        Ok(Outcome::Rejected(status)) => {
-            written?;
-            return Err(Error::Rejected(status));
-        }
-        Err(error) => return Err(Error::Handshake(error)),
-    };
-    written?;
+    let responded = opening.respond(decide(&request), Instant::now());
+    let written = crate::stream::write_before(&mut stream, opening.answer(), deadline);
+    let opened = opening.conclude(responded, written.map_err(Error::from))?;
     stream.set_write_timeout(options.write_timeout)?;
     stream.set_read_timeout(None)?;
-    // The 101 is out: only now do the bytes that followed the request become frames.
-    let conn = upgraded.connection;
-    let bufs = Buffers::with_read(received, conn.config());
-    let ws = WebSocket::from_parts(stream, conn, bufs, Role::Server, options.read_timeout)
-        .with_subprotocol(upgraded.subprotocol);
-    #[cfg(feature = "deflate")]
-    let ws = ws.with_deflate(upgraded.deflate);
-    Ok(ws)
+    WebSocket::opened(stream, Some(opened), Role::Server, options.read_timeout)
 }

@@ -18,6 +18,8 @@ use tickwire_codec::ws::{
     Sender, SharedFrame,
 };
 
+use tickwire_core::ws::Opened;
+
 use crate::{Error, Recv, Transport};
 
 /// A WebSocket connection over a blocking stream.
@@ -71,18 +73,28 @@ impl<S: Transport> WebSocket<S> {
         }
     }
 
-    /// Records the subprotocol the handshake settled on.
-    pub(crate) fn with_subprotocol(mut self, subprotocol: Option<String>) -> Self {
-        self.subprotocol = subprotocol;
-        self
-    }
-
-    /// Records the permessage-deflate parameters the handshake negotiated (the handshake
-    /// installed the extension on the connection).
-    #[cfg(feature = "deflate")]
-    pub(crate) fn with_deflate(mut self, negotiated: Option<DeflateParams>) -> Self {
-        self.deflate = negotiated;
-        self
+    /// The connection an opening handshake opened (`None`: it did not complete, an
+    /// [`Error::UnexpectedEof`]).
+    pub(crate) fn opened(
+        stream: S,
+        opened: Option<Opened>,
+        role: Role,
+        read_timeout: Option<Duration>,
+    ) -> Result<Self, Error> {
+        let opened = opened.ok_or(Error::UnexpectedEof)?;
+        let mut ws = Self::from_parts(
+            stream,
+            opened.connection,
+            opened.buffers,
+            role,
+            read_timeout,
+        );
+        ws.subprotocol = opened.subprotocol;
+        #[cfg(feature = "deflate")]
+        {
+            ws.deflate = opened.deflate;
+        }
+        Ok(ws)
     }
 
     /// The permessage-deflate parameters in force, or `None` when it was not negotiated.
@@ -97,8 +109,9 @@ impl<S: Transport> WebSocket<S> {
     }
 
     /// Blocks until the next message, the end of the stream or the user's read timeout.
-    /// Pings are answered, and a peer's close is answered before it is returned as
-    /// [`Message::Close`]; the call after that returns [`Recv::Closed`].
+    /// Pings are answered, and a peer's close is answered (the reply written) before it is
+    /// returned, once, as [`Recv::Closed`] with its code and reason; every later call returns
+    /// the same `Closed`.
     ///
     /// Returns [`Recv::Message`], [`Recv::Closed`] or, with a read timeout set,
     /// [`Recv::Timeout`]. `Err` is a failed connection: a socket error ([`Error::Io`]), a
@@ -117,7 +130,10 @@ impl<S: Transport> WebSocket<S> {
             Progress::Ready => self
                 .take_message()
                 .map(|(message, sender)| (Recv::Message(message), sender)),
-            Progress::Closed => Ok((Recv::Closed, self.conn.sender(&mut self.bufs))),
+            Progress::Closed => {
+                let (frame, sender) = self.conn.peer_close_with_sender(&mut self.bufs);
+                Ok((Recv::Closed(frame), sender))
+            }
             Progress::NeedMore => Ok((Recv::Timeout, self.conn.sender(&mut self.bufs))),
         }
     }
@@ -130,7 +146,7 @@ impl<S: Transport> WebSocket<S> {
             Progress::Ready => self
                 .take_message()
                 .map(|(message, _)| Recv::Message(message)),
-            Progress::Closed => Ok(Recv::Closed),
+            Progress::Closed => Ok(Recv::Closed(self.conn.peer_close(&self.bufs))),
             Progress::NeedMore => Ok(Recv::WouldBlock),
         }
     }
@@ -340,6 +356,9 @@ impl<S: Transport> WebSocket<S> {
             match advanced {
                 Ok(Progress::Ready) => return Ok(Progress::Ready),
                 Ok(Progress::Closed) => {
+                    // The peer's close was answered: write the reply now so the peer is not
+                    // kept waiting on the caller.
+                    let _ = self.flush();
                     self.finish_transport();
                     return Ok(Progress::Closed);
                 }
@@ -387,13 +406,6 @@ impl<S: Transport> WebSocket<S> {
 
     #[inline(always)]
     fn take_message(&mut self) -> Result<(Message<'_>, Sender<'_>), Error> {
-        let closing = self.conn.state() == ConnectionState::Closed;
-        if closing {
-            // The peer's close was answered: write the reply now so the peer is not kept
-            // waiting on the caller.
-            let _ = self.flush();
-            self.finish_transport();
-        }
         // Invalid text fails here, after the borrow-free part: the close frame it queues is
         // written by the next call on this connection, or when it is dropped.
         self.conn

@@ -113,10 +113,7 @@ fn compressed_round_trips_with_each_context_mode() {
         );
         assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Text("x")));
         ws.close(CloseCode::NORMAL, "").unwrap();
-        assert!(matches!(
-            ws.recv().unwrap(),
-            Recv::Message(Message::Close(_))
-        ));
+        assert!(matches!(ws.recv().unwrap(), Recv::Closed(Some(_))));
         ws.finish().unwrap();
         let server_saw = handle.join().unwrap().unwrap();
         assert!(server_saw.is_some(), "server negotiated deflate");
@@ -167,9 +164,7 @@ fn inflated_size_over_the_limit_is_closed_with_1009() {
     );
     ws.send_text_now(&"z".repeat(limit + 1)).unwrap();
     match ws.recv().unwrap() {
-        Recv::Message(Message::Close(Some(frame))) => {
-            assert_eq!(frame.code, CloseCode::MESSAGE_TOO_BIG)
-        }
+        Recv::Closed(Some(frame)) => assert_eq!(frame.code, CloseCode::MESSAGE_TOO_BIG),
         other => panic!("expected close 1009, got {other:?}"),
     }
     ws.finish().unwrap();

@@ -10,7 +10,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use tickwire_blocking::{
-    ClientBuilder, CloseCode, Config, Error, Message, Recv, Response, ServerBuilder, WebSocket,
+    ClientBuilder, CloseCode, CloseFrame, Config, Error, Message, Recv, Response, ServerBuilder,
+    WebSocket,
 };
 
 /// An echo server that returns how the connection ended; it finishes the connection (close
@@ -34,7 +35,7 @@ fn echo_messages(ws: &mut WebSocket<TcpStream>) -> Result<(), String> {
             Recv::Message(Message::Binary(data)) => {
                 sender.binary(data).map_err(|e| e.to_string())?
             }
-            Recv::Closed => return Ok(()),
+            Recv::Closed(_) => return Ok(()),
             _ => {}
         }
     }
@@ -68,13 +69,15 @@ fn text_binary_and_large_messages_round_trip() {
         );
     }
     ws.close(CloseCode::NORMAL, "done").unwrap();
-    match ws.recv().unwrap() {
-        Recv::Message(Message::Close(Some(frame))) => assert_eq!(frame.code, CloseCode::NORMAL),
-        other => panic!("expected the close reply, got {other:?}"),
-    }
-    // The end of the close handshake is a value, and stays one.
-    assert_eq!(ws.recv().unwrap(), Recv::Closed);
-    assert_eq!(ws.recv().unwrap(), Recv::Closed);
+    // The reply echoes the code (RFC 6455 §5.5.1), not the reason.
+    let reply = Recv::Closed(Some(CloseFrame {
+        code: CloseCode::NORMAL,
+        reason: "",
+    }));
+    // The end of the close handshake is a value, reported once and then the same again.
+    assert_eq!(ws.recv().unwrap(), reply);
+    assert_eq!(ws.recv().unwrap(), reply);
+    assert_eq!(ws.try_recv().unwrap(), reply);
     ws.finish().unwrap();
     assert_eq!(handle.join().unwrap(), Ok(()));
 }
@@ -107,7 +110,7 @@ fn server_initiated_close_reaches_the_client_with_its_code() {
         // Drain until the client's reply completes the handshake.
         loop {
             match ws.recv() {
-                Ok(Recv::Message(Message::Close(frame))) => {
+                Ok(Recv::Closed(frame)) => {
                     let code = frame.map(|f| f.code);
                     ws.finish().unwrap();
                     return code;
@@ -118,14 +121,12 @@ fn server_initiated_close_reaches_the_client_with_its_code() {
         }
     });
     let mut ws = ClientBuilder::new().connect(&url).unwrap();
-    match ws.recv().unwrap() {
-        Recv::Message(Message::Close(Some(frame))) => {
-            assert_eq!(frame.code, CloseCode(4001));
-            assert_eq!(frame.reason, "bye");
-        }
-        other => panic!("{other:?}"),
-    }
-    assert_eq!(ws.recv().unwrap(), Recv::Closed);
+    let closed = Recv::Closed(Some(CloseFrame {
+        code: CloseCode(4001),
+        reason: "bye",
+    }));
+    assert_eq!(ws.recv().unwrap(), closed, "the peer's close, once");
+    assert_eq!(ws.recv().unwrap(), closed, "and the same end again");
     ws.finish().unwrap();
     assert_eq!(
         handle.join().unwrap(),
@@ -138,12 +139,11 @@ fn server_initiated_close_reaches_the_client_with_its_code() {
 fn finish_sends_a_normal_close_and_completes_the_handshake() {
     let (url, handle) = server(|stream| {
         let mut ws = tickwire_blocking::accept(stream).unwrap();
-        let mut code = None;
-        while let Recv::Message(message) = ws.recv().unwrap() {
-            if let Message::Close(frame) = message {
-                code = frame.map(|f| f.code);
+        let code = loop {
+            if let Recv::Closed(frame) = ws.recv().unwrap() {
+                break frame.map(|f| f.code);
             }
-        }
+        };
         ws.finish().unwrap();
         code
     });
@@ -151,7 +151,7 @@ fn finish_sends_a_normal_close_and_completes_the_handshake() {
     let started = Instant::now();
     ws.finish().unwrap();
     assert!(started.elapsed() < Duration::from_secs(2));
-    assert_eq!(ws.recv().unwrap(), Recv::Closed);
+    assert!(matches!(ws.recv().unwrap(), Recv::Closed(Some(f)) if f.code == CloseCode::NORMAL));
     assert_eq!(handle.join().unwrap(), Some(CloseCode::NORMAL));
 }
 

@@ -432,14 +432,15 @@ fn queue_stdin_lines(
 fn print_received(received: Result<Recv<'_>, Error>) -> Option<Result<(), String>> {
     match received {
         Ok(Recv::Message(message)) => print_message(&message),
-        Ok(Recv::Closed) => Some(Ok(())),
+        Ok(Recv::Closed(frame)) => {
+            Some(close_outcome(frame.map(|f| (f.code, f.reason.to_owned()))))
+        }
         Ok(_) => None,
         Err(e) => Some(Err(e.to_string())),
     }
 }
 
 /// Stdin mode's output for one received message: a text line, or `[binary N bytes] HEX`.
-/// A close ends the loop: `Some` with its outcome.
 fn print_message(message: &Message<'_>) -> Option<Result<(), String>> {
     let mut out = std::io::stdout().lock();
     match message {
@@ -449,12 +450,8 @@ fn print_message(message: &Message<'_>) -> Option<Result<(), String>> {
         Message::Binary(data) => {
             let _ = writeln!(out, "[binary {} bytes] {}", data.len(), hex(data));
         }
-        Message::Close(frame) => {
-            return Some(close_outcome(
-                frame.as_ref().map(|f| (f.code, f.reason.to_owned())),
-            ));
-        }
-        Message::Ping(_) | Message::Pong(_) => return None,
+        // The peer's close is `Recv::Closed`, never a message.
+        Message::Close(_) | Message::Ping(_) | Message::Pong(_) => return None,
     }
     let _ = out.flush();
     None
@@ -463,8 +460,12 @@ fn print_message(message: &Message<'_>) -> Option<Result<(), String>> {
 fn echo_until_close<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), String> {
     loop {
         let (recv, mut sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
-        let Recv::Message(message) = recv else {
-            return Ok(());
+        let message = match recv {
+            Recv::Message(message) => message,
+            Recv::Closed(frame) => {
+                return close_outcome(frame.map(|f| (f.code, f.reason.to_owned())));
+            }
+            _ => return Ok(()),
         };
         if let Some(outcome) = echo_message(message, &mut sender) {
             return outcome;
@@ -472,16 +473,12 @@ fn echo_until_close<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), String> {
     }
 }
 
-/// `--echo`: queues a data message back unchanged; `Some` ends the loop: the peer's close
-/// (with its outcome) or a failed send.
+/// `--echo`: queues a data message back unchanged; `Some` ends the loop: a failed send.
 fn echo_message(message: Message<'_>, sender: &mut Sender<'_>) -> Option<Result<(), String>> {
     let queued = match message {
         Message::Text(text) => sender.text(text),
         Message::Binary(data) => sender.binary(data),
-        Message::Close(frame) => {
-            return Some(close_outcome(frame.map(|f| (f.code, f.reason.to_owned()))));
-        }
-        Message::Ping(_) | Message::Pong(_) => return None,
+        Message::Close(_) | Message::Ping(_) | Message::Pong(_) => return None,
     };
     queued.err().map(|e| Err(e.to_string()))
 }

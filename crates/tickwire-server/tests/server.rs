@@ -44,10 +44,13 @@ fn echoes_in_order_and_completes_the_close_handshake() {
     }
     ws.close(CloseCode::NORMAL, "done").unwrap();
     match ws.recv().unwrap() {
-        Recv::Message(Message::Close(Some(frame))) => assert_eq!(frame.code, CloseCode::NORMAL),
+        Recv::Closed(Some(frame)) => assert_eq!(frame.code, CloseCode::NORMAL),
         other => panic!("expected the close reply, got {other:?}"),
     }
-    assert_eq!(ws.recv().unwrap(), Recv::Closed);
+    assert!(
+        matches!(ws.recv().unwrap(), Recv::Closed(Some(frame)) if frame.code == CloseCode::NORMAL),
+        "the same end again"
+    );
     let (_, disconnect, count) = fixture.next_close();
     assert_eq!(disconnect.kind, DisconnectKind::Closed);
     assert_eq!(disconnect.code, Some(CloseCode::NORMAL));
@@ -196,7 +199,7 @@ fn a_panicking_callback_closes_its_connection_with_1011_only() {
     let mut doomed = ClientBuilder::new().connect(&fixture.url("/")).unwrap();
     doomed.send_text_now("panic").unwrap();
     match doomed.recv().unwrap() {
-        Recv::Message(Message::Close(Some(frame))) => {
+        Recv::Closed(Some(frame)) => {
             assert_eq!(frame.code, CloseCode::INTERNAL_ERROR)
         }
         other => panic!("expected a 1011 close, got {other:?}"),
@@ -282,7 +285,7 @@ fn the_handle_sends_and_closes_from_another_thread() {
     assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Text("pushed")));
     assert_eq!(ws.recv().unwrap(), Recv::Message(Message::Binary(&[9; 3])));
     match ws.recv().unwrap() {
-        Recv::Message(Message::Close(Some(frame))) => {
+        Recv::Closed(Some(frame)) => {
             assert_eq!(u16::from(frame.code), 4000);
             assert_eq!(frame.reason, "bye");
         }
@@ -473,7 +476,7 @@ fn shutdown_closes_every_connection_with_1001() {
     let stopper = thread::spawn(move || handle.shutdown(Duration::from_secs(5)));
     for ws in &mut clients {
         match ws.recv().unwrap() {
-            Recv::Message(Message::Close(Some(frame))) => {
+            Recv::Closed(Some(frame)) => {
                 assert_eq!(frame.code, CloseCode::GOING_AWAY)
             }
             other => panic!("expected 1001, got {other:?}"),

@@ -55,7 +55,7 @@ fn echoes_over_wss_and_closes_cleanly() {
     }
     ws.close(CloseCode::NORMAL, "").unwrap();
     match ws.recv().unwrap() {
-        Recv::Message(Message::Close(Some(frame))) => assert_eq!(frame.code, CloseCode::NORMAL),
+        Recv::Closed(Some(frame)) => assert_eq!(frame.code, CloseCode::NORMAL),
         other => panic!("expected the close reply, got {other:?}"),
     }
     ws.finish().unwrap();

@@ -1,18 +1,18 @@
 //! The async client: URL to an open [`WebSocket`] over TCP, TLS for `wss://`.
 //!
 //! A driver only, as the blocking client: it connects, bounds the handshake with its deadline,
-//! writes what [`ClientHandshake`] wrote and feeds it what the socket returns. Every protocol
-//! decision (the request, the checks on the answer, negotiation) is the codec's.
+//! writes what [`ClientOpening`] wrote and feeds it what the socket returns. Every protocol
+//! decision (the URL, the request, the checks on the answer, negotiation) is tickwire-core's
+//! and the codec's.
 
 use std::future::Future;
 use std::pin::Pin;
 
 use tokio::time::Instant;
 
-use tickwire_codec::buf::{ReadBuf, WriteBuf};
-use tickwire_codec::handshake::{ClientHandshake, Endpoint, HandshakeError, Parsed};
-use tickwire_codec::ws::{Buffers, Role};
-use tickwire_core::ws::{ClientOptions, Connect, HandshakeOver};
+use tickwire_codec::handshake::Endpoint;
+use tickwire_codec::ws::Role;
+use tickwire_core::ws::{ClientOpening, ClientOptions, Connect, HandshakeOver};
 
 use crate::core::now;
 use crate::stream::MaybeTls;
@@ -63,11 +63,8 @@ impl<S: Transport + Send + 'static> HandshakeOver<S> for Tokio {
 }
 
 async fn connect_to(options: ClientOptions, url: &str) -> Result<WebSocket<MaybeTlsStream>, Error> {
-    let parsed = url::Url::parse(url).map_err(|e| Error::InvalidUrl(e.to_string()))?;
-    let Endpoint { secure, host, port } = Endpoint::of(&parsed).map_err(|e| match e {
-        HandshakeError::InvalidUrl(why) => Error::InvalidUrl(why),
-        other => Error::Handshake(other),
-    })?;
+    let parsed = tickwire_core::ws::parse_url(url)?;
+    let Endpoint { secure, host, port } = tickwire_core::ws::endpoint(&parsed)?;
     let tcp = crate::net::tcp_connect(host, port, options.connect_timeout, options.nodelay).await?;
     let deadline = Instant::now() + options.handshake_timeout;
     let stream = if secure {
@@ -76,12 +73,7 @@ async fn connect_to(options: ClientOptions, url: &str) -> Result<WebSocket<Maybe
             crate::net::tls_connect(tcp, host, options.tls.as_ref(), deadline).await?
         }
         #[cfg(not(feature = "tls"))]
-        {
-            let _ = tcp;
-            return Err(Error::UnsupportedScheme(
-                "a TLS scheme (build with the `tls` feature)".into(),
-            ));
-        }
+        return Err(tickwire_core::ws::tls_not_built());
     } else {
         MaybeTls::Plain(tcp)
     };
@@ -95,30 +87,21 @@ async fn upgrade<S: Transport>(
     deadline: Instant,
 ) -> Result<WebSocket<S>, Error> {
     let mask = options.mask.unwrap_or_default();
-    let mut handshake = ClientHandshake::new(url, options.handshake, mask)?;
-    let mut request = WriteBuf::new(512, 0);
-    handshake.write_request(&mut request)?;
+    let mut opening = ClientOpening::new(url, options.handshake, mask)?;
     let exchange = async {
-        crate::handshake::write_all(&mut stream, request.as_slice()).await?;
-        let mut received = ReadBuf::with_capacity(4 << 10);
-        loop {
-            match handshake.read_response(&mut received, now())? {
-                Parsed::Complete(accepted) => return Ok::<_, Error>((accepted, received)),
-                Parsed::NeedMore => crate::handshake::read_some(&mut stream, &mut received).await?,
-            }
+        crate::handshake::write_all(&mut stream, opening.request()).await?;
+        while !opening.read_response(now())? {
+            crate::handshake::read_some(&mut stream, opening.received()).await?;
         }
+        Ok::<_, Error>(())
     };
-    let (accepted, received) = tokio::time::timeout_at(deadline, exchange)
+    tokio::time::timeout_at(deadline, exchange)
         .await
         .map_err(|_| Error::HandshakeTimeout)??;
-    let conn = accepted.connection;
-    let bufs = Buffers::with_read(received, conn.config());
-    let ws = WebSocket::from_parts(stream, conn, bufs, Role::Client).with_handshake(
-        accepted.subprotocol,
-        options.read_timeout,
-        options.write_timeout,
-    );
-    #[cfg(feature = "deflate")]
-    let ws = ws.with_deflate(accepted.deflate);
-    Ok(ws)
+    WebSocket::opened(
+        stream,
+        opening.into_opened(),
+        Role::Client,
+        (options.read_timeout, options.write_timeout),
+    )
 }

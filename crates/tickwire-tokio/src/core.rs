@@ -20,7 +20,9 @@ use std::task::{Context, Poll, Waker, ready};
 use tokio::io::ReadBuf;
 use tokio::time::Sleep;
 
-use tickwire_codec::ws::{Buffers, Connection, ConnectionState, Message, Progress, Role, Sender};
+use tickwire_codec::ws::{
+    Buffers, Connection, ConnectionState, Message, Progress, Role, Sender, WriteHalf,
+};
 use tickwire_core::Error;
 
 use crate::Transport;
@@ -30,14 +32,89 @@ use crate::Transport;
 pub(crate) struct Core {
     pub(crate) conn: Connection,
     pub(crate) bufs: Buffers,
-    role: Role,
     /// `advance` returned `Ready` and the message was not taken yet: a `recv` dropped after
     /// parsing leaves it for the next one.
-    ready: bool,
+    pub(crate) ready: bool,
+    pub(crate) transport: TransportState,
+}
+
+/// Where the transport is, apart from the connection: kept by a whole connection's [`Core`]
+/// and by a split connection's writer.
+#[derive(Debug)]
+pub(crate) struct TransportState {
+    pub(crate) role: Role,
     /// The server shut its write side after the close handshake (or the transport failed).
-    transport_closed: bool,
+    closed: bool,
     /// Nothing is left to do on the transport: it failed, the peer vanished, or `finish` ran.
-    pub(crate) transport_done: bool,
+    pub(crate) done: bool,
+}
+
+/// A connection's queued output as the write loop sees it: a whole connection's
+/// ([`Queue`]) or a split writer's ([`WriteHalf`]).
+pub(crate) trait Outgoing {
+    fn wants_write(&self) -> bool;
+    fn data_run(&self) -> Option<&[u8]>;
+    fn output_vectored<'b>(&'b self, slices: &mut [IoSlice<'b>]) -> usize;
+    fn advance_output(&mut self, n: usize);
+    fn should_close_transport(&self) -> bool;
+}
+
+/// A whole connection's output: the connection and its buffers.
+pub(crate) struct Queue<'a> {
+    conn: &'a mut Connection,
+    bufs: &'a mut Buffers,
+}
+
+impl Outgoing for Queue<'_> {
+    #[inline]
+    fn wants_write(&self) -> bool {
+        self.conn.wants_write(self.bufs)
+    }
+
+    #[inline]
+    fn data_run(&self) -> Option<&[u8]> {
+        self.conn.data_run(self.bufs)
+    }
+
+    #[inline]
+    fn output_vectored<'b>(&'b self, slices: &mut [IoSlice<'b>]) -> usize {
+        self.conn.output_vectored(self.bufs, slices)
+    }
+
+    #[inline]
+    fn advance_output(&mut self, n: usize) {
+        self.conn.advance_output(self.bufs, n);
+    }
+
+    fn should_close_transport(&self) -> bool {
+        self.conn.should_close_transport(self.bufs)
+    }
+}
+
+impl Outgoing for WriteHalf {
+    #[inline]
+    fn wants_write(&self) -> bool {
+        WriteHalf::wants_write(self)
+    }
+
+    #[inline]
+    fn data_run(&self) -> Option<&[u8]> {
+        WriteHalf::data_run(self)
+    }
+
+    #[inline]
+    fn output_vectored<'b>(&'b self, slices: &mut [IoSlice<'b>]) -> usize {
+        WriteHalf::output_vectored(self, slices)
+    }
+
+    #[inline]
+    fn advance_output(&mut self, n: usize) {
+        WriteHalf::advance_output(self, n);
+    }
+
+    fn should_close_transport(&self) -> bool {
+        WriteHalf::should_close_transport(self)
+    }
 }
 
 /// The connection's timer: one `Sleep`, allocated at the first deadline the codec's
@@ -74,11 +151,21 @@ impl Core {
         Self {
             conn,
             bufs,
-            role,
             ready: false,
-            transport_closed: false,
-            transport_done: false,
+            transport: TransportState::new(role),
         }
+    }
+
+    /// The connection's output, for [`TransportState`]'s write loop.
+    #[inline]
+    fn queue(&mut self) -> (Queue<'_>, &mut TransportState) {
+        let Self {
+            conn,
+            bufs,
+            transport,
+            ..
+        } = self;
+        (Queue { conn, bufs }, transport)
     }
 
     /// Reads until a message is ready (`Progress::Ready`: take it with
@@ -115,7 +202,7 @@ impl Core {
                 other => advanced = Some(other),
             }
         }
-        if self.ready && self.conn.state() != ConnectionState::Closed {
+        if self.ready {
             return Poll::Ready(Ok(Progress::Ready));
         }
         let mut failure = None;
@@ -172,6 +259,8 @@ impl Core {
                 match progress {
                     Ok(Progress::Ready) => self.ready = true,
                     Ok(Progress::Closed) => {
+                        // The peer's close was answered: the reply goes out before the close
+                        // is returned, so the peer is not kept waiting on the caller.
                         ready!(
                             self.poll_close_transport(stream, write_waker.unwrap_or(cx.waker()))
                         );
@@ -188,11 +277,6 @@ impl Core {
                 }
             }
             if self.ready {
-                if self.conn.state() == ConnectionState::Closed {
-                    // The peer's close was answered: the reply goes out before the close is
-                    // returned, so the peer is not kept waiting on the caller.
-                    ready!(self.poll_close_transport(stream, write_waker.unwrap_or(cx.waker())));
-                }
                 return Poll::Ready(Ok(Progress::Ready));
             }
             // About to wait for the peer: write what is owed. A full socket is no reason
@@ -244,98 +328,35 @@ impl Core {
             .map_err(Error::Protocol)
     }
 
-    /// Writes everything queued, then flushes the stream (a TLS stream's queued records).
-    /// What a write took is recorded at once: a dropped flush leaves the rest queued, a
-    /// partly written frame first in line, and no other frame can come between its parts.
+    /// Writes everything queued, then flushes the stream (see
+    /// [`TransportState::poll_write_out`]).
+    #[inline]
     pub(crate) fn poll_write_out<S: Transport>(
         &mut self,
         stream: &mut S,
         waker: &Waker,
     ) -> Poll<Result<(), Error>> {
-        let mut cx = Context::from_waker(waker);
-        while self.conn.wants_write(&self.bufs) {
-            // The common queue, the connection's own frames from a frame boundary, is one
-            // slice: written without building the iovec array.
-            let written = match self.conn.data_run(&self.bufs) {
-                Some(run) => Pin::new(&mut *stream).poll_write(&mut cx, run),
-                None => self.poll_write_vectored(stream, &mut cx),
-            };
-            match ready!(written) {
-                Ok(0) => {
-                    return Poll::Ready(Err(self.io_failed_ref(ErrorKind::WriteZero.into(), None)));
-                }
-                Ok(n) => self.conn.advance_output(&mut self.bufs, n),
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let failure = stream.failure();
-                    return Poll::Ready(Err(self.io_failed_ref(e, failure)));
-                }
-            }
-        }
-        match ready!(Pin::new(&mut *stream).poll_flush(&mut cx)) {
-            Ok(()) => Poll::Ready(Ok(())),
-            Err(e) => Poll::Ready(Err(self.io_failed(stream, e))),
-        }
+        let (mut queue, transport) = self.queue();
+        transport.poll_write_out(&mut queue, stream, waker)
     }
 
-    /// One write of what is queued when it is not one run of own frames (control or shared
-    /// frames among them, a frame partly written, the close): vectored where the stream
-    /// supports it.
-    #[inline(never)]
-    fn poll_write_vectored<S: Transport>(
-        &self,
-        stream: &mut S,
-        cx: &mut Context<'_>,
-    ) -> Poll<std::io::Result<usize>> {
-        let mut slices = [IoSlice::new(&[]); 8];
-        let filled = self.conn.output_vectored(&self.bufs, &mut slices);
-        let vectored = stream.is_write_vectored();
-        let pinned = Pin::new(&mut *stream);
-        match &slices[..filled] {
-            [one, ..] if filled == 1 || !vectored => pinned.poll_write(cx, one),
-            several => pinned.poll_write_vectored(cx, several),
-        }
-    }
-
-    /// After the close handshake (or a failure): writes what is owed, then the server
-    /// closes its write direction (RFC 6455 §7.1.1: the server closes TCP first; over TLS
-    /// after close_notify). Best effort: a failed write ends the transport.
+    /// After the close handshake (or a failure): see [`TransportState::poll_close_transport`].
     pub(crate) fn poll_close_transport<S: Transport>(
         &mut self,
         stream: &mut S,
         waker: &Waker,
     ) -> Poll<()> {
-        if self.transport_closed || self.transport_done {
-            return Poll::Ready(());
-        }
-        if self.conn.wants_write(&self.bufs) && ready!(self.poll_write_out(stream, waker)).is_err()
-        {
-            self.transport_closed = true;
-            return Poll::Ready(());
-        }
-        if self.conn.should_close_transport(&self.bufs) {
-            if self.role == Role::Server {
-                let _ =
-                    ready!(Pin::new(&mut *stream).poll_shutdown(&mut Context::from_waker(waker)));
-            }
-            self.transport_closed = true;
-        }
-        Poll::Ready(())
+        let (mut queue, transport) = self.queue();
+        transport.poll_close_transport(&mut queue, stream, waker)
     }
 
     /// The connection's role.
     pub(crate) fn role(&self) -> Role {
-        self.role
+        self.transport.role
     }
 
     fn end_of_stream(&mut self) -> Result<Progress, Error> {
-        if self.conn.state() == ConnectionState::CloseSent {
-            // The peer closed TCP after our close without replying: done.
-            Ok(Progress::Closed)
-        } else {
-            self.transport_done = true;
-            Err(Error::UnexpectedEof)
-        }
+        self.transport.end_of_stream(self.conn.state())
     }
 
     /// A protocol error or timer failure: the queued close goes out if the socket takes it
@@ -350,6 +371,95 @@ impl Core {
         Error::Protocol(error)
     }
 
+    /// A socket error, typed by the stream.
+    pub(crate) fn io_failed<S: Transport>(&mut self, stream: &S, error: std::io::Error) -> Error {
+        self.transport.io_failed(stream, error)
+    }
+}
+
+impl TransportState {
+    pub(crate) fn new(role: Role) -> Self {
+        Self {
+            role,
+            closed: false,
+            done: false,
+        }
+    }
+
+    /// Writes everything queued in `out`, then flushes the stream (a TLS stream's queued
+    /// records). What a write took is recorded at once: a dropped flush leaves the rest
+    /// queued, a partly written frame first in line, and no other frame can come between its
+    /// parts.
+    pub(crate) fn poll_write_out<O: Outgoing, S: Transport>(
+        &mut self,
+        out: &mut O,
+        stream: &mut S,
+        waker: &Waker,
+    ) -> Poll<Result<(), Error>> {
+        let mut cx = Context::from_waker(waker);
+        while out.wants_write() {
+            // The common queue, the connection's own frames from a frame boundary, is one
+            // slice: written without building the iovec array.
+            let written = match out.data_run() {
+                Some(run) => Pin::new(&mut *stream).poll_write(&mut cx, run),
+                None => poll_write_vectored(out, stream, &mut cx),
+            };
+            match ready!(written) {
+                Ok(0) => {
+                    return Poll::Ready(Err(self.io_failed_ref(ErrorKind::WriteZero.into(), None)));
+                }
+                Ok(n) => out.advance_output(n),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let failure = stream.failure();
+                    return Poll::Ready(Err(self.io_failed_ref(e, failure)));
+                }
+            }
+        }
+        match ready!(Pin::new(&mut *stream).poll_flush(&mut cx)) {
+            Ok(()) => Poll::Ready(Ok(())),
+            Err(e) => Poll::Ready(Err(self.io_failed(stream, e))),
+        }
+    }
+
+    /// After the close handshake (or a failure): writes what is owed, then the server
+    /// closes its write direction (RFC 6455 §7.1.1: the server closes TCP first; over TLS
+    /// after close_notify). Best effort: a failed write ends the transport.
+    pub(crate) fn poll_close_transport<O: Outgoing, S: Transport>(
+        &mut self,
+        out: &mut O,
+        stream: &mut S,
+        waker: &Waker,
+    ) -> Poll<()> {
+        if self.closed || self.done {
+            return Poll::Ready(());
+        }
+        if out.wants_write() && ready!(self.poll_write_out(out, stream, waker)).is_err() {
+            self.closed = true;
+            return Poll::Ready(());
+        }
+        if out.should_close_transport() {
+            if self.role == Role::Server {
+                let _ =
+                    ready!(Pin::new(&mut *stream).poll_shutdown(&mut Context::from_waker(waker)));
+            }
+            self.closed = true;
+        }
+        Poll::Ready(())
+    }
+
+    /// The peer closed TCP: the end of the close handshake after our close (`state` is
+    /// `CloseSent`), else a connection that vanished.
+    pub(crate) fn end_of_stream(&mut self, state: ConnectionState) -> Result<Progress, Error> {
+        if state == ConnectionState::CloseSent {
+            // The peer closed TCP after our close without replying: done.
+            Ok(Progress::Closed)
+        } else {
+            self.done = true;
+            Err(Error::UnexpectedEof)
+        }
+    }
+
     /// A socket error, typed by the stream. After anything but a timeout the transport is
     /// unusable.
     pub(crate) fn io_failed<S: Transport>(&mut self, stream: &S, error: std::io::Error) -> Error {
@@ -357,16 +467,36 @@ impl Core {
         self.io_failed_ref(error, failure)
     }
 
-    fn io_failed_ref(
+    /// A socket error with what the stream knew about it (its [`Transport::failure`]).
+    pub(crate) fn io_failed_ref(
         &mut self,
         error: std::io::Error,
         failure: Option<tickwire_core::TransportError>,
     ) -> Error {
         if !matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
-            self.transport_done = true;
+            self.done = true;
         }
         failure
             .unwrap_or(tickwire_core::TransportError::Io(error))
             .into()
+    }
+}
+
+/// One write of what is queued when it is not one run of own frames (control or shared
+/// frames among them, a frame partly written, the close): vectored where the stream
+/// supports it.
+#[inline(never)]
+fn poll_write_vectored<O: Outgoing, S: Transport>(
+    out: &O,
+    stream: &mut S,
+    cx: &mut Context<'_>,
+) -> Poll<std::io::Result<usize>> {
+    let mut slices = [IoSlice::new(&[]); 8];
+    let filled = out.output_vectored(&mut slices);
+    let vectored = stream.is_write_vectored();
+    let pinned = Pin::new(&mut *stream);
+    match &slices[..filled] {
+        [one, ..] if filled == 1 || !vectored => pinned.poll_write(cx, one),
+        several => pinned.poll_write_vectored(cx, several),
     }
 }

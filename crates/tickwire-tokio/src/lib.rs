@@ -95,7 +95,7 @@ pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder};
 #[cfg(feature = "stream")]
 pub use owned::OwnedMessage;
 pub use server::{ServerBuilder, accept};
-pub use split::{Received, WebSocketReader, WebSocketWriter};
+pub use split::{WebSocketReader, WebSocketWriter};
 pub use tickwire_codec as codec;
 #[cfg(feature = "deflate")]
 pub use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PreparedMessage};

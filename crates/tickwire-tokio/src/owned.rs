@@ -4,7 +4,8 @@
 //! This is the convenient path, not the fast one: each received message is copied into an
 //! owned `String` / `Vec<u8>` (one allocation per message). The lending
 //! [`WebSocket::recv`] stays the zero-copy path. Pings are answered and the close handshake
-//! runs as with `recv`; the stream ends (`None`) at the end of the close handshake. The read
+//! runs as with `recv`; at the end of the close handshake the stream yields the peer's close
+//! once ([`OwnedMessage::Close`]), then ends (`None`). The read
 //! timeout does not apply to the stream (race it against a timer instead).
 
 use std::pin::Pin;
@@ -59,6 +60,15 @@ impl<S: Transport> futures_core::Stream for WebSocket<S> {
                     .take_message()
                     .map(|(message, _)| OwnedMessage::from(message)),
             ),
+            // The end of the close handshake: the peer's close once, as a tokio-tungstenite
+            // stream gives it, then the end.
+            Ok(Progress::Closed) if !this.close_yielded => {
+                this.close_yielded = true;
+                let frame = this.core.conn.peer_close(&this.core.bufs);
+                Some(Ok(OwnedMessage::Close(
+                    frame.map(|f| (f.code, f.reason.to_owned())),
+                )))
+            }
             Ok(_) => None,
             Err(e) => Some(Err(e)),
         })

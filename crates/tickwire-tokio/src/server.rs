@@ -2,19 +2,18 @@
 //! included.
 //!
 //! A driver only, as the blocking server: it bounds the handshake with its deadline (and runs
-//! the TLS handshake for `accept_tls`), feeds [`ServerHandshake`] what the socket returns, asks
-//! the caller's hook to decide, and writes what the codec wrote. Every protocol decision is
-//! the codec's.
+//! the TLS handshake for `accept_tls`), feeds [`ServerOpening`] what the socket returns, asks
+//! the caller's hook to decide, and writes what it wrote. Every protocol decision is the
+//! codec's and tickwire-core's.
 
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use tickwire_codec::buf::{ReadBuf, WriteBuf};
-use tickwire_codec::handshake::{Outcome, Parsed, Request, Response, ServerHandshake};
-use tickwire_codec::ws::{Buffers, Role};
+use tickwire_codec::handshake::{Request, Response};
+use tickwire_codec::ws::Role;
 #[cfg(feature = "tls")]
 use tickwire_core::ws::AcceptTls;
-use tickwire_core::ws::{Accept, AcceptOver, ServerOptions};
+use tickwire_core::ws::{Accept, AcceptOver, ServerOpening, ServerOptions};
 #[cfg(feature = "tls")]
 use tickwire_tls::ServerTlsConfig;
 
@@ -103,48 +102,31 @@ async fn upgrade<S: Transport>(
     deadline: Instant,
     decide: impl FnOnce(&Request) -> Response,
 ) -> Result<WebSocket<S>, Error> {
-    let mut handshake = ServerHandshake::new(&options.handshake);
-    let mut received = ReadBuf::with_capacity(4 << 10);
-    let mut answer = WriteBuf::new(512, 0);
+    let mut opening = ServerOpening::new(&options.handshake);
     let exchange = async {
         let request = loop {
-            match handshake.read_request(&mut received, &mut answer) {
-                Ok(Parsed::Complete(request)) => break request,
-                Ok(Parsed::NeedMore) => {
-                    crate::handshake::read_some(&mut stream, &mut received).await?;
-                }
+            match opening.read_request() {
+                Ok(Some(request)) => break request,
+                Ok(None) => crate::handshake::read_some(&mut stream, opening.received()).await?,
                 Err(error) => {
                     // Best effort: the client may already be gone.
-                    let _ = crate::handshake::write_all(&mut stream, answer.as_slice()).await;
-                    return Err(Error::Handshake(error));
+                    let _ = crate::handshake::write_all(&mut stream, opening.answer()).await;
+                    return Err(error);
                 }
             }
         };
-        let outcome = handshake.respond(decide(&request), &mut answer, now());
-        let written = crate::handshake::write_all(&mut stream, answer.as_slice()).await;
-        let upgraded = match outcome {
-            Ok(Outcome::Upgraded(upgraded)) => upgraded,
-            Ok(Outcome::Rejected(status)) => {
-                written?;
-                return Err(Error::Rejected(status));
-            }
-            Err(error) => return Err(Error::Handshake(error)),
-        };
-        written?;
-        Ok(upgraded)
+        let responded = opening.respond(decide(&request), now());
+        let written = crate::handshake::write_all(&mut stream, opening.answer()).await;
+        Ok((responded, written))
     };
-    let upgraded = tokio::time::timeout_at(deadline, exchange)
+    let (responded, written) = tokio::time::timeout_at(deadline, exchange)
         .await
         .map_err(|_| Error::HandshakeTimeout)??;
-    // The 101 is out: only now do the bytes that followed the request become frames.
-    let conn = upgraded.connection;
-    let bufs = Buffers::with_read(received, conn.config());
-    let ws = WebSocket::from_parts(stream, conn, bufs, Role::Server).with_handshake(
-        upgraded.subprotocol,
-        options.read_timeout,
-        options.write_timeout,
-    );
-    #[cfg(feature = "deflate")]
-    let ws = ws.with_deflate(upgraded.deflate);
-    Ok(ws)
+    let opened = opening.conclude(responded, written.map_err(Error::from))?;
+    WebSocket::opened(
+        stream,
+        Some(opened),
+        Role::Server,
+        (options.read_timeout, options.write_timeout),
+    )
 }

@@ -20,6 +20,8 @@ use tickwire_codec::ws::{
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use tickwire_core::ws::Opened;
+
 use crate::core::{Core, Timer, now};
 use crate::{Error, Recv, Transport};
 
@@ -39,6 +41,9 @@ pub struct WebSocket<S> {
     pub(crate) read_timeout: Option<Duration>,
     pub(crate) write_timeout: Option<Duration>,
     pub(crate) negotiated: Negotiated,
+    /// The `Stream` yielded the peer's close (it ends after that).
+    #[cfg(feature = "stream")]
+    pub(crate) close_yielded: bool,
 }
 
 /// What the opening handshake settled on.
@@ -65,27 +70,29 @@ impl<S: Transport> WebSocket<S> {
             read_timeout: None,
             write_timeout: None,
             negotiated: Negotiated::default(),
+            #[cfg(feature = "stream")]
+            close_yielded: false,
         }
     }
 
-    /// Records what the handshake settled on, and the builder's timeouts.
-    pub(crate) fn with_handshake(
-        mut self,
-        subprotocol: Option<String>,
-        read_timeout: Option<Duration>,
-        write_timeout: Option<Duration>,
-    ) -> Self {
-        self.negotiated.subprotocol = subprotocol;
-        self.read_timeout = read_timeout;
-        self.write_timeout = write_timeout;
-        self
-    }
-
-    /// Records the permessage-deflate parameters the handshake negotiated.
-    #[cfg(feature = "deflate")]
-    pub(crate) fn with_deflate(mut self, negotiated: Option<DeflateParams>) -> Self {
-        self.negotiated.deflate = negotiated;
-        self
+    /// The connection an opening handshake opened (`None`: it did not complete, an
+    /// [`Error::UnexpectedEof`]), with the builder's read and write timeouts.
+    pub(crate) fn opened(
+        stream: S,
+        opened: Option<Opened>,
+        role: Role,
+        (read_timeout, write_timeout): (Option<Duration>, Option<Duration>),
+    ) -> Result<Self, Error> {
+        let opened = opened.ok_or(Error::UnexpectedEof)?;
+        let mut ws = Self::from_parts(stream, opened.connection, opened.buffers, role);
+        ws.negotiated.subprotocol = opened.subprotocol;
+        #[cfg(feature = "deflate")]
+        {
+            ws.negotiated.deflate = opened.deflate;
+        }
+        ws.read_timeout = read_timeout;
+        ws.write_timeout = write_timeout;
+        Ok(ws)
     }
 
     /// The permessage-deflate parameters in force, or `None` when it was not negotiated.
@@ -101,8 +108,9 @@ impl<S: Transport> WebSocket<S> {
 
     /// Waits for the next message, the end of the stream or the read timeout. The message is
     /// lent from the connection's buffer (no copy, no allocation). Pings are answered, and a
-    /// peer's close is answered before it is returned as `Message::Close`; the call after
-    /// that returns [`Recv::Closed`].
+    /// peer's close is answered (the reply written) before it is returned, once, as
+    /// [`Recv::Closed`] with its code and reason; every later call returns the same
+    /// `Closed`.
     ///
     /// Returns [`Recv::Message`], [`Recv::Closed`] or, with a read timeout set,
     /// [`Recv::Timeout`]. `Err` is a failed connection: [`Error::Io`], [`Error::Protocol`]
@@ -158,7 +166,10 @@ impl<S: Transport> WebSocket<S> {
                 .core
                 .take_message()
                 .map(|(message, sender)| (Recv::Message(message), sender)),
-            Ok(Progress::Closed) => Ok((Recv::Closed, ws.sender())),
+            Ok(Progress::Closed) => {
+                let (frame, sender) = ws.core.conn.peer_close_with_sender(&mut ws.core.bufs);
+                Ok((Recv::Closed(frame), sender))
+            }
             Ok(Progress::NeedMore) => Ok((Recv::Timeout, ws.sender())),
         })
     }
@@ -311,7 +322,7 @@ impl<S: Transport> WebSocket<S> {
     /// Not cancel safe in the sense that a dropped `finish` leaves the handshake where it
     /// was; calling it again resumes it.
     pub async fn finish(&mut self) -> Result<(), Error> {
-        if self.core.transport_done {
+        if self.core.transport.done {
             return Ok(());
         }
         let deadline = tokio::time::Instant::now() + self.core.conn.config().close_timeout;
@@ -326,7 +337,7 @@ impl<S: Transport> WebSocket<S> {
             // The client's side, once the server has closed TCP (or did not in time).
             let _ = tokio::time::timeout_at(deadline, self.stream.shutdown()).await;
         }
-        self.core.transport_done = true;
+        self.core.transport.done = true;
         result
     }
 

@@ -45,7 +45,10 @@ fn main() -> Result<(), tickwire::ws::Error> {
                 eprintln!("nothing for 5 s");
                 break;
             }
-            Recv::Closed => break,
+            Recv::Closed(close) => {
+                println!("the server closed: {close:?}");
+                break;
+            }
             _ => {}
         }
         received += 1;

@@ -27,7 +27,10 @@ async fn main() -> Result<(), tickwire::ws::Error> {
         // `recv` is cancel-safe: a timeout that wins loses nothing.
         match tokio::time::timeout(Duration::from_secs(5), ws.recv()).await {
             Ok(Ok(Recv::Message(Message::Text(json)))) => println!("{json}"),
-            Ok(Ok(Recv::Closed)) => break,
+            Ok(Ok(Recv::Closed(close))) => {
+                println!("the server closed: {close:?}");
+                break;
+            }
             Ok(Ok(_)) => {}
             Ok(Err(error)) => return Err(error),
             Err(_) => {

@@ -276,15 +276,15 @@ impl Client {
                         _ => {}
                     }
                 }
-                Ok(Recv::Message(Message::Close(frame))) => {
-                    connection.closed_with = Some(frame.map_or(1005, |f| f.code.0));
-                }
                 Ok(Recv::Message(_)) => {}
                 Ok(Recv::WouldBlock | Recv::Timeout) => {
                     self.readable = false;
                     break None;
                 }
-                Ok(Recv::Closed) => break Some(Ok(())),
+                Ok(Recv::Closed(frame)) => {
+                    connection.closed_with = Some(frame.map_or(1005, |f| f.code.0));
+                    break Some(Ok(()));
+                }
                 Err(e) => break Some(Err(e.to_string())),
                 Ok(_) => {}
             }

@@ -137,7 +137,7 @@ fn client(
                 Ok(Recv::Message(Message::Text(text))) => text.to_owned(),
                 Ok(Recv::Timeout) => continue,
                 Ok(Recv::Message(_)) => continue,
-                Ok(Recv::Closed) | Err(_) => {
+                Ok(Recv::Closed(_)) | Err(_) => {
                     // The node went away: on to the next one, resuming.
                     report.moves += 1;
                     at += 1;

@@ -27,16 +27,20 @@ use std::time::{Duration, Instant};
 use super::PreparedMessage;
 use super::output::Output;
 use super::{
-    CloseCode, Compression, Error, Extension, FrameReader, FrameWriter, Limits, LimitsSource,
-    MaskSource, Message, OpCode, Role,
+    CloseCode, CloseFrame, Compression, Error, Extension, FrameReader, FrameWriter, Limits,
+    LimitsSource, MaskSource, Message, OpCode, Role,
 };
 use super::{DroppedShared, SharedFrame, SharedLabel};
 use crate::buf::{ReadBuf, WriteBuf};
 
+mod link;
 mod sender;
+mod split;
 
+use link::{Link, Receipt};
 use sender::SendState;
 pub use sender::Sender;
+pub use split::{ReadHalf, WriteHalf};
 
 /// Queued control bytes beyond which further automatic pongs are dropped (RFC 6455 §5.5.3
 /// allows answering only the most recent ping); bounds memory against a ping flood from a
@@ -133,12 +137,14 @@ pub enum ConnectionState {
 /// What [`Connection::poll`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event<'a> {
-    /// A message or control frame. Pings were already answered if auto-pong is on; a close
-    /// was already answered.
+    /// A message, ping or pong (pings were already answered if auto-pong is on). Never a
+    /// close: the peer's close is answered and reported as [`Event::Closed`].
     Message(Message<'a>),
     /// No complete message is buffered: read more.
     NeedMore,
-    /// The close handshake is complete; no message will follow.
+    /// The close handshake is complete (the peer's close arrived, and was answered, or the
+    /// close timer ran out): no message will follow. [`Connection::peer_close`] says what
+    /// the peer's close carried.
     Closed,
 }
 
@@ -149,7 +155,8 @@ pub enum Progress {
     Ready,
     /// No complete message is buffered: read more.
     NeedMore,
-    /// The close handshake is complete; no message will follow.
+    /// The close handshake is complete, as [`Event::Closed`]; every later call returns it
+    /// again.
     Closed,
 }
 
@@ -253,18 +260,8 @@ pub struct Connection {
     /// The reader holds the shared configuration (for its limits; the connection reads its
     /// timers from the same `Arc`).
     reader: FrameReader<Arc<Config>>,
-    send: SendState,
-    state: ConnectionState,
-    /// The close code of the error that failed the connection.
-    failure: CloseCode,
-    extension: bool,
-    /// When bytes last arrived; kept only while a timer counts from it (see
-    /// [`filled_with`](Self::filled_with)), else the connection's start.
-    last_received: Instant,
-    ping_sent_at: Option<Instant>,
-    close_started_at: Option<Instant>,
-    /// Keepalive pings sent; the next one's payload is the count as 8 big-endian bytes.
-    pings_sent: u32,
+    receipt: Receipt,
+    link: Link,
 }
 
 impl Connection {
@@ -277,25 +274,14 @@ impl Connection {
         let auto_pong = config.auto_pong;
         Self {
             reader: FrameReader::new(role, config),
-            send: SendState {
-                writer,
-                close_queued: false,
-                close_written: false,
-                auto_pong,
-            },
-            state: ConnectionState::Open,
-            failure: CloseCode::ABNORMAL,
-            extension: false,
-            last_received: now,
-            ping_sent_at: None,
-            close_started_at: None,
-            pings_sent: 0,
+            receipt: Receipt::new(now),
+            link: Link::new(writer, auto_pong),
         }
     }
 
     /// The current state.
     pub fn state(&self) -> ConnectionState {
-        self.state
+        self.link.state
     }
 
     /// The configuration in force.
@@ -313,22 +299,45 @@ impl Connection {
     /// provides). Call once, right after the handshake and before the first poll or send.
     pub fn set_extension(&mut self, decoder: Box<dyn Extension>, encoder: Box<dyn Extension>) {
         self.reader.set_extension(decoder);
-        self.send.writer.set_extension(encoder);
-        self.extension = true;
+        self.link.send.writer.set_extension(encoder);
+        self.link.extension = true;
     }
 
     /// True when an extension was installed with [`set_extension`](Self::set_extension).
     pub fn has_extension(&self) -> bool {
-        self.extension
+        self.link.extension
     }
 
     /// The sending half, writing into `bufs`.
     #[inline]
     pub fn sender<'b>(&'b mut self, bufs: &'b mut Buffers) -> Sender<'b> {
-        Sender {
-            state: &mut self.send,
-            out: &mut bufs.out,
+        self.link.sender(&mut bufs.out)
+    }
+
+    /// What the peer's close frame said: `Some` once the close handshake ended with a close
+    /// from the peer that carried a status code ([`Progress::Closed`]); `None` before, when
+    /// its close had no body, or when the connection ended without one (the peer closed TCP
+    /// after our close, the close timeout).
+    ///
+    /// Nothing is parsed after the peer's close, so the frame (its code and at most 123
+    /// bytes of reason) stays where it arrived, in `bufs`' receive buffer, and is read from
+    /// there: no copy and no allocation. [`release`](Self::release) drops it (then `None`).
+    pub fn peer_close<'b>(&self, bufs: &'b Buffers) -> Option<CloseFrame<'b>> {
+        if self.link.state != ConnectionState::Closed {
+            return None;
         }
+        self.reader.held_close(&bufs.read)
+    }
+
+    /// [`peer_close`](Self::peer_close) and the [`Sender`] together.
+    pub fn peer_close_with_sender<'b>(
+        &'b mut self,
+        bufs: &'b mut Buffers,
+    ) -> (Option<CloseFrame<'b>>, Sender<'b>) {
+        let Buffers { read, out } = bufs;
+        let closed = self.link.state == ConnectionState::Closed;
+        let frame = closed.then(|| self.reader.held_close(read)).flatten();
+        (frame, self.link.sender(out))
     }
 
     /// Writable space in `bufs` for the next socket read (see [`FrameReader::spare`]).
@@ -347,39 +356,19 @@ impl Connection {
     /// from the last bytes received ([`Config::idle_timeout`], [`Config::ping_interval`]):
     /// with neither set, a read costs no clock read. The config is fixed for the
     /// connection's life, so no timer can later count from an instant that was skipped.
+    /// A read that fills the receive buffer to its end doubles it, up to
+    /// [`Config::max_read_buffer_size`].
     #[inline]
     pub fn filled_with(&mut self, bufs: &mut Buffers, n: usize, clock: impl FnOnce() -> Instant) {
-        bufs.read.filled(n);
-        if n > 0 {
-            let config = self.config();
-            if config.idle_timeout.is_some() || config.ping_interval.is_some() {
-                self.last_received = clock();
-            }
-            if bufs.read.ends_at_capacity() {
-                self.grow_read(bufs);
-            }
-        }
-    }
-
-    /// A read filled the receive buffer to its end: doubles it, up to
-    /// [`Config::max_read_buffer_size`].
-    #[cold]
-    #[inline(never)]
-    fn grow_read(&self, bufs: &mut Buffers) {
-        let capacity = bufs.read.capacity();
-        let target = capacity
-            .saturating_mul(2)
-            .min(self.config().max_read_buffer_size);
-        if target > capacity {
-            bufs.read.grow_to(target);
-        }
+        self.receipt
+            .filled_with(self.reader.config(), &mut bufs.read, n, clock);
     }
 
     /// Copies received bytes in (for transports that do not read into `spare`).
     pub fn feed(&mut self, bufs: &mut Buffers, bytes: &[u8], now: Instant) {
         self.reader.feed(&mut bufs.read, bytes);
         if !bytes.is_empty() {
-            self.last_received = now;
+            self.receipt.last_received = now;
         }
     }
 
@@ -434,16 +423,15 @@ impl Connection {
 
     /// Parses buffered bytes up to the next message without borrowing it out, and queues
     /// the replies it owes (pong, close reply). Releases the previous message.
+    ///
+    /// The peer's close frame is never a message: it is answered and ends the reading with
+    /// [`Progress::Closed`], which every later call returns again ([`peer_close`]
+    /// (Self::peer_close) says what it carried).
     #[inline]
     pub fn advance(&mut self, bufs: &mut Buffers) -> Result<Progress, Error> {
         // The buffer test first: with bytes buffered past the lent message (every message of
         // a stream) it is the only one made here.
-        if self.reader.is_starved(&bufs.read)
-            && matches!(
-                self.state,
-                ConnectionState::Open | ConnectionState::CloseSent
-            )
-        {
+        if self.reader.is_starved(&bufs.read) && self.link.is_reading() {
             // Nothing buffered beyond the previous message and nothing held: the answer
             // without the parser's call.
             self.reader.release_starved(&mut bufs.read);
@@ -454,38 +442,17 @@ impl Connection {
 
     /// [`advance`](Self::advance) with bytes buffered or something held.
     fn advance_buffered(&mut self, bufs: &mut Buffers) -> Result<Progress, Error> {
-        match self.state {
-            ConnectionState::Open | ConnectionState::CloseSent => {}
-            ConnectionState::Closed => return Ok(Progress::Closed),
-            ConnectionState::Failed => return Err(Error::Failed(self.failure)),
+        if !self.link.is_reading() {
+            return self.link.ended();
         }
-        let ready = match self.reader.advance(&mut bufs.read) {
-            Ok(ready) => ready,
-            Err(error) => return Err(self.fail(bufs, error)),
-        };
-        if !ready {
-            return Ok(Progress::NeedMore);
+        match self.reader.advance(&mut bufs.read) {
+            Ok(true) => {}
+            Ok(false) => return Ok(Progress::NeedMore),
+            Err(error) => return Err(self.link.fail(&mut bufs.out, error)),
         }
         if self.reader.ready_opcode().is_some_and(OpCode::is_control) {
-            let mut sender = Sender {
-                state: &mut self.send,
-                out: &mut bufs.out,
-            };
-            match self.reader.message(&bufs.read) {
-                Ok(Message::Ping(payload)) => {
-                    if sender.state.auto_pong && !sender.state.close_queued {
-                        sender.queue_auto_pong(payload);
-                    }
-                }
-                Ok(Message::Pong(_)) => self.ping_sent_at = None,
-                Ok(Message::Close(frame)) => {
-                    // §5.5.1: echo the status code received.
-                    sender.queue_close(frame.map(|f| f.code));
-                    self.state = ConnectionState::Closed;
-                }
-                Ok(_) => {}
-                Err(error) => return Err(self.fail(bufs, error)),
-            }
+            let message = self.reader.message(&bufs.read);
+            return self.link.on_control(&mut bufs.out, message);
         }
         Ok(Progress::Ready)
     }
@@ -504,26 +471,8 @@ impl Connection {
     ) -> Result<(Message<'b>, Sender<'b>), Error> {
         let Buffers { read, out } = bufs;
         match self.reader.message(read) {
-            Ok(message) => Ok((
-                message,
-                Sender {
-                    state: &mut self.send,
-                    out,
-                },
-            )),
-            Err(error) => {
-                if error != Error::NotReady {
-                    let code = error.close_code().unwrap_or(CloseCode::PROTOCOL_ERROR);
-                    let mut sender = Sender {
-                        state: &mut self.send,
-                        out,
-                    };
-                    sender.queue_close(Some(code));
-                    self.failure = code;
-                    self.state = ConnectionState::Failed;
-                }
-                Err(error)
-            }
+            Ok(message) => Ok((message, self.link.sender(out))),
+            Err(error) => Err(self.link.fail_message(out, error)),
         }
     }
 
@@ -537,22 +486,20 @@ impl Connection {
         reason: &str,
         now: Instant,
     ) -> Result<(), Error> {
-        self.sender(bufs).close(code, reason)?;
-        self.note_close_started(now);
-        Ok(())
+        self.link.close(&mut bufs.out, code, reason, now)
     }
 
     /// True when there are bytes to write.
     #[inline]
     pub fn wants_write(&self, bufs: &Buffers) -> bool {
-        bufs.out.has_output(!self.send.close_written)
+        self.link.wants_write(&bufs.out)
     }
 
     /// The bytes to write next. Call [`advance_output`](Self::advance_output) with how many
     /// were written, then ask again: queued control frames and data come out in turn.
     #[inline]
     pub fn output<'b>(&self, bufs: &'b Buffers) -> &'b [u8] {
-        bufs.out.first(!self.send.close_written)
+        bufs.out.first(!self.link.send.close_written)
     }
 
     /// Fills `slices` with the bytes to write next, in order, for one vectored write
@@ -561,7 +508,7 @@ impl Connection {
     /// call [`advance_output`](Self::advance_output) with how many bytes were written.
     #[inline]
     pub fn output_vectored<'b>(&self, bufs: &'b Buffers, slices: &mut [IoSlice<'b>]) -> usize {
-        bufs.out.vectored(!self.send.close_written, slices)
+        bufs.out.vectored(!self.link.send.close_written, slices)
     }
 
     /// Records that `n` bytes of the last [`output`](Self::output) (or
@@ -581,7 +528,7 @@ impl Connection {
     /// [`output`](Self::output).
     #[inline]
     pub fn data_run<'b>(&self, bufs: &'b Buffers) -> Option<&'b [u8]> {
-        if self.send.close_queued {
+        if self.link.send.close_queued {
             return None;
         }
         bufs.out.own_run()
@@ -598,7 +545,7 @@ impl Connection {
         if written >= run.len() {
             return true;
         }
-        if !bufs.out.is_empty() || self.send.close_queued {
+        if !bufs.out.is_empty() || self.link.send.close_queued {
             return false;
         }
         bufs.out.put_back(run, written);
@@ -608,124 +555,46 @@ impl Connection {
     /// True when the transport should be closed: the handshake is over (or failed) and every
     /// queued byte is written.
     pub fn should_close_transport(&self, bufs: &Buffers) -> bool {
-        matches!(
-            self.state,
-            ConnectionState::Closed | ConnectionState::Failed
-        ) && !self.wants_write(bufs)
+        self.link.should_close_transport(&bufs.out)
     }
 
     /// The next instant at which [`handle_timeout`](Self::handle_timeout) must be called, if
     /// any timer is armed.
     #[inline]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let config = self.config();
-        if !self.send.close_queued
-            && config.idle_timeout.is_none()
-            && config.ping_interval.is_none()
-        {
-            // No timer configured and no close under way: none can be armed.
-            return None;
-        }
-        self.armed_timeout()
-    }
-
-    /// [`poll_timeout`](Self::poll_timeout) when a timer may be armed.
-    fn armed_timeout(&self) -> Option<Instant> {
-        if matches!(
-            self.state,
-            ConnectionState::Closed | ConnectionState::Failed
-        ) {
-            return None;
-        }
-        let mut deadline: Option<Instant> = None;
-        let mut consider = |at: Instant| deadline = Some(deadline.map_or(at, |d| d.min(at)));
-        if self.send.close_queued {
-            // A close queued through the Sender arms its timer at the next call: an instant
-            // already past says "call now".
-            consider(
-                self.close_started_at
-                    .map_or(self.last_received, |t| t + self.config().close_timeout),
-            );
-        }
-        if let Some(idle) = self.config().idle_timeout {
-            consider(self.last_received + idle);
-        }
-        if let Some(interval) = self.config().ping_interval {
-            match self.ping_sent_at {
-                Some(sent) => consider(sent + self.config().pong_timeout),
-                // No keepalive ping goes out once a close is queued, so its deadline would
-                // be one `handle_timeout` never acts on (a transport would spin on it).
-                None if !self.send.close_queued => consider(self.last_received + interval),
-                None => {}
-            }
-        }
-        deadline
+        self.link
+            .poll_timeout(self.reader.config(), self.receipt.last_received)
     }
 
     /// Runs the timers due at `now`: queues a keepalive ping in `bufs`, or fails the
     /// connection with [`Error::PongTimeout`], [`Error::IdleTimeout`] or
     /// [`Error::CloseTimeout`].
     pub fn handle_timeout(&mut self, bufs: &mut Buffers, now: Instant) -> Result<(), Error> {
-        if matches!(
-            self.state,
-            ConnectionState::Closed | ConnectionState::Failed
-        ) {
-            return Ok(());
-        }
-        if self.send.close_queued {
-            self.note_close_started(now);
-            if let Some(started) = self.close_started_at {
-                if now >= started + self.config().close_timeout {
-                    self.state = ConnectionState::Closed;
-                    return Err(Error::CloseTimeout);
-                }
-            }
-        }
-        if let Some(idle) = self.config().idle_timeout {
-            if now >= self.last_received + idle {
-                return Err(self.fail_timeout(bufs, Error::IdleTimeout));
-            }
-        }
-        if let Some(interval) = self.config().ping_interval {
-            match self.ping_sent_at {
-                Some(sent) if now >= sent + self.config().pong_timeout => {
-                    return Err(self.fail_timeout(bufs, Error::PongTimeout));
-                }
-                None if now >= self.last_received + interval && !self.send.close_queued => {
-                    self.pings_sent = self.pings_sent.wrapping_add(1);
-                    let payload = u64::from(self.pings_sent).to_be_bytes();
-                    self.send.writer.ping(&mut bufs.out.control, &payload)?;
-                    self.ping_sent_at = Some(now);
-                }
-                _ => {}
-            }
-        }
-        Ok(())
+        self.link.handle_timeout(
+            &mut bufs.out,
+            self.reader.config(),
+            self.receipt.last_received,
+            now,
+        )
     }
 
-    fn note_close_started(&mut self, now: Instant) {
-        if self.close_started_at.is_none() {
-            self.close_started_at = Some(now);
-            if self.state == ConnectionState::Open {
-                self.state = ConnectionState::CloseSent;
-            }
-        }
-    }
-
-    /// Fails the connection: queues a close with the error's code unless one was queued,
-    /// and records it.
-    fn fail(&mut self, bufs: &mut Buffers, error: Error) -> Error {
-        let code = error.close_code().unwrap_or(CloseCode::PROTOCOL_ERROR);
-        self.sender(bufs).queue_close(Some(code));
-        self.failure = code;
-        self.state = ConnectionState::Failed;
-        error
-    }
-
-    fn fail_timeout(&mut self, bufs: &mut Buffers, error: Error) -> Error {
-        self.sender(bufs).queue_close(Some(CloseCode::GOING_AWAY));
-        self.failure = CloseCode::GOING_AWAY;
-        self.state = ConnectionState::Failed;
-        error
+    /// Cuts the connection in two for two tasks or threads: a [`ReadHalf`] that owns the
+    /// frame reader and `bufs`' receive side, and a [`WriteHalf`] that owns the sending
+    /// state and the output. See [`ReadHalf`] for how they share the close handshake.
+    pub fn split(self, bufs: Buffers) -> (ReadHalf, WriteHalf) {
+        let Buffers { read, out } = bufs;
+        let reading = self.link.is_reading();
+        (
+            ReadHalf {
+                reader: self.reader,
+                receipt: self.receipt,
+                read,
+                reading,
+            },
+            WriteHalf {
+                link: self.link,
+                out,
+            },
+        )
     }
 }

@@ -18,8 +18,11 @@ enum Got {
     Binary(Vec<u8>),
     Ping(Vec<u8>),
     Pong(Vec<u8>),
+    /// A close delivered as a message: a connection never does this (the peer's close is
+    /// `Closed`).
     Close(Option<(u16, String)>),
-    Closed,
+    /// The end of the close handshake, with what the peer's close said.
+    Closed(Option<(u16, String)>),
     Error(Error),
 }
 
@@ -40,7 +43,7 @@ fn text(t: &str) -> Got {
 }
 
 fn closed_with(code: CloseCode, reason: &str) -> Got {
-    Got::Close(Some((code.0, reason.to_owned())))
+    Got::Closed(Some((code.0, reason.to_owned())))
 }
 
 /// The keepalive ping payload a client sends the `n`th time (a big-endian counter).
@@ -122,7 +125,8 @@ fn events(conn: &mut Peer) -> Vec<Got> {
             Ok(Event::Message(m)) => seen.push(Got::of(m)),
             Ok(Event::NeedMore) => return seen,
             Ok(Event::Closed) => {
-                seen.push(Got::Closed);
+                let peer = conn.conn.peer_close(&conn.bufs);
+                seen.push(Got::Closed(peer.map(|c| (c.code.0, c.reason.to_owned()))));
                 return seen;
             }
             Err(e) => {
@@ -386,11 +390,7 @@ fn close_started_by_us_follows_queued_data_and_completes_on_the_reply() {
     pair.client.feed(&wire, pair.at(1001));
     assert_eq!(
         events(&mut pair.client),
-        [
-            text("last"),
-            closed_with(CloseCode::NORMAL, "bye"),
-            Got::Closed
-        ]
+        [text("last"), closed_with(CloseCode::NORMAL, "bye")]
     );
     assert_eq!(pair.client.state(), ConnectionState::Closed);
     assert!(!pair.client.should_close_transport(), "reply not written");
@@ -400,10 +400,14 @@ fn close_started_by_us_follows_queued_data_and_completes_on_the_reply() {
     assert_eq!(pair.server.state(), ConnectionState::CloseSent);
     assert_eq!(
         events(&mut pair.server),
-        [closed_with(CloseCode::NORMAL, ""), Got::Closed]
+        [closed_with(CloseCode::NORMAL, "")]
     );
     assert_eq!(pair.server.state(), ConnectionState::Closed);
-    assert_eq!(events(&mut pair.server), [Got::Closed]);
+    assert_eq!(
+        events(&mut pair.server),
+        [closed_with(CloseCode::NORMAL, "")],
+        "the same end again"
+    );
     assert!(pair.server.should_close_transport());
     assert_eq!(pair.server.poll_timeout(), None);
 }
@@ -430,7 +434,7 @@ fn close_started_by_the_peer_is_delivered_and_its_code_echoed() {
     pair.client_writes(pair.at(1001));
     assert_eq!(
         events(&mut pair.server),
-        [closed_with(CloseCode::GOING_AWAY, "away"), Got::Closed]
+        [closed_with(CloseCode::GOING_AWAY, "away")]
     );
     assert_eq!(pair.server.state(), ConnectionState::Closed);
     assert_eq!(
@@ -444,7 +448,7 @@ fn close_started_by_the_peer_is_delivered_and_its_code_echoed() {
     assert!(pair.server.should_close_transport());
     assert_eq!(
         events(&mut pair.client),
-        [closed_with(CloseCode::GOING_AWAY, ""), Got::Closed]
+        [closed_with(CloseCode::GOING_AWAY, "")]
     );
     assert_eq!(pair.client.state(), ConnectionState::Closed);
     assert!(pair.client.should_close_transport());
@@ -454,7 +458,7 @@ fn close_started_by_the_peer_is_delivered_and_its_code_echoed() {
 fn close_without_a_body_is_answered_with_an_empty_close() {
     let mut pair = Pair::new();
     pair.server.feed(&masked(0x88, b""), pair.at(1));
-    assert_eq!(events(&mut pair.server), [Got::Close(None), Got::Closed]);
+    assert_eq!(events(&mut pair.server), [Got::Closed(None)]);
     assert_eq!(pair.server.output(), [0x88, 0x00]);
 }
 
@@ -564,7 +568,7 @@ fn keepalive_without_a_pong_fails_with_pong_timeout_and_close_1001() {
     let close = drain(&mut pair.client, 2);
     assert_eq!(
         client_frames(&close),
-        [closed_with(CloseCode::GOING_AWAY, "")]
+        [Got::Close(Some((CloseCode::GOING_AWAY.0, String::new())))]
     );
     assert!(pair.client.should_close_transport());
 }
@@ -742,10 +746,7 @@ fn a_message_that_was_all_the_read_held_is_released_by_the_next_advance() {
         "the ping was answered"
     );
     server.feed(&masked(0x88, &[0x03, 0xe8]), t0);
-    assert_eq!(
-        events(&mut server),
-        [closed_with(CloseCode::NORMAL, ""), Got::Closed]
-    );
+    assert_eq!(events(&mut server), [closed_with(CloseCode::NORMAL, "")]);
 }
 
 // ---- shared frames (fan-out by reference): connection_tests/shared.rs ----
@@ -759,3 +760,6 @@ mod put_back;
 
 // ---- protocol errors and limits: connection_tests/protocol_errors.rs ----
 mod protocol_errors;
+
+// ---- the connection cut into a read and a write half: connection_tests/split.rs ----
+mod split;

@@ -31,7 +31,9 @@ mod connection_tests;
 mod tests;
 
 pub use close::CloseCode;
-pub use connection::{Buffers, Config, Connection, ConnectionState, Event, Progress, Sender};
+pub use connection::{
+    Buffers, Config, Connection, ConnectionState, Event, Progress, ReadHalf, Sender, WriteHalf,
+};
 pub use error::{Error, Fault};
 pub use extension::{Compression, Extension};
 pub use limits::{Limits, LimitsSource};

@@ -323,6 +323,25 @@ impl<L: LimitsSource> FrameReader<L> {
         }
     }
 
+    /// The close frame [`advance`](Self::advance) made ready and that is still held (not
+    /// released), read again from `buf`: `None` when the ready frame is not a close, or has
+    /// no body. For a connection that stops parsing at the peer's close and reports what it
+    /// said later, without a copy.
+    pub fn held_close<'b>(&self, buf: &'b ReadBuf) -> Option<CloseFrame<'b>> {
+        match self.ready {
+            Some(Step::Frame {
+                opcode: OpCode::Close,
+                start,
+                len,
+            }) => {
+                let start = usize::from(start);
+                let payload = buf.data().get(start..start + len)?;
+                close_body(payload).ok().flatten()
+            }
+            _ => None,
+        }
+    }
+
     fn fail(&mut self, error: Error) -> Error {
         self.failed = error.close_code().or(Some(CloseCode::PROTOCOL_ERROR));
         error

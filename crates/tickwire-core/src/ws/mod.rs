@@ -10,9 +10,13 @@
 //! the opening handshake is the codec's ([`tickwire_codec::handshake`]).
 
 mod client;
+mod opening;
 mod server;
 
 pub use client::{ClientBuilder, ClientOptions, Connect, HandshakeOver};
+pub use opening::{
+    ClientOpening, Opened, Responded, ServerOpening, endpoint, parse_url, tls_not_built,
+};
 #[cfg(feature = "tls")]
 pub use server::AcceptTls;
 pub use server::{Accept, AcceptAll, AcceptOver, ServerBuilder, ServerOptions};

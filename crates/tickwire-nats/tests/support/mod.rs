@@ -349,7 +349,7 @@ pub fn next(ws: &mut Ws) -> Got {
             }
             Ok(Recv::Message(Message::Ping(_) | Message::Pong(_))) => {}
             Ok(Recv::Timeout) => panic!("nothing for 15 s"),
-            Ok(Recv::Message(Message::Close(_))) | Ok(Recv::Closed) | Err(_) => {
+            Ok(Recv::Closed(_)) | Err(_) => {
                 return Got::Gone;
             }
             Ok(other) => panic!("unexpected {other:?}"),

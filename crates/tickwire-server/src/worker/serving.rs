@@ -218,6 +218,15 @@ impl<H: Handler, T: Transport> Serving<'_, '_, H, T> {
         loop {
             match open.conn.advance(bufs) {
                 Ok(Progress::Ready) => {}
+                Ok(Progress::Closed) => {
+                    // The peer's close (answered by the codec) or the end of our own close
+                    // handshake: the handler hears of it once, in `on_close`.
+                    marks.record(End {
+                        kind: DisconnectKind::Closed,
+                        code: open.conn.peer_close(bufs).map(|f| f.code),
+                    });
+                    return false;
+                }
                 Ok(_) => return false,
                 Err(error) => {
                     failed(marks, &error);
@@ -237,12 +246,6 @@ impl<H: Handler, T: Transport> Serving<'_, '_, H, T> {
                             panicked(marks, &mut conn);
                         }
                     }
-                }
-                Ok((Message::Close(frame), _)) => {
-                    marks.record(End {
-                        kind: DisconnectKind::Closed,
-                        code: frame.map(|f| f.code),
-                    });
                 }
                 Ok(_) => {}
                 Err(error) => {

@@ -99,11 +99,7 @@ async fn recv_raced_against_a_timer_loses_no_message() {
         }
     }
     // Nothing more than what was sent: the server's close comes next.
-    assert!(matches!(
-        ws.recv().await.unwrap(),
-        Recv::Message(Message::Close(_))
-    ));
-    assert_eq!(ws.recv().await.unwrap(), Recv::Closed);
+    assert!(matches!(ws.recv().await.unwrap(), Recv::Closed(Some(_))));
     ws.finish().await.unwrap();
     timeout(PATIENCE, server).await.unwrap().unwrap().unwrap();
     assert!(
@@ -126,8 +122,7 @@ async fn flush_raced_against_a_timer_sends_every_message_whole() {
                     assert_eq!(text, message_text(next), "message {next}");
                     next += 1;
                 }
-                Recv::Message(Message::Close(_)) => {}
-                Recv::Closed => break,
+                Recv::Closed(_) => break,
                 other => panic!("message {next}: {other:?}"),
             }
         }

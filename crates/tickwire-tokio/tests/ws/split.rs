@@ -3,7 +3,7 @@
 
 use crate::support::{PATIENCE, accept_tls, echo, listen, tls_pair};
 use tickwire_tokio::{
-    ClientBuilder, CloseCode, MaybeTlsStream, Message, Recv, ServerBuilder, WebSocket,
+    ClientBuilder, CloseCode, CloseFrame, MaybeTlsStream, Message, Recv, ServerBuilder, WebSocket,
 };
 use tokio::time::timeout;
 
@@ -48,10 +48,9 @@ async fn halves_in_two_tasks() {
     });
     let reading = tokio::spawn(async move {
         for i in 0..MESSAGES {
-            let mut received = reader.recv().await.unwrap();
             let expected = format!("m{i}");
             assert_eq!(
-                received.message().unwrap(),
+                reader.recv().await.unwrap(),
                 Recv::Message(Message::Text(&expected))
             );
         }
@@ -60,13 +59,16 @@ async fn halves_in_two_tasks() {
     let mut writer = timeout(PATIENCE, writing).await.unwrap().unwrap();
     let mut reader = timeout(PATIENCE, reading).await.unwrap().unwrap();
     writer.close(CloseCode::NORMAL, "").await.unwrap();
-    let mut received = reader.recv().await.unwrap();
-    assert!(matches!(
-        received.message().unwrap(),
-        Recv::Message(Message::Close(_))
-    ));
-    drop(received);
-    assert!(reader.recv().await.unwrap().is_closed());
+    let closed = Recv::Closed(Some(CloseFrame {
+        code: CloseCode::NORMAL,
+        reason: "",
+    }));
+    assert_eq!(
+        reader.recv().await.unwrap(),
+        closed,
+        "the echo server's reply"
+    );
+    assert_eq!(reader.recv().await.unwrap(), closed, "the same end again");
     // Back together to end the transport the way RFC 6455 §7.1.1 asks (the server waits
     // for our FIN).
     let mut ws = reader.reunite(writer).unwrap();
@@ -103,9 +105,8 @@ async fn a_reader_alone_answers_pings_and_finishes_the_peers_close_over_tls() {
         ws.close(CloseCode::GOING_AWAY, "bye").await.unwrap();
         // The client's reply arrives although its writer half is never used.
         assert!(
-            matches!(ws.recv().await.unwrap(), Recv::Message(Message::Close(Some(f))) if f.code == CloseCode::GOING_AWAY)
+            matches!(ws.recv().await.unwrap(), Recv::Closed(Some(f)) if f.code == CloseCode::GOING_AWAY)
         );
-        assert_eq!(ws.recv().await.unwrap(), Recv::Closed);
         ws.finish().await
     });
     let ws = ClientBuilder::new()
@@ -115,33 +116,30 @@ async fn a_reader_alone_answers_pings_and_finishes_the_peers_close_over_tls() {
         .unwrap();
     let (mut reader, writer) = ws.split();
     for _ in 0..3 {
-        let mut received = reader.recv().await.unwrap();
         // Pings are returned to the caller too; the pong is already queued and written.
-        match received.message().unwrap() {
+        match reader.recv().await.unwrap() {
             Recv::Message(Message::Ping(_)) => {
-                drop(received);
-                let mut received = reader.recv().await.unwrap();
                 assert_eq!(
-                    received.message().unwrap(),
+                    reader.recv().await.unwrap(),
                     Recv::Message(Message::Text("pong seen"))
                 );
             }
             other => panic!("{other:?}"),
         }
     }
-    let mut received = reader.recv().await.unwrap();
-    assert!(matches!(
-        received.message().unwrap(),
-        Recv::Message(Message::Close(Some(f))) if f.reason == "bye"
-    ));
-    drop(received);
-    assert!(reader.recv().await.unwrap().is_closed());
+    assert_eq!(
+        reader.recv().await.unwrap(),
+        Recv::Closed(Some(CloseFrame {
+            code: CloseCode::GOING_AWAY,
+            reason: "bye"
+        }))
+    );
     reader.reunite(writer).unwrap().finish().await.unwrap();
     timeout(PATIENCE, server).await.unwrap().unwrap().unwrap();
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn a_reply_while_the_message_is_lent_and_a_writer_started_close() {
+async fn the_writer_sends_while_the_reader_holds_a_message_and_a_writer_started_close() {
     let (url, server, client_tls) = tls_echo_server().await;
     let ws = ClientBuilder::new()
         .tls(client_tls)
@@ -152,11 +150,14 @@ async fn a_reply_while_the_message_is_lent_and_a_writer_started_close() {
     writer.send_text("first").unwrap();
     writer.flush().await.unwrap();
     for i in 0..10 {
-        let mut received = reader.recv().await.unwrap();
-        let (recv, mut sender) = received.message_with_sender().unwrap();
+        let recv = reader.recv().await.unwrap();
         let Recv::Message(Message::Text(text)) = recv else {
             panic!("{recv:?}")
         };
+        // The message is still lent from the reader while the writer sends and flushes
+        // (the old shared lock made this wait on itself), and the peer receives it.
+        writer.send_text(&format!("again {}", i + 1)).unwrap();
+        timeout(PATIENCE, writer.flush()).await.unwrap().unwrap();
         assert_eq!(
             text,
             if i == 0 {
@@ -165,17 +166,9 @@ async fn a_reply_while_the_message_is_lent_and_a_writer_started_close() {
                 format!("again {i}")
             }
         );
-        // Queued under the reader's guard; the reader's next wait writes it.
-        sender.text(&format!("again {}", i + 1)).unwrap();
     }
     writer.close(CloseCode::NORMAL, "").await.unwrap();
-    loop {
-        let mut received = reader.recv().await.unwrap();
-        if received.is_closed() {
-            break;
-        }
-        received.message().unwrap();
-    }
+    while let Recv::Message(_) = reader.recv().await.unwrap() {}
     reader.reunite(writer).unwrap().finish().await.unwrap();
     assert_eq!(timeout(PATIENCE, server).await.unwrap().unwrap(), 11);
 }
@@ -209,7 +202,7 @@ async fn both_halves_wait_on_a_full_socket_and_both_are_woken() {
             }
         }
         ws.close(CloseCode::NORMAL, "").await.unwrap();
-        while ws.recv().await.unwrap() != Recv::Closed {}
+        while !matches!(ws.recv().await.unwrap(), Recv::Closed(_)) {}
         ws.finish().await.unwrap();
         (next, pongs)
     });
@@ -235,11 +228,9 @@ async fn both_halves_wait_on_a_full_socket_and_both_are_woken() {
     let reading = tokio::spawn(async move {
         let mut pings = 0u64;
         loop {
-            let mut received = reader.recv().await.unwrap();
-            match received.message().unwrap() {
+            match reader.recv().await.unwrap() {
                 Recv::Message(Message::Ping(_)) => pings += 1,
-                Recv::Message(Message::Close(_)) => {}
-                Recv::Closed => break,
+                Recv::Closed(_) => break,
                 other => panic!("{other:?}"),
             }
         }
@@ -259,4 +250,57 @@ fn payload(i: u32) -> Vec<u8> {
     let mut bytes = vec![(i % 251) as u8; 1024];
     bytes[..4].copy_from_slice(&i.to_be_bytes());
     bytes
+}
+
+/// The reader's task holds a received message across `.await`s while the writer's task
+/// sends: the writer does not wait for the reader, and the peer receives what it sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_held_in_the_reader_task_does_not_stop_the_writer_task() {
+    let (listener, addr) = listen().await;
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut ws = tickwire_tokio::accept(tcp).await.unwrap();
+        ws.send_text("held").unwrap();
+        ws.flush().await.unwrap();
+        let order = match ws.recv().await.unwrap() {
+            Recv::Message(Message::Text(text)) => text.to_owned(),
+            other => panic!("{other:?}"),
+        };
+        ws.close(CloseCode::NORMAL, "done").await.unwrap();
+        while let Recv::Message(_) = ws.recv().await.unwrap() {}
+        ws.finish().await.unwrap();
+        order
+    });
+    let ws = tickwire_tokio::connect(&format!("ws://{addr}/"))
+        .await
+        .unwrap();
+    let (mut reader, mut writer) = ws.split();
+    let (holding_tx, holding_rx) = tokio::sync::oneshot::channel();
+    let (sent_tx, sent_rx) = tokio::sync::oneshot::channel::<()>();
+    let reading = tokio::spawn(async move {
+        let recv = reader.recv().await.unwrap();
+        holding_tx.send(()).unwrap();
+        // Still borrowed from the reader while the other task sends.
+        sent_rx.await.unwrap();
+        assert_eq!(recv, Recv::Message(Message::Text("held")));
+        let closed = reader.recv().await.unwrap();
+        assert_eq!(
+            closed,
+            Recv::Closed(Some(CloseFrame {
+                code: CloseCode::NORMAL,
+                reason: "done"
+            }))
+        );
+        reader
+    });
+    holding_rx.await.unwrap();
+    writer.send_text("sent meanwhile").unwrap();
+    timeout(PATIENCE, writer.flush()).await.unwrap().unwrap();
+    sent_tx.send(()).unwrap();
+    let reader = timeout(PATIENCE, reading).await.unwrap().unwrap();
+    reader.reunite(writer).unwrap().finish().await.unwrap();
+    assert_eq!(
+        timeout(PATIENCE, server).await.unwrap().unwrap(),
+        "sent meanwhile"
+    );
 }

@@ -170,7 +170,7 @@ pub(crate) async fn echo<S: Transport>(mut ws: WebSocket<S>) -> usize {
             (Recv::Message(Message::Text(text)), mut sender) => sender.text(text).unwrap(),
             (Recv::Message(Message::Binary(bytes)), mut sender) => sender.binary(bytes).unwrap(),
             (Recv::Message(_), _) => continue,
-            (Recv::Closed, _) => break,
+            (Recv::Closed(_), _) => break,
             (other, _) => panic!("unexpected {other:?}"),
         }
         echoed += 1;

@@ -71,9 +71,8 @@ pub(crate) fn run() {
             for _ in 0..n {
                 writer.send_text(TEXT).unwrap();
                 writer.flush().await.unwrap();
-                let mut received = reader.recv().await.unwrap();
                 assert_eq!(
-                    received.message().unwrap(),
+                    reader.recv().await.unwrap(),
                     Recv::Message(Message::Text(TEXT))
                 );
             }
