@@ -1,16 +1,16 @@
 //! [`HttpClient`] and its builder.
 
+use std::ops::{Deref, DerefMut};
+
 use crate::Blocking;
 use tickwire_codec::buf::WriteBuf;
-use tickwire_codec::http::{Method, ResponseReader};
-use tickwire_codec::rest::{Query, RequestWriter};
+use tickwire_codec::http::ResponseReader;
 
 use super::HttpClientError;
 #[cfg(feature = "deflate")]
 use super::gunzip::Gunzip;
-use super::request::ClientRequest;
-use super::session::Session;
-use tickwire_core::http::{BuildHttpClient, HttpClientOptions};
+use super::session::HttpConnection;
+use tickwire_core::http::{BuildHttpClient, HttpClientOptions, Requests};
 
 /// A blocking HTTP/1.1 client for one origin (`http://` or `https://` host and port) over one
 /// keep-alive connection.
@@ -28,11 +28,26 @@ use tickwire_core::http::{BuildHttpClient, HttpClientOptions};
 ///   [`HttpClientError::DeadlineExceeded`] and its connection is dropped.
 /// - Redirects are reported ([`is_redirect`](super::ClientResponse::is_redirect)), not
 ///   followed.
+///
+/// The request methods ([`get`](Requests::get), [`post`](Requests::post), ...,
+/// [`request`](Requests::request)) are the shared [`Requests`] the client dereferences to.
 #[derive(Debug)]
 pub struct HttpClient {
-    writer: RequestWriter,
-    wbuf: WriteBuf,
-    session: Session,
+    requests: Requests<HttpConnection>,
+}
+
+impl Deref for HttpClient {
+    type Target = Requests<HttpConnection>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.requests
+    }
+}
+
+impl DerefMut for HttpClient {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.requests
+    }
 }
 
 impl HttpClient {
@@ -47,67 +62,26 @@ impl HttpClient {
         HttpClientBuilder::new(base_url)
     }
 
-    /// Starts a request with any method.
-    pub fn request(&mut self, method: Method, path: &str) -> ClientRequest<'_, Query> {
-        let builder = self.writer.request(&mut self.wbuf, method, path);
-        ClientRequest::new(&mut self.session, builder, method)
-    }
-
-    /// Starts a GET.
-    pub fn get(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Get, path)
-    }
-
-    /// Starts a HEAD.
-    pub fn head(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Head, path)
-    }
-
-    /// Starts a POST (never resent automatically).
-    pub fn post(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Post, path)
-    }
-
-    /// Starts a PUT.
-    pub fn put(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Put, path)
-    }
-
-    /// Starts a PATCH (never resent automatically).
-    pub fn patch(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Patch, path)
-    }
-
-    /// Starts a DELETE.
-    pub fn delete(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Delete, path)
-    }
-
-    /// Starts an OPTIONS.
-    pub fn options(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Options, path)
-    }
-
     /// Opens the connection now instead of on the first request (a warm-up before the first
     /// order). Does nothing when one is open.
     pub fn connect(&mut self) -> Result<(), HttpClientError> {
-        self.session.connect()
+        self.requests.exchange_mut().connect()
     }
 
     /// How many connections this client has opened: 1 after any number of requests that
     /// reused the first one.
     pub fn connections_opened(&self) -> u64 {
-        self.session.connections_opened()
+        self.requests.exchange().connections_opened()
     }
 
     /// True while a connection is open.
     pub fn is_connected(&self) -> bool {
-        self.session.is_connected()
+        self.requests.exchange().is_connected()
     }
 
     /// Closes the connection; the next request opens a new one.
     pub fn disconnect(&mut self) {
-        self.session.disconnect();
+        self.requests.exchange_mut().disconnect();
     }
 }
 
@@ -129,17 +103,17 @@ impl BuildHttpClient for Blocking {
             .then(|| Gunzip::new(options.limits.max_body_bytes));
         #[cfg(not(feature = "deflate"))]
         let gunzip = None;
+        let connection = HttpConnection::new(
+            origin,
+            options.socket,
+            ResponseReader::new(options.limits),
+            options.read_buffer,
+            gunzip,
+            options.probe_after,
+        );
+        let wbuf = WriteBuf::new(options.write_buffer, 64);
         Ok(HttpClient {
-            writer,
-            wbuf: WriteBuf::new(options.write_buffer, 64),
-            session: Session::new(
-                origin,
-                options.socket,
-                ResponseReader::new(options.limits),
-                options.read_buffer,
-                gunzip,
-                options.probe_after,
-            ),
+            requests: Requests::new(writer, wbuf, connection),
         })
     }
 }

@@ -16,11 +16,14 @@ use super::gunzip::Gunzip;
 use super::response::ClientResponse;
 use crate::stream::io_error;
 use crate::{MaybeTlsStream, Transport};
-use tickwire_core::http::HttpSocketOptions;
+use tickwire_core::http::{Exchange, HttpSocketOptions};
 
-/// Everything of a client but the request writer and its buffer.
+/// The blocking client's side of its requests (everything of an [`HttpClient`](super::HttpClient)
+/// but the request writer and its buffer): the connection, its read buffer and response
+/// reader, and the codec's rules for it. A user never names it: `send` on a
+/// [`ClientRequest`](super::ClientRequest) carries a request out through it.
 #[derive(Debug)]
-pub(crate) struct Session {
+pub struct HttpConnection {
     pub(crate) origin: Origin,
     pub(crate) options: HttpSocketOptions,
     stream: Option<MaybeTlsStream>,
@@ -40,6 +43,18 @@ pub(crate) struct Session {
     applied_write_timeout: Option<Duration>,
 }
 
+impl Exchange for HttpConnection {
+    type Sent<'c> = Result<ClientResponse<'c>, HttpClientError>;
+
+    fn send<'c>(&'c mut self, wbuf: &'c mut WriteBuf, method: Method) -> Self::Sent<'c> {
+        self.execute(wbuf, method)
+    }
+
+    fn fail<'c>(&'c mut self, error: HttpClientError) -> Self::Sent<'c> {
+        Err(error)
+    }
+}
+
 /// How long one socket wait may take within a request.
 #[derive(Debug, Clone, Copy)]
 struct Wait {
@@ -57,7 +72,7 @@ enum Attempt {
     ClosedBeforeResponse(HttpClientError),
 }
 
-impl Session {
+impl HttpConnection {
     pub(crate) fn new(
         origin: Origin,
         options: HttpSocketOptions,

@@ -2,16 +2,17 @@
 //! built with (`Tokio`).
 
 use crate::Tokio;
+use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use tickwire_codec::buf::WriteBuf;
-use tickwire_codec::http::Method;
-use tickwire_codec::rest::Query;
-use tickwire_core::http::{BuildHttpClient, HttpClientError, HttpClientOptions, PooledHttpClient};
+use tickwire_core::http::{
+    BuildHttpClient, HttpClientError, HttpClientOptions, PooledHttpClient, Requests,
+};
 
+use super::exchange::HttpPool;
 use super::options::Options;
 use super::pool::Shared;
-use super::request::ClientRequest;
 
 /// An async HTTP/1.1 client for one origin (`http://` or `https://` host and port): a handle
 /// on a pool of keep-alive connections (see [the pool](#the-pool) and, for what dropping
@@ -75,7 +76,7 @@ use super::request::ClientRequest;
 ///
 /// | method | dropped before it completes |
 /// |---|---|
-/// | [`ClientRequest::send`], [`send_body`](ClientRequest::send_body), [`send_body_with`](ClientRequest::send_body_with) | The request may be partly or wholly written, and its response partly read or not at all. The connection is closed, never returned to the pool (the codec's `ClientSession` records the request as started until its response completes, and refuses reuse until then), so no later request can receive this one's response. A replacement connection is opened in the background. A POST may or may not have reached the server: nothing is resent. The handle stays usable: its write buffer is cleared by the next request. |
+/// | [`ClientRequest::send`](super::ClientRequest::send), [`send_body`](super::ClientRequest::send_body), [`send_body_with`](super::ClientRequest::send_body_with) (their [`ResponseFuture`](super::ResponseFuture)) | The request may be partly or wholly written, and its response partly read or not at all. The connection is closed, never returned to the pool (the codec's `ClientSession` records the request as started until its response completes, and refuses reuse until then), so no later request can receive this one's response. A replacement connection is opened in the background. A POST may or may not have reached the server: nothing is resent. The handle stays usable: its write buffer is cleared by the next request. |
 /// | [`connect`](Self::connect) | A connection being opened is closed and its place in the pool freed; nothing else changes. |
 /// | a request waiting for a connection (the pool at its cap) | It leaves the queue; a connection returned meanwhile goes to the next waiter. |
 ///
@@ -89,19 +90,36 @@ use super::request::ClientRequest;
 ///
 /// Works on the current_thread and the multi_thread runtime: handles and futures are `Send`,
 /// and the pool's lock is never held across an await.
+///
+/// The request methods ([`get`](Requests::get), [`post`](Requests::post), ...,
+/// [`request`](Requests::request)) are the shared [`Requests`] the client dereferences to.
 #[derive(Debug)]
 pub struct HttpClient {
-    shared: Arc<Shared>,
-    wbuf: WriteBuf,
+    requests: Requests<HttpPool>,
 }
 
 impl Clone for HttpClient {
     /// Another handle on the same pool, with a write buffer of its own.
     fn clone(&self) -> Self {
+        let pool = self.requests.exchange().clone();
+        let wbuf = WriteBuf::new(pool.shared.options.write_buffer, 0);
         Self {
-            shared: Arc::clone(&self.shared),
-            wbuf: WriteBuf::new(self.shared.options.write_buffer, 0),
+            requests: Requests::new(self.requests.writer().clone(), wbuf, pool),
         }
+    }
+}
+
+impl Deref for HttpClient {
+    type Target = Requests<HttpPool>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.requests
+    }
+}
+
+impl DerefMut for HttpClient {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.requests
     }
 }
 
@@ -117,67 +135,27 @@ impl HttpClient {
         HttpClientBuilder::new(base_url)
     }
 
-    /// Starts a request with any method.
-    pub fn request(&mut self, method: Method, path: &str) -> ClientRequest<'_, Query> {
-        // A send future dropped part-way leaves its request here: it is never sent.
-        self.wbuf.clear();
-        let Self { shared, wbuf } = self;
-        let builder = shared.writer.request(wbuf, method, path);
-        ClientRequest::new(shared, builder, method)
-    }
-
-    /// Starts a GET.
-    pub fn get(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Get, path)
-    }
-
-    /// Starts a HEAD.
-    pub fn head(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Head, path)
-    }
-
-    /// Starts a POST (never resent automatically).
-    pub fn post(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Post, path)
-    }
-
-    /// Starts a PUT.
-    pub fn put(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Put, path)
-    }
-
-    /// Starts a PATCH (never resent automatically).
-    pub fn patch(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Patch, path)
-    }
-
-    /// Starts a DELETE.
-    pub fn delete(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Delete, path)
-    }
-
-    /// Starts an OPTIONS.
-    pub fn options(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Options, path)
-    }
-
     /// Makes sure one warm connection waits in the pool (a warm-up before the first order):
     /// opens one unless an idle one is there, bounded by the connect timeout. With the pool at
     /// its cap, waits for a connection to come back.
     pub async fn connect(&self) -> Result<(), HttpClientError> {
         // The place goes back to the pool, with its connection, when dropped.
-        self.shared.checkout().await.map(drop)
+        self.shared().checkout().await.map(drop)
     }
 
     /// How many connections this client (all its handles, and the background reconnects)
     /// has opened: 1 after any number of sequential requests that reused the first one.
     pub fn connections_opened(&self) -> u64 {
-        self.shared.connections_opened()
+        self.shared().connections_opened()
     }
 
     /// How many open connections wait in the pool now.
     pub fn idle_connections(&self) -> usize {
-        self.shared.idle_connections()
+        self.shared().idle_connections()
+    }
+
+    fn shared(&self) -> &Arc<Shared> {
+        &self.requests.exchange().shared
     }
 }
 
@@ -198,9 +176,11 @@ impl BuildHttpClient for Tokio {
         let (origin, writer) = options.origin_and_writer()?;
         let write_buffer = options.write_buffer;
         let options = Options::from(options);
+        let pool = HttpPool {
+            shared: Arc::new(Shared::new(origin, options)),
+        };
         Ok(HttpClient {
-            shared: Arc::new(Shared::new(writer, origin, options)),
-            wbuf: WriteBuf::new(write_buffer, 0),
+            requests: Requests::new(writer, WriteBuf::new(write_buffer, 0), pool),
         })
     }
 }
