@@ -1,16 +1,13 @@
 //! [`HttpClient`] and its builder.
 
-use std::ops::{Deref, DerefMut};
-
 use crate::Blocking;
-use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::http::ResponseReader;
 
 use super::HttpClientError;
 #[cfg(feature = "deflate")]
 use super::gunzip::Gunzip;
 use super::session::HttpConnection;
-use tickwire_core::http::{BuildHttpClient, HttpClientOptions, Requests};
+use tickwire_core::http::{BuildHttpClient, HttpClientOptions};
 
 /// A blocking HTTP/1.1 client for one origin (`http://` or `https://` host and port) over one
 /// keep-alive connection.
@@ -29,61 +26,14 @@ use tickwire_core::http::{BuildHttpClient, HttpClientOptions, Requests};
 /// - Redirects are reported ([`is_redirect`](super::ClientResponse::is_redirect)), not
 ///   followed.
 ///
-/// The request methods ([`get`](Requests::get), [`post`](Requests::post), ...,
-/// [`request`](Requests::request)) are the shared [`Requests`] the client dereferences to.
-#[derive(Debug)]
-pub struct HttpClient {
-    requests: Requests<HttpConnection>,
-}
-
-impl Deref for HttpClient {
-    type Target = Requests<HttpConnection>;
-
-    fn deref(&self) -> &Self::Target {
-        &self.requests
-    }
-}
-
-impl DerefMut for HttpClient {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.requests
-    }
-}
-
-impl HttpClient {
-    /// A client for `base_url` with the default options. The URL's path becomes the base path
-    /// every request path is joined to.
-    pub fn new(base_url: &str) -> Result<Self, HttpClientError> {
-        Self::builder(base_url).build()
-    }
-
-    /// A builder for `base_url`.
-    pub fn builder(base_url: &str) -> HttpClientBuilder {
-        HttpClientBuilder::new(base_url)
-    }
-
-    /// Opens the connection now instead of on the first request (a warm-up before the first
-    /// order). Does nothing when one is open.
-    pub fn connect(&mut self) -> Result<(), HttpClientError> {
-        self.requests.exchange_mut().connect()
-    }
-
-    /// How many connections this client has opened: 1 after any number of requests that
-    /// reused the first one.
-    pub fn connections_opened(&self) -> u64 {
-        self.requests.exchange().connections_opened()
-    }
-
-    /// True while a connection is open.
-    pub fn is_connected(&self) -> bool {
-        self.requests.exchange().is_connected()
-    }
-
-    /// Closes the connection; the next request opens a new one.
-    pub fn disconnect(&mut self) {
-        self.requests.exchange_mut().disconnect();
-    }
-}
+/// The request methods ([`get`](tickwire_core::http::HttpClient::get), ...,
+/// [`request`](tickwire_core::http::HttpClient::request)) are tickwire-core's, shared with
+/// the tokio client; [`connect`](HttpConnection::connect),
+/// [`connections_opened`](HttpConnection::connections_opened),
+/// [`is_connected`](HttpConnection::is_connected) and
+/// [`disconnect`](HttpConnection::disconnect) are this transport's, on the
+/// [`HttpConnection`] the client dereferences to.
+pub type HttpClient = tickwire_core::http::HttpClient<HttpConnection>;
 
 /// Options for an [`HttpClient`], the builder both transports share. Defaults: TCP_NODELAY
 /// on, a 10 s connect timeout, 30 s read and write timeouts, a 60 s total deadline per request
@@ -111,9 +61,10 @@ impl BuildHttpClient for Blocking {
             gunzip,
             options.probe_after,
         );
-        let wbuf = WriteBuf::new(options.write_buffer, 64);
-        Ok(HttpClient {
-            requests: Requests::new(writer, wbuf, connection),
-        })
+        Ok(HttpClient::from_parts(
+            writer,
+            (options.write_buffer, 64),
+            connection,
+        ))
     }
 }

@@ -15,13 +15,13 @@ use super::HttpClientError;
 use super::gunzip::Gunzip;
 use super::response::ClientResponse;
 use crate::stream::io_error;
-use crate::{MaybeTlsStream, Transport};
+use crate::{Blocking, MaybeTlsStream, Transport};
 use tickwire_core::http::{Exchange, HttpSocketOptions};
 
-/// The blocking client's side of its requests (everything of an [`HttpClient`](super::HttpClient)
-/// but the request writer and its buffer): the connection, its read buffer and response
-/// reader, and the codec's rules for it. A user never names it: `send` on a
-/// [`ClientRequest`](super::ClientRequest) carries a request out through it.
+/// The blocking client's side of an [`HttpClient`](super::HttpClient) (everything but the
+/// request writer and its buffer): the connection, its read buffer and response reader, and
+/// the codec's rules for it. The client dereferences to it, so its methods are the client's;
+/// `send` on a [`ClientRequest`](super::ClientRequest) carries a request out through it.
 #[derive(Debug)]
 pub struct HttpConnection {
     pub(crate) origin: Origin,
@@ -44,6 +44,7 @@ pub struct HttpConnection {
 }
 
 impl Exchange for HttpConnection {
+    type Marker = Blocking;
     type Sent<'c> = Result<ClientResponse<'c>, HttpClientError>;
 
     fn send<'c>(&'c mut self, wbuf: &'c mut WriteBuf, method: Method) -> Self::Sent<'c> {
@@ -96,16 +97,20 @@ impl HttpConnection {
         }
     }
 
-    pub(crate) fn connections_opened(&self) -> u64 {
+    /// How many connections this client has opened: 1 after any number of requests that
+    /// reused the first one.
+    pub fn connections_opened(&self) -> u64 {
         self.connections_opened
     }
 
-    pub(crate) fn is_connected(&self) -> bool {
+    /// True while a connection is open.
+    pub fn is_connected(&self) -> bool {
         self.stream.is_some()
     }
 
-    /// Opens the connection unless a live one is open.
-    pub(crate) fn connect(&mut self) -> Result<(), HttpClientError> {
+    /// Opens the connection now instead of on the first request (a warm-up before the first
+    /// order). Does nothing when a live one is open.
+    pub fn connect(&mut self) -> Result<(), HttpClientError> {
         self.release_previous();
         self.deadline = None;
         self.ready(Instant::now())
@@ -126,8 +131,8 @@ impl HttpConnection {
         Ok(())
     }
 
-    /// Drops the connection (the next request opens a new one).
-    pub(crate) fn disconnect(&mut self) {
+    /// Closes the connection; the next request opens a new one.
+    pub fn disconnect(&mut self) {
         self.stream = None;
         self.reader.reset();
         self.rbuf.clear();

@@ -2,13 +2,9 @@
 //! built with (`Tokio`).
 
 use crate::Tokio;
-use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-use tickwire_codec::buf::WriteBuf;
-use tickwire_core::http::{
-    BuildHttpClient, HttpClientError, HttpClientOptions, PooledHttpClient, Requests,
-};
+use tickwire_core::http::{BuildHttpClient, HttpClientError, HttpClientOptions, PooledHttpClient};
 
 use super::exchange::HttpPool;
 use super::options::Options;
@@ -77,7 +73,7 @@ use super::pool::Shared;
 /// | method | dropped before it completes |
 /// |---|---|
 /// | [`ClientRequest::send`](super::ClientRequest::send), [`send_body`](super::ClientRequest::send_body), [`send_body_with`](super::ClientRequest::send_body_with) (their [`ResponseFuture`](super::ResponseFuture)) | The request may be partly or wholly written, and its response partly read or not at all. The connection is closed, never returned to the pool (the codec's `ClientSession` records the request as started until its response completes, and refuses reuse until then), so no later request can receive this one's response. A replacement connection is opened in the background. A POST may or may not have reached the server: nothing is resent. The handle stays usable: its write buffer is cleared by the next request. |
-/// | [`connect`](Self::connect) | A connection being opened is closed and its place in the pool freed; nothing else changes. |
+/// | [`connect`](HttpPool::connect) | A connection being opened is closed and its place in the pool freed; nothing else changes. |
 /// | a request waiting for a connection (the pool at its cap) | It leaves the queue; a connection returned meanwhile goes to the next waiter. |
 ///
 /// A [`ClientResponse`](crate::ClientResponse) is complete when `send` returns it: reading it never awaits.
@@ -91,71 +87,32 @@ use super::pool::Shared;
 /// Works on the current_thread and the multi_thread runtime: handles and futures are `Send`,
 /// and the pool's lock is never held across an await.
 ///
-/// The request methods ([`get`](Requests::get), [`post`](Requests::post), ...,
-/// [`request`](Requests::request)) are the shared [`Requests`] the client dereferences to.
-#[derive(Debug)]
-pub struct HttpClient {
-    requests: Requests<HttpPool>,
-}
+/// The request methods ([`get`](tickwire_core::http::HttpClient::get), ...,
+/// [`request`](tickwire_core::http::HttpClient::request)) are tickwire-core's, shared with
+/// the blocking client; [`connect`](HttpPool::connect),
+/// [`connections_opened`](HttpPool::connections_opened) and
+/// [`idle_connections`](HttpPool::idle_connections) are this transport's, on the
+/// [`HttpPool`] handle the client dereferences to.
+pub type HttpClient = tickwire_core::http::HttpClient<HttpPool>;
 
-impl Clone for HttpClient {
-    /// Another handle on the same pool, with a write buffer of its own.
-    fn clone(&self) -> Self {
-        let pool = self.requests.exchange().clone();
-        let wbuf = WriteBuf::new(pool.shared.options.write_buffer, 0);
-        Self {
-            requests: Requests::new(self.requests.writer().clone(), wbuf, pool),
-        }
-    }
-}
-
-impl Deref for HttpClient {
-    type Target = Requests<HttpPool>;
-
-    fn deref(&self) -> &Self::Target {
-        &self.requests
-    }
-}
-
-impl DerefMut for HttpClient {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.requests
-    }
-}
-
-impl HttpClient {
-    /// A client for `base_url` with the default options. The URL's path becomes the base path
-    /// every request path is joined to. No connection is opened yet.
-    pub fn new(base_url: &str) -> Result<Self, HttpClientError> {
-        Self::builder(base_url).build()
-    }
-
-    /// A builder for `base_url`.
-    pub fn builder(base_url: &str) -> HttpClientBuilder {
-        HttpClientBuilder::new(base_url)
-    }
-
+impl HttpPool {
     /// Makes sure one warm connection waits in the pool (a warm-up before the first order):
     /// opens one unless an idle one is there, bounded by the connect timeout. With the pool at
     /// its cap, waits for a connection to come back.
     pub async fn connect(&self) -> Result<(), HttpClientError> {
         // The place goes back to the pool, with its connection, when dropped.
-        self.shared().checkout().await.map(drop)
+        self.shared.checkout().await.map(drop)
     }
 
     /// How many connections this client (all its handles, and the background reconnects)
     /// has opened: 1 after any number of sequential requests that reused the first one.
     pub fn connections_opened(&self) -> u64 {
-        self.shared().connections_opened()
+        self.shared.connections_opened()
     }
 
     /// How many open connections wait in the pool now.
     pub fn idle_connections(&self) -> usize {
-        self.shared().idle_connections()
-    }
-
-    fn shared(&self) -> &Arc<Shared> {
-        &self.requests.exchange().shared
+        self.shared.idle_connections()
     }
 }
 
@@ -179,9 +136,7 @@ impl BuildHttpClient for Tokio {
         let pool = HttpPool {
             shared: Arc::new(Shared::new(origin, options)),
         };
-        Ok(HttpClient {
-            requests: Requests::new(writer, WriteBuf::new(write_buffer, 0), pool),
-        })
+        Ok(HttpClient::from_parts(writer, (write_buffer, 0), pool))
     }
 }
 

@@ -22,10 +22,11 @@ use tickwire_core::http::{Exchange, HttpClientError};
 use super::conn::{Attempt, AttemptIo};
 use super::pool::{Checkout, Shared};
 use super::response::ClientResponse;
+use crate::Tokio;
 
-/// The async client's side of its requests: a handle on the client's pool (the options, the
-/// connections, the counters), shared by every clone of the
-/// [`HttpClient`](super::HttpClient). A user never names it: `send` on a
+/// The async client's side of an [`HttpClient`](super::HttpClient): a handle on the client's
+/// pool (the options, the connections, the counters), shared by every clone of the client.
+/// The client dereferences to it, so its methods are the client's; `send` on a
 /// [`ClientRequest`](super::ClientRequest) carries a request out through it.
 #[derive(Debug, Clone)]
 pub struct HttpPool {
@@ -33,6 +34,7 @@ pub struct HttpPool {
 }
 
 impl Exchange for HttpPool {
+    type Marker = Tokio;
     type Sent<'c> = ResponseFuture<'c>;
 
     fn send<'c>(&'c mut self, wbuf: &'c mut WriteBuf, method: Method) -> ResponseFuture<'c> {

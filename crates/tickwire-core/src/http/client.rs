@@ -1,4 +1,4 @@
-//! The request surface both HTTP clients share, written once: [`Requests`] (the per-method
+//! The HTTP client both transports share, written once: [`HttpClient`] (the per-method
 //! shortcuts) and [`ClientRequest`] (query, headers, body, send), generic over the
 //! transport's side of a client, an [`Exchange`].
 //!
@@ -8,17 +8,22 @@
 //! so `.send()?` and `.send().await?` both work with no trait imported and no allocation.
 
 use std::fmt::Display;
+use std::ops::{Deref, DerefMut};
 
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::http::{Method, WriteError};
 use tickwire_codec::rest::{BodyWriter, Query, RequestBuilder, RequestWriter, WithHeaders};
 
-use super::HttpClientError;
+use super::{BuildHttpClient, HttpClientBuilder, HttpClientError};
 
 /// A transport's side of an HTTP client: what carries out a request once it is written (a
 /// connection on the blocking transport, a handle on the pool on tokio). Implemented by the
-/// transports; a user never calls it.
+/// transports; a user never calls it. A client dereferences to it: its inherent methods are
+/// the transport's own (connecting, counters).
 pub trait Exchange {
+    /// The transport's marker, whose builder makes the client.
+    type Marker;
+
     /// What sending a request gives: the response (or its error) on a blocking transport, a
     /// future of it on an async one. It may borrow the exchange and the request's buffer.
     type Sent<'c>
@@ -34,23 +39,52 @@ pub trait Exchange {
     fn fail<'c>(&'c mut self, error: HttpClientError) -> Self::Sent<'c>;
 }
 
-/// The part of an HTTP client that starts requests: its request writer (the origin's Host
-/// line and default headers, serialised once), its write buffer, and the transport's
-/// [`Exchange`]. A transport's `HttpClient` dereferences to it, so `client.get(path)` is
-/// these methods.
+/// An HTTP/1.1 client for one origin, on the transport whose side of it is `X` (each
+/// transport names it `HttpClient`): its request writer (the origin's Host line and default
+/// headers, serialised once), its write buffer, and the transport's [`Exchange`].
+///
+/// The request methods are here, written once; the transport's own methods (connecting,
+/// counters) are `X`'s, which the client dereferences to, so `client.get(path)` and
+/// `client.connections_opened()` both work with no trait imported.
 #[derive(Debug)]
-pub struct Requests<X> {
+pub struct HttpClient<X> {
     writer: RequestWriter,
     wbuf: WriteBuf,
+    /// The write buffer's initial capacity and headroom, for a clone's own buffer.
+    write_buffer: (usize, usize),
     exchange: X,
 }
 
-impl<X: Exchange> Requests<X> {
-    /// Requests written by `writer` into `wbuf`, carried out by `exchange`.
-    pub fn new(writer: RequestWriter, wbuf: WriteBuf, exchange: X) -> Self {
+impl<X: Exchange> HttpClient<X> {
+    /// A client for `base_url` with the default options. The URL's path becomes the base path
+    /// every request path is joined to. No connection is opened yet.
+    pub fn new(base_url: &str) -> Result<Self, HttpClientError>
+    where
+        X::Marker: BuildHttpClient<Client = Self>,
+    {
+        Self::builder(base_url).build()
+    }
+
+    /// A builder for `base_url`.
+    pub fn builder(base_url: &str) -> HttpClientBuilder<X::Marker>
+    where
+        X::Marker: BuildHttpClient<Client = Self>,
+    {
+        HttpClientBuilder::new(base_url)
+    }
+
+    /// A client whose requests `writer` writes into a buffer of `capacity` bytes with
+    /// `headroom` in front, carried out by `exchange` (for a transport's
+    /// [`BuildHttpClient::build`]).
+    pub fn from_parts(
+        writer: RequestWriter,
+        (capacity, headroom): (usize, usize),
+        exchange: X,
+    ) -> Self {
         Self {
             writer,
-            wbuf,
+            wbuf: WriteBuf::new(capacity, headroom),
+            write_buffer: (capacity, headroom),
             exchange,
         }
     }
@@ -64,6 +98,7 @@ impl<X: Exchange> Requests<X> {
             writer,
             wbuf,
             exchange,
+            ..
         } = self;
         ClientRequest {
             exchange,
@@ -106,20 +141,32 @@ impl<X: Exchange> Requests<X> {
     pub fn options(&mut self, path: &str) -> ClientRequest<'_, Query, X> {
         self.request(Method::Options, path)
     }
+}
 
-    /// The transport's side of the client, for the transport's own methods.
-    pub fn exchange(&self) -> &X {
+impl<X: Exchange + Clone> Clone for HttpClient<X> {
+    /// Another handle on the same transport side (a pool's clones share it), with a write
+    /// buffer of its own.
+    fn clone(&self) -> Self {
+        Self::from_parts(
+            self.writer.clone(),
+            self.write_buffer,
+            self.exchange.clone(),
+        )
+    }
+}
+
+impl<X> Deref for HttpClient<X> {
+    type Target = X;
+
+    /// The transport's side of the client, whose methods are the transport's own.
+    fn deref(&self) -> &X {
         &self.exchange
     }
+}
 
-    /// The transport's side of the client, mutably.
-    pub fn exchange_mut(&mut self) -> &mut X {
+impl<X> DerefMut for HttpClient<X> {
+    fn deref_mut(&mut self) -> &mut X {
         &mut self.exchange
-    }
-
-    /// The request writer (for another handle on the same origin).
-    pub fn writer(&self) -> &RequestWriter {
-        &self.writer
     }
 }
 
