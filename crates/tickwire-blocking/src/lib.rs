@@ -71,7 +71,9 @@ mod tls_stream;
 mod websocket;
 
 pub use client::{Blocking, ClientBuilder, connect};
-pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder, HttpClientError};
+pub use http::{
+    ClientRequest, ClientResponse, HttpClient, HttpClientBuilder, HttpClientError, HttpConnection,
+};
 pub use tickwire_core::{Error, Recv, TransportError};
 // What tickwire-tokio's HTTP client shares with the blocking one; not API.
 #[doc(hidden)]

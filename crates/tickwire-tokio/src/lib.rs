@@ -91,7 +91,9 @@ mod transport;
 mod websocket;
 
 pub use client::{ClientBuilder, Handshaking, Tokio, connect};
-pub use http::{ClientRequest, ClientResponse, HttpClient, HttpClientBuilder};
+pub use http::{
+    ClientRequest, ClientResponse, HttpClient, HttpClientBuilder, HttpPool, ResponseFuture,
+};
 #[cfg(feature = "stream")]
 pub use owned::OwnedMessage;
 pub use server::{ServerBuilder, accept};

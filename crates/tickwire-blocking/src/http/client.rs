@@ -1,15 +1,12 @@
 //! [`HttpClient`] and its builder.
 
 use crate::Blocking;
-use tickwire_codec::buf::WriteBuf;
-use tickwire_codec::http::{Method, ResponseReader};
-use tickwire_codec::rest::{Query, RequestWriter};
+use tickwire_codec::http::ResponseReader;
 
 use super::HttpClientError;
 #[cfg(feature = "deflate")]
 use super::gunzip::Gunzip;
-use super::request::ClientRequest;
-use super::session::Session;
+use super::session::HttpConnection;
 use tickwire_core::http::{BuildHttpClient, HttpClientOptions};
 
 /// A blocking HTTP/1.1 client for one origin (`http://` or `https://` host and port) over one
@@ -28,88 +25,15 @@ use tickwire_core::http::{BuildHttpClient, HttpClientOptions};
 ///   [`HttpClientError::DeadlineExceeded`] and its connection is dropped.
 /// - Redirects are reported ([`is_redirect`](super::ClientResponse::is_redirect)), not
 ///   followed.
-#[derive(Debug)]
-pub struct HttpClient {
-    writer: RequestWriter,
-    wbuf: WriteBuf,
-    session: Session,
-}
-
-impl HttpClient {
-    /// A client for `base_url` with the default options. The URL's path becomes the base path
-    /// every request path is joined to.
-    pub fn new(base_url: &str) -> Result<Self, HttpClientError> {
-        Self::builder(base_url).build()
-    }
-
-    /// A builder for `base_url`.
-    pub fn builder(base_url: &str) -> HttpClientBuilder {
-        HttpClientBuilder::new(base_url)
-    }
-
-    /// Starts a request with any method.
-    pub fn request(&mut self, method: Method, path: &str) -> ClientRequest<'_, Query> {
-        let builder = self.writer.request(&mut self.wbuf, method, path);
-        ClientRequest::new(&mut self.session, builder, method)
-    }
-
-    /// Starts a GET.
-    pub fn get(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Get, path)
-    }
-
-    /// Starts a HEAD.
-    pub fn head(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Head, path)
-    }
-
-    /// Starts a POST (never resent automatically).
-    pub fn post(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Post, path)
-    }
-
-    /// Starts a PUT.
-    pub fn put(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Put, path)
-    }
-
-    /// Starts a PATCH (never resent automatically).
-    pub fn patch(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Patch, path)
-    }
-
-    /// Starts a DELETE.
-    pub fn delete(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Delete, path)
-    }
-
-    /// Starts an OPTIONS.
-    pub fn options(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Options, path)
-    }
-
-    /// Opens the connection now instead of on the first request (a warm-up before the first
-    /// order). Does nothing when one is open.
-    pub fn connect(&mut self) -> Result<(), HttpClientError> {
-        self.session.connect()
-    }
-
-    /// How many connections this client has opened: 1 after any number of requests that
-    /// reused the first one.
-    pub fn connections_opened(&self) -> u64 {
-        self.session.connections_opened()
-    }
-
-    /// True while a connection is open.
-    pub fn is_connected(&self) -> bool {
-        self.session.is_connected()
-    }
-
-    /// Closes the connection; the next request opens a new one.
-    pub fn disconnect(&mut self) {
-        self.session.disconnect();
-    }
-}
+///
+/// The request methods ([`get`](tickwire_core::http::HttpClient::get), ...,
+/// [`request`](tickwire_core::http::HttpClient::request)) are tickwire-core's, shared with
+/// the tokio client; [`connect`](HttpConnection::connect),
+/// [`connections_opened`](HttpConnection::connections_opened),
+/// [`is_connected`](HttpConnection::is_connected) and
+/// [`disconnect`](HttpConnection::disconnect) are this transport's, on the
+/// [`HttpConnection`] the client dereferences to.
+pub type HttpClient = tickwire_core::http::HttpClient<HttpConnection>;
 
 /// Options for an [`HttpClient`], the builder both transports share. Defaults: TCP_NODELAY
 /// on, a 10 s connect timeout, 30 s read and write timeouts, a 60 s total deadline per request
@@ -129,17 +53,18 @@ impl BuildHttpClient for Blocking {
             .then(|| Gunzip::new(options.limits.max_body_bytes));
         #[cfg(not(feature = "deflate"))]
         let gunzip = None;
-        Ok(HttpClient {
+        let connection = HttpConnection::new(
+            origin,
+            options.socket,
+            ResponseReader::new(options.limits),
+            options.read_buffer,
+            gunzip,
+            options.probe_after,
+        );
+        Ok(HttpClient::from_parts(
             writer,
-            wbuf: WriteBuf::new(options.write_buffer, 64),
-            session: Session::new(
-                origin,
-                options.socket,
-                ResponseReader::new(options.limits),
-                options.read_buffer,
-                gunzip,
-                options.probe_after,
-            ),
-        })
+            (options.write_buffer, 64),
+            connection,
+        ))
     }
 }

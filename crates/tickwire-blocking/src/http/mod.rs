@@ -27,4 +27,5 @@ mod session;
 pub use client::{HttpClient, HttpClientBuilder};
 pub use request::ClientRequest;
 pub use response::ClientResponse;
+pub use session::HttpConnection;
 pub use tickwire_core::http::{HttpClientError, HttpSocketOptions};

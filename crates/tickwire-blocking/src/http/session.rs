@@ -15,12 +15,15 @@ use super::HttpClientError;
 use super::gunzip::Gunzip;
 use super::response::ClientResponse;
 use crate::stream::io_error;
-use crate::{MaybeTlsStream, Transport};
-use tickwire_core::http::HttpSocketOptions;
+use crate::{Blocking, MaybeTlsStream, Transport};
+use tickwire_core::http::{Exchange, HttpSocketOptions};
 
-/// Everything of a client but the request writer and its buffer.
+/// The blocking client's side of an [`HttpClient`](super::HttpClient) (everything but the
+/// request writer and its buffer): the connection, its read buffer and response reader, and
+/// the codec's rules for it. The client dereferences to it, so its methods are the client's;
+/// `send` on a [`ClientRequest`](super::ClientRequest) carries a request out through it.
 #[derive(Debug)]
-pub(crate) struct Session {
+pub struct HttpConnection {
     pub(crate) origin: Origin,
     pub(crate) options: HttpSocketOptions,
     stream: Option<MaybeTlsStream>,
@@ -40,6 +43,19 @@ pub(crate) struct Session {
     applied_write_timeout: Option<Duration>,
 }
 
+impl Exchange for HttpConnection {
+    type Marker = Blocking;
+    type Sent<'c> = Result<ClientResponse<'c>, HttpClientError>;
+
+    fn send<'c>(&'c mut self, wbuf: &'c mut WriteBuf, method: Method) -> Self::Sent<'c> {
+        self.execute(wbuf, method)
+    }
+
+    fn fail<'c>(&'c mut self, error: HttpClientError) -> Self::Sent<'c> {
+        Err(error)
+    }
+}
+
 /// How long one socket wait may take within a request.
 #[derive(Debug, Clone, Copy)]
 struct Wait {
@@ -57,7 +73,7 @@ enum Attempt {
     ClosedBeforeResponse(HttpClientError),
 }
 
-impl Session {
+impl HttpConnection {
     pub(crate) fn new(
         origin: Origin,
         options: HttpSocketOptions,
@@ -81,16 +97,20 @@ impl Session {
         }
     }
 
-    pub(crate) fn connections_opened(&self) -> u64 {
+    /// How many connections this client has opened: 1 after any number of requests that
+    /// reused the first one.
+    pub fn connections_opened(&self) -> u64 {
         self.connections_opened
     }
 
-    pub(crate) fn is_connected(&self) -> bool {
+    /// True while a connection is open.
+    pub fn is_connected(&self) -> bool {
         self.stream.is_some()
     }
 
-    /// Opens the connection unless a live one is open.
-    pub(crate) fn connect(&mut self) -> Result<(), HttpClientError> {
+    /// Opens the connection now instead of on the first request (a warm-up before the first
+    /// order). Does nothing when a live one is open.
+    pub fn connect(&mut self) -> Result<(), HttpClientError> {
         self.release_previous();
         self.deadline = None;
         self.ready(Instant::now())
@@ -111,8 +131,8 @@ impl Session {
         Ok(())
     }
 
-    /// Drops the connection (the next request opens a new one).
-    pub(crate) fn disconnect(&mut self) {
+    /// Closes the connection; the next request opens a new one.
+    pub fn disconnect(&mut self) {
         self.stream = None;
         self.reader.reset();
         self.rbuf.clear();

@@ -4,14 +4,11 @@
 use crate::Tokio;
 use std::sync::Arc;
 
-use tickwire_codec::buf::WriteBuf;
-use tickwire_codec::http::Method;
-use tickwire_codec::rest::Query;
 use tickwire_core::http::{BuildHttpClient, HttpClientError, HttpClientOptions, PooledHttpClient};
 
+use super::exchange::HttpPool;
 use super::options::Options;
 use super::pool::Shared;
-use super::request::ClientRequest;
 
 /// An async HTTP/1.1 client for one origin (`http://` or `https://` host and port): a handle
 /// on a pool of keep-alive connections (see [the pool](#the-pool) and, for what dropping
@@ -75,8 +72,8 @@ use super::request::ClientRequest;
 ///
 /// | method | dropped before it completes |
 /// |---|---|
-/// | [`ClientRequest::send`], [`send_body`](ClientRequest::send_body), [`send_body_with`](ClientRequest::send_body_with) | The request may be partly or wholly written, and its response partly read or not at all. The connection is closed, never returned to the pool (the codec's `ClientSession` records the request as started until its response completes, and refuses reuse until then), so no later request can receive this one's response. A replacement connection is opened in the background. A POST may or may not have reached the server: nothing is resent. The handle stays usable: its write buffer is cleared by the next request. |
-/// | [`connect`](Self::connect) | A connection being opened is closed and its place in the pool freed; nothing else changes. |
+/// | [`ClientRequest::send`](super::ClientRequest::send), [`send_body`](super::ClientRequest::send_body), [`send_body_with`](super::ClientRequest::send_body_with) (their [`ResponseFuture`](super::ResponseFuture)) | The request may be partly or wholly written, and its response partly read or not at all. The connection is closed, never returned to the pool (the codec's `ClientSession` records the request as started until its response completes, and refuses reuse until then), so no later request can receive this one's response. A replacement connection is opened in the background. A POST may or may not have reached the server: nothing is resent. The handle stays usable: its write buffer is cleared by the next request. |
+/// | [`connect`](HttpPool::connect) | A connection being opened is closed and its place in the pool freed; nothing else changes. |
 /// | a request waiting for a connection (the pool at its cap) | It leaves the queue; a connection returned meanwhile goes to the next waiter. |
 ///
 /// A [`ClientResponse`](crate::ClientResponse) is complete when `send` returns it: reading it never awaits.
@@ -89,78 +86,16 @@ use super::request::ClientRequest;
 ///
 /// Works on the current_thread and the multi_thread runtime: handles and futures are `Send`,
 /// and the pool's lock is never held across an await.
-#[derive(Debug)]
-pub struct HttpClient {
-    shared: Arc<Shared>,
-    wbuf: WriteBuf,
-}
+///
+/// The request methods ([`get`](tickwire_core::http::HttpClient::get), ...,
+/// [`request`](tickwire_core::http::HttpClient::request)) are tickwire-core's, shared with
+/// the blocking client; [`connect`](HttpPool::connect),
+/// [`connections_opened`](HttpPool::connections_opened) and
+/// [`idle_connections`](HttpPool::idle_connections) are this transport's, on the
+/// [`HttpPool`] handle the client dereferences to.
+pub type HttpClient = tickwire_core::http::HttpClient<HttpPool>;
 
-impl Clone for HttpClient {
-    /// Another handle on the same pool, with a write buffer of its own.
-    fn clone(&self) -> Self {
-        Self {
-            shared: Arc::clone(&self.shared),
-            wbuf: WriteBuf::new(self.shared.options.write_buffer, 0),
-        }
-    }
-}
-
-impl HttpClient {
-    /// A client for `base_url` with the default options. The URL's path becomes the base path
-    /// every request path is joined to. No connection is opened yet.
-    pub fn new(base_url: &str) -> Result<Self, HttpClientError> {
-        Self::builder(base_url).build()
-    }
-
-    /// A builder for `base_url`.
-    pub fn builder(base_url: &str) -> HttpClientBuilder {
-        HttpClientBuilder::new(base_url)
-    }
-
-    /// Starts a request with any method.
-    pub fn request(&mut self, method: Method, path: &str) -> ClientRequest<'_, Query> {
-        // A send future dropped part-way leaves its request here: it is never sent.
-        self.wbuf.clear();
-        let Self { shared, wbuf } = self;
-        let builder = shared.writer.request(wbuf, method, path);
-        ClientRequest::new(shared, builder, method)
-    }
-
-    /// Starts a GET.
-    pub fn get(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Get, path)
-    }
-
-    /// Starts a HEAD.
-    pub fn head(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Head, path)
-    }
-
-    /// Starts a POST (never resent automatically).
-    pub fn post(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Post, path)
-    }
-
-    /// Starts a PUT.
-    pub fn put(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Put, path)
-    }
-
-    /// Starts a PATCH (never resent automatically).
-    pub fn patch(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Patch, path)
-    }
-
-    /// Starts a DELETE.
-    pub fn delete(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Delete, path)
-    }
-
-    /// Starts an OPTIONS.
-    pub fn options(&mut self, path: &str) -> ClientRequest<'_, Query> {
-        self.request(Method::Options, path)
-    }
-
+impl HttpPool {
     /// Makes sure one warm connection waits in the pool (a warm-up before the first order):
     /// opens one unless an idle one is there, bounded by the connect timeout. With the pool at
     /// its cap, waits for a connection to come back.
@@ -198,10 +133,10 @@ impl BuildHttpClient for Tokio {
         let (origin, writer) = options.origin_and_writer()?;
         let write_buffer = options.write_buffer;
         let options = Options::from(options);
-        Ok(HttpClient {
-            shared: Arc::new(Shared::new(writer, origin, options)),
-            wbuf: WriteBuf::new(write_buffer, 0),
-        })
+        let pool = HttpPool {
+            shared: Arc::new(Shared::new(origin, options)),
+        };
+        Ok(HttpClient::from_parts(writer, (write_buffer, 0), pool))
     }
 }
 

@@ -7,12 +7,12 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use tickwire_codec::buf::ReadBuf;
 use tickwire_codec::http::{
-    ClientSession, Failure, IdleProbe, Method, Probe, ProbeStep, ReadOutcome, Response,
-    ResponseReader, Reuse,
+    AwaitResponse, ClientSession, Failure, IdleProbe, Method, Probe, ProbeStep, ReadOutcome,
+    Response, ResponseReader, Reuse,
 };
 #[cfg(feature = "deflate")]
 use tickwire_codec::rest::GzipBody;
@@ -121,49 +121,90 @@ impl Conn {
         self.rules.may_resend(method, failure)
     }
 
-    /// Writes `request` and reads until a final (non-1xx) response is complete, each write
-    /// and read bounded by its timeout, and all of it by `deadline` (the request's; `None`:
-    /// none).
-    pub(crate) async fn attempt(
+    /// Starts one attempt of the request: the rules record it as started (so a connection
+    /// left by an attempt that does not finish is never reused), and the attempt's waits are
+    /// bounded by their timeouts and by `deadline` (the request's; `None`: none). Drive it
+    /// with [`poll_attempt`](Self::poll_attempt).
+    pub(crate) fn start_attempt(
         &mut self,
+        options: &HttpSocketOptions,
+        deadline: Option<Instant>,
+    ) -> AttemptIo {
+        self.rules.request_started();
+        AttemptIo {
+            step: Step::Write { written: 0 },
+            bound: Bound::new(options, deadline),
+            wait: Wait::default(),
+        }
+    }
+
+    /// Writes `request` and reads until a final (non-1xx) response is complete, each write
+    /// and read bounded by its timeout, and all of it by the deadline `io` was started with.
+    /// `Pending` when the socket (or the alarm) has to wait: `cx`'s task is woken, and the
+    /// same `io` and `request` are passed again.
+    pub(crate) fn poll_attempt(
+        &mut self,
+        io: &mut AttemptIo,
+        cx: &mut Context<'_>,
         request: &[u8],
         method: Method,
         options: &HttpSocketOptions,
-        deadline: Option<Instant>,
-    ) -> Result<Attempt, HttpClientError> {
-        self.rules.request_started();
-        let bound = Bound::new(options, deadline);
-        let stream = &mut self.stream;
-        let written = bound
-            .wait(&self.alarm, options.write_timeout, async {
-                stream.write_all(request).await?;
-                stream.flush().await
-            })
-            .await?;
-        let (rules, reader) = (&mut self.rules, &mut self.reader);
-        let mut response = (rules.request_written(reader, &self.rbuf, method, written))
-            .map_err(|e| typed(&self.stream, e))?;
+    ) -> Poll<Result<Attempt, HttpClientError>> {
         loop {
-            let (rules, reader, rbuf) = (&mut self.rules, &mut self.reader, &mut self.rbuf);
-            if response.parse(rules, reader, rbuf, Instant::now)? {
-                return Ok(Attempt::Done);
+            match &mut io.step {
+                Step::Write { written } => {
+                    let done = poll_write_all(&mut self.stream, cx, request, written);
+                    let written =
+                        match io
+                            .wait
+                            .poll(&self.alarm, cx, &io.bound, options.write_timeout, done)
+                        {
+                            Poll::Pending => return Poll::Pending,
+                            Poll::Ready(written) => written?,
+                        };
+                    let (rules, reader) = (&mut self.rules, &mut self.reader);
+                    let response = (rules.request_written(reader, &self.rbuf, method, written))
+                        .map_err(|e| typed(&self.stream, e))?;
+                    io.step = Step::Read {
+                        response,
+                        parsed: false,
+                    };
+                }
+                Step::Read { response, parsed } => {
+                    let (rules, reader, rbuf) = (&mut self.rules, &mut self.reader, &mut self.rbuf);
+                    if !*parsed && response.parse(rules, reader, rbuf, Instant::now)? {
+                        return Poll::Ready(Ok(Attempt::Done));
+                    }
+                    // Parsed once per read: a read that waits is polled again without
+                    // parsing the same bytes again.
+                    *parsed = true;
+                    let read = poll_read(&mut self.stream, cx, &mut self.rbuf);
+                    let read =
+                        match io
+                            .wait
+                            .poll(&self.alarm, cx, &io.bound, options.read_timeout, read)
+                        {
+                            Poll::Pending => return Poll::Pending,
+                            Poll::Ready(read) => read?,
+                        };
+                    *parsed = false;
+                    let (rules, reader, rbuf) = (&mut self.rules, &mut self.reader, &mut self.rbuf);
+                    let (closed, error) =
+                        match response.read_returned(rules, reader, rbuf, read, Instant::now)? {
+                            ReadOutcome::Continue => continue,
+                            ReadOutcome::Complete => return Poll::Ready(Ok(Attempt::Done)),
+                            ReadOutcome::ClosedBeforeResponse(error) => (true, error),
+                            ReadOutcome::Failed(error) => (false, error),
+                        };
+                    let error =
+                        error.map_or(HttpClientError::NoResponse, |e| typed(&self.stream, e));
+                    return Poll::Ready(if closed {
+                        Ok(Attempt::ClosedBeforeResponse(error))
+                    } else {
+                        Err(error)
+                    });
+                }
             }
-            let read = self.stream.read(ResponseReader::read_space(&mut self.rbuf));
-            let read = bound.wait(&self.alarm, options.read_timeout, read).await?;
-            let (rules, reader, rbuf) = (&mut self.rules, &mut self.reader, &mut self.rbuf);
-            let (closed, error) =
-                match response.read_returned(rules, reader, rbuf, read, Instant::now)? {
-                    ReadOutcome::Continue => continue,
-                    ReadOutcome::Complete => return Ok(Attempt::Done),
-                    ReadOutcome::ClosedBeforeResponse(error) => (true, error),
-                    ReadOutcome::Failed(error) => (false, error),
-                };
-            let error = error.map_or(HttpClientError::NoResponse, |e| typed(&self.stream, e));
-            return if closed {
-                Ok(Attempt::ClosedBeforeResponse(error))
-            } else {
-                Err(error)
-            };
         }
     }
 
@@ -258,63 +299,122 @@ impl Bound {
             total: options.request_deadline,
         }
     }
+}
 
-    /// `io`, unless `timeout` (from now) or the request's deadline passes first: then an
-    /// `io::Error` of kind `TimedOut` (inside `Ok`), or `DeadlineExceeded`. The alarm is only
-    /// armed once `io` has to wait, and disarmed when it is done.
-    async fn wait<T>(
-        self,
+/// One attempt of a request on a connection, as [`Conn::poll_attempt`] drives it: where it
+/// is, and what bounds its waits. Holds no buffer and never allocates.
+#[derive(Debug)]
+pub(crate) struct AttemptIo {
+    step: Step,
+    bound: Bound,
+    wait: Wait,
+}
+
+#[derive(Debug)]
+enum Step {
+    /// Writing the request (then flushing it): `written` bytes of it are out.
+    Write { written: usize },
+    /// Reading the response; `parsed`: the buffer was parsed since the last read returned.
+    Read {
+        response: AwaitResponse,
+        parsed: bool,
+    },
+}
+
+/// The bound on one wait (the write of a request, one read of its response): the alarm is
+/// armed only once the wait has had to wait, and disarmed when it is done.
+#[derive(Debug, Default)]
+struct Wait {
+    /// The instant armed, once the wait has had to wait: `Some(None)` with no bound.
+    at: Option<Option<Instant>>,
+}
+
+impl Wait {
+    /// `io`'s poll, unless `timeout` (from the first time it was pending) or the request's
+    /// deadline passes first: then an `io::Error` of kind `TimedOut` (inside `Ok`), or
+    /// `DeadlineExceeded`. Ready ends this wait; the next starts afresh.
+    fn poll<T>(
+        &mut self,
         alarm: &Alarm,
+        cx: &mut Context<'_>,
+        bound: &Bound,
         timeout: Option<Duration>,
-        io: impl Future<Output = io::Result<T>>,
-    ) -> Result<io::Result<T>, HttpClientError> {
-        let mut io = std::pin::pin!(io);
-        // The instant armed, once `io` has had to wait: `Some(None)` with no bound.
-        let mut at = None;
-        let expired = std::future::poll_fn(|cx| {
-            if let Poll::Ready(out) = io.as_mut().poll(cx) {
-                return Poll::Ready(Ok(out));
-            }
-            match at {
-                Some(Some(at)) => alarm.poll(cx).map(|()| Err(at)),
-                Some(None) => Poll::Pending,
-                None => {
-                    let now = Instant::now();
-                    let waited = timeout.map(|timeout| now + timeout);
-                    let bound = match (waited, self.deadline) {
-                        (Some(a), Some(b)) => Some(a.min(b)),
-                        (a, b) => a.or(b),
-                    };
-                    at = Some(bound);
-                    match bound {
-                        Some(bound) if bound <= now => Poll::Ready(Err(bound)),
-                        Some(bound) => {
-                            alarm.arm(bound, cx);
-                            Poll::Pending
-                        }
-                        None => Poll::Pending,
-                    }
-                }
-            }
-        })
-        .await;
-        match expired {
-            Ok(out) => {
-                if at.flatten().is_some() {
+        io: Poll<io::Result<T>>,
+    ) -> Poll<Result<io::Result<T>, HttpClientError>> {
+        let expired = match (io, self.at) {
+            (Poll::Ready(out), _) => {
+                if self.at.take().flatten().is_some() {
                     alarm.disarm();
                 }
-                Ok(out)
+                return Poll::Ready(Ok(out));
             }
-            // The earlier of the two passed: the deadline when it was the one set.
-            Err(at) if self.deadline.is_some_and(|deadline| at >= deadline) => {
+            (Poll::Pending, Some(Some(at))) => match alarm.poll(cx) {
+                Poll::Ready(()) => at,
+                Poll::Pending => return Poll::Pending,
+            },
+            (Poll::Pending, Some(None)) => return Poll::Pending,
+            (Poll::Pending, None) => {
+                let now = Instant::now();
+                let waited = timeout.map(|timeout| now + timeout);
+                let at = match (waited, bound.deadline) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                self.at = Some(at);
+                match at {
+                    Some(at) if at <= now => at,
+                    Some(at) => {
+                        alarm.arm(at, cx);
+                        return Poll::Pending;
+                    }
+                    None => return Poll::Pending,
+                }
+            }
+        };
+        self.at = None;
+        // The earlier of the two passed: the deadline when it was the one set.
+        Poll::Ready(
+            if bound.deadline.is_some_and(|deadline| expired >= deadline) {
                 Err(HttpClientError::DeadlineExceeded {
-                    deadline: self.total.unwrap_or_default(),
+                    deadline: bound.total.unwrap_or_default(),
                 })
-            }
-            Err(_) => Ok(Err(io::Error::new(
-                ErrorKind::TimedOut,
-                "HTTP read or write timed out",
-            ))),
+            } else {
+                Ok(Err(io::Error::new(
+                    ErrorKind::TimedOut,
+                    "HTTP read or write timed out",
+                )))
+            },
+        )
+    }
+}
+
+/// Writes what is left of `request` past `written`, then flushes: ready when all of it is
+/// out, or with the first error (a write of 0 bytes is `WriteZero`).
+fn poll_write_all(
+    stream: &mut MaybeTls,
+    cx: &mut Context<'_>,
+    request: &[u8],
+    written: &mut usize,
+) -> Poll<io::Result<()>> {
+    while *written < request.len() {
+        match Pin::new(&mut *stream).poll_write(cx, &request[*written..]) {
+            Poll::Ready(Ok(0)) => return Poll::Ready(Err(ErrorKind::WriteZero.into())),
+            Poll::Ready(Ok(n)) => *written += n,
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => return Poll::Pending,
         }
     }
+    Pin::new(stream).poll_flush(cx)
+}
+
+/// One read into the spare space of `rbuf` (`ResponseReader::read_space`).
+fn poll_read(
+    stream: &mut MaybeTls,
+    cx: &mut Context<'_>,
+    rbuf: &mut ReadBuf,
+) -> Poll<io::Result<usize>> {
+    let mut buf = tokio::io::ReadBuf::new(ResponseReader::read_space(rbuf));
+    Pin::new(stream)
+        .poll_read(cx, &mut buf)
+        .map_ok(|()| buf.filled().len())
 }

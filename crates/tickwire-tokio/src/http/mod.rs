@@ -19,7 +19,7 @@
 //! Modules depend one way (`a <- b`: b uses a): `alarm, options <- conn <- pool <- response
 //! <- exchange <- request <- client`. `options` holds what the builder fixed, `conn` one
 //! connection's I/O, `pool` which connection a request gets, `exchange` one request on the
-//! pool (the resend included), `client` the handle and the builder's marker.
+//! pool (the resend included, as the named future `send` returns), `client` the handle and the builder's marker.
 
 mod alarm;
 mod client;
@@ -31,5 +31,6 @@ mod request;
 mod response;
 
 pub use client::{HttpClient, HttpClientBuilder};
+pub use exchange::{HttpPool, ResponseFuture};
 pub use request::ClientRequest;
 pub use response::ClientResponse;

@@ -14,7 +14,6 @@ pub(crate) struct Options {
     #[cfg(feature = "deflate")]
     pub(crate) gzip: bool,
     pub(crate) read_buffer: usize,
-    pub(crate) write_buffer: usize,
     pub(crate) probe_after: Duration,
     pub(crate) max_connections: usize,
     pub(crate) idle_timeout: Duration,
@@ -28,7 +27,6 @@ impl From<HttpClientOptions> for Options {
             socket: options.socket,
             limits: options.limits,
             read_buffer: options.read_buffer,
-            write_buffer: options.write_buffer,
             probe_after: options.probe_after,
             max_connections: options.max_connections.max(1),
             idle_timeout: options.idle_timeout,

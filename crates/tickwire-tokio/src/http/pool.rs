@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tokio::sync::futures::Notified;
 
-use tickwire_codec::rest::{Origin, RequestWriter};
+use tickwire_codec::rest::Origin;
 use tickwire_core::http::HttpClientError;
 
 use super::conn::Conn;
@@ -30,7 +30,6 @@ use super::options::Options;
 /// What every handle of one client shares.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    pub(crate) writer: RequestWriter,
     pub(crate) origin: Origin,
     pub(crate) options: Options,
     pool: Mutex<Idle>,
@@ -57,9 +56,8 @@ pub(crate) struct Checkout {
 }
 
 impl Shared {
-    pub(crate) fn new(writer: RequestWriter, origin: Origin, options: Options) -> Self {
+    pub(crate) fn new(origin: Origin, options: Options) -> Self {
         Self {
-            writer,
             origin,
             options,
             pool: Mutex::new(Idle::default()),

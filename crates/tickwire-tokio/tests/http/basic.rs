@@ -226,6 +226,48 @@ fn a_warm_up_connect_is_used_by_the_first_request() {
     });
 }
 
+/// A caller can keep `send`'s future in a field of its own type (it is named:
+/// `ResponseFuture`), hand it to code that needs a `Send` future, and await it later: nothing
+/// is sent before that, and a request that could not be written fails without a connection.
+#[test]
+fn the_send_future_is_named_send_and_lazy() {
+    struct Order<'c> {
+        placing: tickwire_tokio::ResponseFuture<'c>,
+    }
+    fn sendable<F: Future + Send>(future: F) -> F {
+        future
+    }
+    on_both_runtimes(|| async {
+        let server = ManyServer::start(|_| ok(b"filled"));
+        let mut client = client(server.port()).build().unwrap();
+        let pool = client.clone();
+        let response = {
+            let order = Order {
+                placing: sendable(client.post("/orders").send_body(b"qty=1")),
+            };
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert_eq!(
+                pool.connections_opened(),
+                0,
+                "nothing happens before it is polled"
+            );
+            order.placing.await.unwrap()
+        };
+        assert_eq!(response.body(), b"filled");
+        drop(response);
+        let refused = client.get("/").header("X-Note", "a\r\nb").send().await;
+        assert!(
+            matches!(refused, Err(tickwire_core::http::HttpClientError::Write(_))),
+            "{refused:?}"
+        );
+        assert_eq!(client.connections_opened(), 1);
+        drop((client, pool));
+        let (accepted, requests) = stopped(server).await;
+        assert_eq!(accepted, 1);
+        assert_eq!(requests, 1, "the refused request never reached the server");
+    });
+}
+
 #[test]
 fn an_idle_connection_past_the_idle_timeout_is_closed_and_replaced() {
     on_both_runtimes(|| async {
