@@ -5,16 +5,15 @@
 //! every 101st (a gap), the second's copies dropped as duplicates, timers run in between,
 //! under a counting global allocator, for this test binary only.
 
-use std::alloc::System;
 use std::time::{Duration, Instant};
 
-use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use tickwire_codec::feed::{
     Action, ConnId, Disposition, Event, FeedConfig, FeedSession, RecvStamp,
 };
+use tickwire_test_support::alloc::CountingAlloc;
 
 #[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+static ALLOC: CountingAlloc = CountingAlloc::with_heap_totals();
 
 const KEYS: usize = 16;
 
@@ -107,7 +106,7 @@ fn main() {
     // Warm-up: every key interned, the queue and the hold at their working sizes.
     run(&mut session, &mut now, 1, 1_000, &payloads);
 
-    let region = Region::new(GLOBAL);
+    let region = ALLOC.heap_region();
     let (delivered, gaps) = run(&mut session, &mut now, 1_000, TOTAL, &payloads);
     let stats = region.change();
 

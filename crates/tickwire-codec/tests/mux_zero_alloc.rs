@@ -3,16 +3,15 @@
 //! answers, timeouts and lost connections under a counting global allocator, for this test
 //! binary only.
 
-use std::alloc::System;
 use std::time::{Duration, Instant};
 
-use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use tickwire_codec::mux::{
     Client, ClientConfig, Disconnect, Outcome, RequestId, Response, Server, ServerConfig,
 };
+use tickwire_test_support::alloc::CountingAlloc;
 
 #[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+static ALLOC: CountingAlloc = CountingAlloc::with_heap_totals();
 
 const CAP: usize = 64;
 
@@ -63,7 +62,7 @@ fn main() {
     for n in 0..100 {
         round(&mut client, &mut server, &mut now, n * CAP as u64);
     }
-    let region = Region::new(GLOBAL);
+    let region = ALLOC.heap_region();
     let mut finished = 0;
     let rounds = 100_000 / CAP as u64;
     for n in 100..100 + rounds {

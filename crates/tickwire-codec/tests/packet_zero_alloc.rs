@@ -5,16 +5,14 @@
 //! created on first use.) A counting global allocator wraps the system allocator for this
 //! test binary only.
 
-use std::alloc::System;
-
-use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
 #[cfg(any(feature = "lz4", feature = "zstd"))]
 use tickwire_codec::packet::CompressionPolicy;
 use tickwire_codec::packet::{Codec, PacketConfig, PacketReader, PacketWriter, ReadEvent};
+use tickwire_test_support::alloc::CountingAlloc;
 
 #[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+static ALLOC: CountingAlloc = CountingAlloc::with_heap_totals();
 
 const PACKETS: usize = 50;
 
@@ -27,14 +25,14 @@ fn round(
     buf: &mut ReadBuf,
     payload_out: &mut Vec<u8>,
     payload: &[u8],
-) -> (usize, usize, Codec) {
-    let region = Region::new(GLOBAL);
+) -> (u64, u64, Codec) {
+    let region = ALLOC.heap_region();
     let mut codec = Codec::None;
     for id in 0..PACKETS as u64 {
         codec = writer.encode(out, id, payload).unwrap().codec;
     }
     let encode = region.change().allocations;
-    let region = Region::new(GLOBAL);
+    let region = ALLOC.heap_region();
     // As a transport reads: into the reader's spare space, a read at a time.
     let mut rest = out.as_slice();
     let mut seen = 0;
@@ -55,7 +53,7 @@ fn round(
     (encode, region.change().allocations, codec)
 }
 
-fn steady_state(name: &str, config: PacketConfig, encode_allocations_per_packet: usize) {
+fn steady_state(name: &str, config: PacketConfig, encode_allocations_per_packet: u64) {
     let payload = br#"{"e":"trade","s":"BTCUSDT","p":"64000.10","q":"0.010","m":true},"#.repeat(20);
     let mut writer = PacketWriter::new(config.clone());
     let mut reader = PacketReader::new(config);
@@ -76,7 +74,7 @@ fn steady_state(name: &str, config: PacketConfig, encode_allocations_per_packet:
     );
     assert_eq!(
         encode,
-        encode_allocations_per_packet * PACKETS,
+        encode_allocations_per_packet * PACKETS as u64,
         "{name}: encode"
     );
     assert_eq!(decode, 0, "{name}: decode");

@@ -3,15 +3,13 @@
 //! buffer (`body_with`) allocates nothing. A counting global allocator wraps the system
 //! allocator for this test binary only.
 
-use std::alloc::System;
-
 use serde::Serialize;
-use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::rest::RequestWriter;
+use tickwire_test_support::alloc::CountingAlloc;
 
 #[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+static ALLOC: CountingAlloc = CountingAlloc::with_heap_totals();
 
 #[derive(Serialize)]
 struct Order<'a> {
@@ -63,7 +61,7 @@ fn main() {
     for n in 0..100 {
         total += one_request(&api, &mut buf, n);
     }
-    let region = Region::new(GLOBAL);
+    let region = ALLOC.heap_region();
     for n in 0..10_000 {
         total += one_request(&api, &mut buf, n);
     }

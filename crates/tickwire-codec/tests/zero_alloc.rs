@@ -3,18 +3,17 @@
 //! to a pool holds no heap at all, in at most 256 bytes of state. A counting global allocator
 //! wraps the system allocator for this test binary only.
 
-use std::alloc::System;
 use std::sync::Arc;
 use std::time::Instant;
 
-use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use tickwire_codec::buf::WriteBuf;
 use tickwire_codec::ws::{
     Buffers, Config, Connection, Event, FrameWriter, MaskSource, Message, Role, SharedFrame,
 };
+use tickwire_test_support::alloc::CountingAlloc;
 
 #[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+static ALLOC: CountingAlloc = CountingAlloc::with_heap_totals();
 
 /// Frames as the peer of `role` would send them: text, binary, ping.
 fn peer_frames(role: Role) -> Vec<u8> {
@@ -69,7 +68,7 @@ fn assert_steady_state_allocates_nothing(role: Role) {
     for _ in 0..100 {
         assert_eq!(round(&mut conn, &mut bufs, &input, now), 3);
     }
-    let region = Region::new(GLOBAL);
+    let region = ALLOC.heap_region();
     let mut seen = 0;
     for _ in 0..10_000 {
         seen += round(&mut conn, &mut bufs, &input, now);
@@ -103,7 +102,7 @@ fn idle_connections_hold_no_buffer() {
 
     let mut pool = vec![Buffers::new(&config)];
     let mut conns = Vec::with_capacity(CONNECTIONS);
-    let region = Region::new(GLOBAL);
+    let region = ALLOC.heap_region();
     for i in 0..CONNECTIONS {
         conns.push(Connection::new(
             Role::Server,
@@ -127,7 +126,7 @@ fn idle_connections_hold_no_buffer() {
         pool.push(bufs);
     }
     let change = region.change();
-    let held = change.bytes_allocated as i64 - change.bytes_deallocated as i64;
+    let held = change.held();
     assert_eq!(
         held, 0,
         "{CONNECTIONS} idle connections still hold heap ({} allocations during the bursts)",
@@ -165,16 +164,16 @@ fn broadcast_is_queued_by_reference() {
         .collect();
     let frame = SharedFrame::binary(&vec![0x5a; PAYLOAD]);
 
-    let region = Region::new(GLOBAL);
+    let region = ALLOC.heap_region();
     for (conn, bufs) in &mut conns {
         conn.sender(bufs).shared(&frame).expect("open connection");
     }
     let queued = region.change();
     assert_eq!(frame.share_count(), CONNECTIONS + 1);
-    let per_connection = queued.bytes_allocated / CONNECTIONS;
+    let per_connection = queued.bytes_allocated / CONNECTIONS as u64;
     // The queue's first allocation (room for four entries), not the payload.
     assert!(
-        per_connection <= 4 * Buffers::SHARED_ENTRY_BYTES,
+        per_connection <= 4 * Buffers::SHARED_ENTRY_BYTES as u64,
         "queueing took {per_connection} bytes per connection for a {PAYLOAD}-byte frame"
     );
     for (conn, bufs) in &mut conns {

@@ -4,20 +4,19 @@
 //! permessage-deflate (no context takeover) and over TLS. The clients run in a child process
 //! (this binary, re-run with `--clients`), so the counting allocator sees the server alone.
 
-use std::alloc::System;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use tickwire_blocking::{ClientBuilder, ClientTlsConfig, Message, Recv};
 use tickwire_server::{
     Conn, Decision, DeflateConfig, Handler, OpCode, Request, ServerBuilder, ServerTlsConfig,
 };
+use tickwire_test_support::alloc::CountingAlloc;
 
 #[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+static ALLOC: CountingAlloc = CountingAlloc::with_heap_totals();
 
 const CLIENTS: usize = 2048;
 
@@ -145,13 +144,13 @@ fn measure(mode: &str) -> f64 {
     // Warm-up: the worker's scratch buffers, event list and first slot exist.
     end_clients(spawn_clients(mode, addr, 1, &ca));
     std::thread::sleep(Duration::from_millis(200));
-    let region = Region::new(GLOBAL);
+    let region = ALLOC.heap_region();
     let child = spawn_clients(mode, addr, CLIENTS, &ca);
     std::thread::sleep(Duration::from_millis(200));
     let change = region.change();
     end_clients(child);
     running.shutdown(Duration::from_secs(2)).unwrap();
-    let held = change.bytes_allocated as i64 - change.bytes_deallocated as i64;
+    let held = change.held();
     let per_connection = held as f64 / CLIENTS as f64;
     println!(
         "idle_memory: {mode}: {CLIENTS} idle connections hold {held} bytes of server heap: {per_connection:.0} bytes each"

@@ -9,20 +9,19 @@
 //! its messages in order and end with the newest. The clients run in a child process (this
 //! binary, re-run with `--clients`), so the counting allocator sees the server alone.
 
-use std::alloc::System;
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Token};
-use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use tickwire_server::{
     Conn, Decision, Handler, Message, Request, ServerBuilder, SharedFrame, SlowConsumer, Topic,
 };
+use tickwire_test_support::alloc::CountingAlloc;
 
 #[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+static ALLOC: CountingAlloc = CountingAlloc::with_heap_totals();
 
 const SUBSCRIBERS: usize = 10_000;
 const SILENT: usize = 1_000;
@@ -200,11 +199,7 @@ fn main() {
         "the clients connected"
     );
     std::thread::sleep(Duration::from_millis(200));
-    let region = Region::new(GLOBAL);
-    let held = |region: &Region<System>| {
-        let change = region.change();
-        change.bytes_allocated as i64 - change.bytes_deallocated as i64
-    };
+    let region = ALLOC.heap_region();
     for _ in 0..MESSAGES {
         handle
             .publish(&topic, 0, |seq| {
@@ -214,14 +209,14 @@ fn main() {
             })
             .unwrap();
     }
-    let peak = held(&region);
+    let peak = region.change().held();
     assert_eq!(
         lines.next().unwrap().unwrap(),
         "done",
         "every reader got the newest"
     );
     std::thread::sleep(Duration::from_millis(200));
-    let retained = held(&region);
+    let retained = region.change().held();
     let stats = topic.stats();
     drop(child.stdin.take());
     assert!(child.wait().unwrap().success());

@@ -7,9 +7,13 @@
 //!   allocation its library makes there, and none of the peer threads' (the servers). Outside
 //!   a phase the cost is one thread-local read per call, which is what lets the bench leave it
 //!   installed while it times peers.
-//! - Process-wide heap totals ([`CountingAlloc::with_heap_totals`] only): live heap bytes and
-//!   their peak, in atomics updated on every call, for the memory-bound tests (a compression
-//!   bomb must not grow the heap past its limit).
+//! - Process-wide heap totals ([`CountingAlloc::with_heap_totals`] only), in atomics updated
+//!   on every call by every thread: live heap bytes and their peak, for the memory-bound tests
+//!   (a compression bomb must not grow the heap past its limit); and the allocations,
+//!   reallocations and bytes allocated and freed between two points
+//!   ([`CountingAlloc::heap_region`]), for the tests that must see every thread (a server's
+//!   workers hold no heap per idle connection) or that count a whole process (a test binary
+//!   with its own `main` allocates nothing in a steady state).
 //!
 //! Owns counting, not what is measured nor the bounds asserted. Every query first checks that
 //! this allocator is the process's `#[global_allocator]` (one probe allocation, once), so a test
@@ -22,7 +26,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// [`System`] with counters; install it with `#[global_allocator]`:
 ///
@@ -69,8 +73,9 @@ impl CountingAlloc {
         Self { heap_totals: false }
     }
 
-    /// Counts per thread, and also keeps the process's live heap bytes and their peak
-    /// ([`live`](Self::live), [`peak`](Self::peak)). Two atomic updates per call: for test
+    /// Counts per thread, and also keeps the process's heap totals: live heap bytes and their
+    /// peak ([`live`](Self::live), [`peak`](Self::peak)) and the counts a
+    /// [`heap_region`](Self::heap_region) reports. A few atomic updates per call: for test
     /// binaries, not for a process whose timings matter.
     pub const fn with_heap_totals() -> Self {
         Self { heap_totals: true }
@@ -119,6 +124,19 @@ impl CountingAlloc {
         PEAK.load(Ordering::Relaxed)
     }
 
+    /// Starts counting what every thread of the process allocates and frees from now on;
+    /// [`HeapRegion::change`] reports it.
+    ///
+    /// # Panics
+    ///
+    /// As [`live`](Self::live).
+    pub fn heap_region(&self) -> HeapRegion {
+        self.assert_heap_totals();
+        HeapRegion {
+            before: heap_counts(),
+        }
+    }
+
     fn assert_heap_totals(&self) {
         assert!(
             self.heap_totals,
@@ -127,25 +145,46 @@ impl CountingAlloc {
         assert_installed();
     }
 
-    /// `ptr`, after counting its `size` bytes live unless the allocation failed.
+    /// `ptr`, after counting one allocation of `size` bytes unless it failed.
     fn handed_out(&self, ptr: *mut u8, size: usize) -> *mut u8 {
-        if !ptr.is_null() {
+        if !ptr.is_null() && self.heap_totals {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            BYTES_ALLOCATED.fetch_add(size as u64, Ordering::Relaxed);
             self.grew(size);
         }
         ptr
     }
 
-    fn grew(&self, size: usize) {
+    /// Counts a reallocation from `old` bytes to `new` that succeeded: the growth as bytes
+    /// allocated, or the shrinkage as bytes freed.
+    fn moved(&self, old: usize, new: usize) {
         if self.heap_totals {
-            let live = LIVE.fetch_add(size, Ordering::Relaxed) + size;
-            PEAK.fetch_max(live, Ordering::Relaxed);
+            REALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            if new >= old {
+                BYTES_ALLOCATED.fetch_add((new - old) as u64, Ordering::Relaxed);
+                self.grew(new - old);
+            } else {
+                BYTES_FREED.fetch_add((old - new) as u64, Ordering::Relaxed);
+                self.shrank(old - new);
+            }
         }
     }
 
-    fn shrank(&self, size: usize) {
+    /// Counts `size` bytes freed.
+    fn freed(&self, size: usize) {
         if self.heap_totals {
-            LIVE.fetch_sub(size, Ordering::Relaxed);
+            BYTES_FREED.fetch_add(size as u64, Ordering::Relaxed);
+            self.shrank(size);
         }
+    }
+
+    fn grew(&self, size: usize) {
+        let live = LIVE.fetch_add(size, Ordering::Relaxed) + size;
+        PEAK.fetch_max(live, Ordering::Relaxed);
+    }
+
+    fn shrank(&self, size: usize) {
+        LIVE.fetch_sub(size, Ordering::Relaxed);
     }
 }
 
@@ -157,6 +196,49 @@ impl Counting {
         Counts {
             allocations: now.allocations - self.before.allocations,
             bytes: now.bytes - self.before.bytes,
+        }
+    }
+}
+
+/// What every thread of the process allocated and freed in a [`HeapRegion`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HeapCounts {
+    /// Allocations and zeroed allocations (not reallocations, counted apart).
+    pub allocations: u64,
+    /// Reallocations, growing or shrinking.
+    pub reallocations: u64,
+    /// Bytes the allocations asked for, plus what reallocations grew by.
+    pub bytes_allocated: u64,
+    /// Bytes freed, plus what reallocations shrank by.
+    pub bytes_freed: u64,
+}
+
+impl HeapCounts {
+    /// Heap bytes allocated and not freed (negative when more was freed than allocated:
+    /// memory from before the region went back).
+    pub fn held(&self) -> i64 {
+        self.bytes_allocated as i64 - self.bytes_freed as i64
+    }
+}
+
+/// Process-wide counting from [`CountingAlloc::heap_region`] on; [`change`](Self::change)
+/// reports what happened since, as often as asked.
+#[derive(Debug)]
+pub struct HeapRegion {
+    before: HeapCounts,
+}
+
+impl HeapRegion {
+    /// What every thread allocated, reallocated and freed since the region started. Counts
+    /// are read one after the other, so a thread allocating meanwhile may be counted in one
+    /// field and not yet in another.
+    pub fn change(&self) -> HeapCounts {
+        let now = heap_counts();
+        HeapCounts {
+            allocations: now.allocations - self.before.allocations,
+            reallocations: now.reallocations - self.before.reallocations,
+            bytes_allocated: now.bytes_allocated - self.before.bytes_allocated,
+            bytes_freed: now.bytes_freed - self.before.bytes_freed,
         }
     }
 }
@@ -179,9 +261,22 @@ thread_local! {
 }
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static REALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static BYTES_ALLOCATED: AtomicU64 = AtomicU64::new(0);
+static BYTES_FREED: AtomicU64 = AtomicU64::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 /// Set once a probe allocation was seen by this allocator.
 static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+fn heap_counts() -> HeapCounts {
+    HeapCounts {
+        allocations: ALLOCATIONS.load(Ordering::Relaxed),
+        reallocations: REALLOCATIONS.load(Ordering::Relaxed),
+        bytes_allocated: BYTES_ALLOCATED.load(Ordering::Relaxed),
+        bytes_freed: BYTES_FREED.load(Ordering::Relaxed),
+    }
+}
 
 fn thread_counts() -> Counts {
     THREAD.with(|t| Counts {
@@ -248,14 +343,13 @@ unsafe impl GlobalAlloc for CountingAlloc {
         // goes there), and our caller's contract for `new_size`.
         let new = unsafe { System.realloc(ptr, layout, new_size) };
         if !new.is_null() {
-            self.shrank(layout.size());
-            self.grew(new_size);
+            self.moved(layout.size(), new_size);
         }
         new
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        self.shrank(layout.size());
+        self.freed(layout.size());
         // SAFETY: `ptr` came from `System` with `layout`.
         unsafe { System.dealloc(ptr, layout) }
     }
@@ -349,5 +443,11 @@ mod tests {
     #[should_panic(expected = "install with_heap_totals()")]
     fn heap_totals_are_refused_without_them() {
         let _ = CountingAlloc::per_thread().live();
+    }
+
+    #[test]
+    #[should_panic(expected = "install with_heap_totals()")]
+    fn heap_regions_are_refused_without_heap_totals() {
+        let _ = CountingAlloc::per_thread().heap_region();
     }
 }
