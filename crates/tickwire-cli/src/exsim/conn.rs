@@ -208,13 +208,13 @@ impl<'a> Session<'a> {
             if let Some(text) = text {
                 self.last_from_client = Instant::now();
                 self.conn.lock().received.push(self.sim.now());
-                if let Some(end) = self.on_text(ws, &text) {
+                if let Err(end) = self.on_text(ws, &text) {
                     return end;
                 }
                 // Read on before writing: the client's burst is counted as it came.
                 continue;
             }
-            if let Some(end) = self.on_tick(ws) {
+            if let Err(end) = self.on_tick(ws) {
                 return end;
             }
         }
@@ -222,7 +222,7 @@ impl<'a> Session<'a> {
 
     /// A text from the client: login, subscribe, unsubscribe, the application ping, or the
     /// answer to the server's.
-    fn on_text<S: Tcp>(&mut self, ws: &mut WebSocket<S>, text: &str) -> Option<End> {
+    fn on_text<S: Tcp>(&mut self, ws: &mut WebSocket<S>, text: &str) -> Result<(), End> {
         let args = &self.sim.args;
         if text == args.app_ping {
             self.conn.lock().app_pings_answered += 1;
@@ -232,7 +232,7 @@ impl<'a> Session<'a> {
             let mut shared = self.conn.lock();
             shared.server_pongs += 1;
             self.pong_due = None;
-            return None;
+            return Ok(());
         }
         let request: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
         let op = request["op"].as_str().unwrap_or_default();
@@ -244,10 +244,10 @@ impl<'a> Session<'a> {
             let reply = serde_json::json!({"event": "login", "conn": self.conn.id, "ok": ok});
             self.send(ws, &reply.to_string())?;
             if !ok {
-                return Some(End::Close(CloseHow::Ws, 1008));
+                return Err(End::Close(CloseHow::Ws, 1008));
             }
             self.conn.lock().logged_in = true;
-            return None;
+            return Ok(());
         }
         match op {
             "subscribe" | "unsubscribe" => self.subscribe(ws, &request, op == "subscribe"),
@@ -264,7 +264,7 @@ impl<'a> Session<'a> {
         ws: &mut WebSocket<S>,
         request: &serde_json::Value,
         on: bool,
-    ) -> Option<End> {
+    ) -> Result<(), End> {
         let names: Vec<&str> = request["args"]
             .as_array()
             .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
@@ -289,7 +289,7 @@ impl<'a> Session<'a> {
             }
         }
         if self.sim.args.no_ack {
-            return None;
+            return Ok(());
         }
         let event = if on { "subscribed" } else { "unsubscribed" };
         let reply = serde_json::json!({"event": event, "conn": self.conn.id, "args": names});
@@ -297,7 +297,7 @@ impl<'a> Session<'a> {
     }
 
     /// Between reads: commands, timers, then the queued messages.
-    fn on_tick<S: Tcp>(&mut self, ws: &mut WebSocket<S>) -> Option<End> {
+    fn on_tick<S: Tcp>(&mut self, ws: &mut WebSocket<S>) -> Result<(), End> {
         let args = &self.sim.args;
         let now = Instant::now();
         let (commands, queue, stalled) = {
@@ -306,10 +306,12 @@ impl<'a> Session<'a> {
             let queue: Vec<(usize, u64)> = shared.queue.drain(..).collect();
             (commands, queue, shared.stalled)
         };
+        // What was queued while stalled is dropped, also by the tick that resumes.
+        let was_stalled = stalled;
         let mut stalled = stalled;
         for command in commands {
             match command {
-                Command::Close { how, code } => return Some(End::Close(how, code)),
+                Command::Close { how, code } => return Err(End::Close(how, code)),
                 Command::Stall(on) => stalled = on,
                 Command::Gap { key, count } => self.gaps[key] += count,
                 Command::Replay(count) => {
@@ -325,22 +327,22 @@ impl<'a> Session<'a> {
         }
         self.conn.lock().stalled = stalled;
         if !self.subscribed_once && now >= self.opened + args.subscribe_deadline {
-            return Some(End::Close(CloseHow::Ws, 1008));
+            return Err(End::Close(CloseHow::Ws, 1008));
         }
         if let Some(max_age) = args.max_age
             && now >= self.opened + max_age
         {
-            return Some(End::Close(args.age_close, 1000));
+            return Err(End::Close(args.age_close, 1000));
         }
         if let Some(idle) = args.idle_close
             && now >= self.last_from_client + idle
         {
-            return Some(End::Close(CloseHow::Ws, 4000));
+            return Err(End::Close(CloseHow::Ws, 4000));
         }
         if let Some(due) = self.pong_due
             && now >= due
         {
-            return Some(End::Close(CloseHow::Ws, 4001));
+            return Err(End::Close(CloseHow::Ws, 4001));
         }
         if let (Some(at), Some(every)) = (self.next_server_ping, args.server_ping_every)
             && now >= at
@@ -353,7 +355,7 @@ impl<'a> Session<'a> {
             self.send(ws, &args.app_ping)?;
         }
         // A stalled subscription goes quiet: what is published meanwhile is never sent on it.
-        if !stalled {
+        if !stalled && !was_stalled {
             let queue: Vec<(usize, u64)> = queue
                 .into_iter()
                 .filter(|&(key, _)| {
@@ -365,8 +367,7 @@ impl<'a> Session<'a> {
             self.write(ws, &queue, false)?;
         }
         ws.flush()
-            .err()
-            .map(|e| End::Peer(format!("peer error: {e}")))
+            .map_err(|e| End::Peer(format!("peer error: {e}")))
     }
 
     /// Writes data messages and records them.
@@ -375,16 +376,16 @@ impl<'a> Session<'a> {
         ws: &mut WebSocket<S>,
         messages: &[(usize, u64)],
         replay: bool,
-    ) -> Option<End> {
+    ) -> Result<(), End> {
         if messages.is_empty() {
-            return None;
+            return Ok(());
         }
         let args = &self.sim.args;
         let mut written = Vec::with_capacity(messages.len());
-        let mut failed = None;
+        let mut failed = Ok(());
         for &(key, seq) in messages {
             if let Err(e) = ws.send_text(&data_message(&args.keys[key], seq, args.size)) {
-                failed = Some(End::Peer(format!("peer error: {e}")));
+                failed = Err(End::Peer(format!("peer error: {e}")));
                 break;
             }
             written.push(Sent {
@@ -405,10 +406,9 @@ impl<'a> Session<'a> {
         failed
     }
 
-    fn send<S: Tcp>(&self, ws: &mut WebSocket<S>, text: &str) -> Option<End> {
+    fn send<S: Tcp>(&self, ws: &mut WebSocket<S>, text: &str) -> Result<(), End> {
         ws.send_text(text)
             .and_then(|()| ws.flush())
-            .err()
-            .map(|e| End::Peer(format!("peer error: {e}")))
+            .map_err(|e| End::Peer(format!("peer error: {e}")))
     }
 }

@@ -374,10 +374,12 @@ fn data_message(key: &str, seq: u64, size: usize) -> String {
         100 + seq % 1000,
         seq % 100
     );
-    // `,"pad":""}` is 10 bytes.
-    if size > text.len() + 11 {
+    // A pad field makes the message at least 9 bytes longer (`,"pad":""`):
+    // exactly `size` from there on, the least above `size` below it.
+    if size > text.len() + 1 {
         text.push_str(r#","pad":""#);
-        text.extend(std::iter::repeat_n('x', size - text.len() - 2));
+        let pad = size.saturating_sub(text.len() + 2);
+        text.extend(std::iter::repeat_n('x', pad));
         text.push('"');
     }
     text.push('}');
@@ -424,7 +426,10 @@ mod tests {
             data_message("K", 7, 0),
             r#"{"key":"K","seq":7,"px":107.07}"#
         );
-        for size in [40, 64, 200] {
+        // Unpadded, this one is 41 bytes; with an empty pad, 50.
+        assert_eq!(data_message("BTC-USD", 12345, 41).len(), 41);
+        assert_eq!(data_message("BTC-USD", 12345, 42).len(), 50);
+        for size in [50, 64, 200] {
             let text = data_message("BTC-USD", 12345, size);
             assert_eq!(text.len(), size, "{text}");
             let value: serde_json::Value = serde_json::from_str(&text).unwrap();
