@@ -17,6 +17,7 @@
 #   miri      the nightly toolchain with miri and rust-src, and Miri's sysroot
 #   msrv      the toolchain of the workspace's declared rust-version
 #   cargo-fuzz
+#   toxiproxy the fault proxy of the exchange simulator's tests (scripts/toxiproxy.sh, go install)
 #
 # Each component logs to target/ci/install-NAME.log and prints one line: `install: NAME: ok`
 # with its seconds, or `install: NAME: FAILED (...)` followed by its log's last lines. The exit
@@ -82,12 +83,16 @@ run() {
   fi
 }
 
+install_toxiproxy() {
+  bash scripts/toxiproxy.sh
+}
+
 run_apt_then_venvs() { run apt install_apt && run venvs install_venvs; }
 
 if [ $# -gt 0 ]; then
   for name in "$@"; do
     case "$name" in
-      apt|venvs|autobahn|miri|msrv|cargo-fuzz) run "$name" "install_${name//-/_}" || exit 1 ;;
+      apt|venvs|autobahn|miri|msrv|cargo-fuzz|toxiproxy) run "$name" "install_${name//-/_}" || exit 1 ;;
       *) echo "install: unknown component '$name'" >&2; exit 2 ;;
     esac
   done
@@ -100,6 +105,7 @@ run autobahn install_autobahn & pids+=($!)
 # rustup and the Miri sysroot one after the other: two rustup runs at once share its state.
 { run miri install_miri && run msrv install_msrv; } & pids+=($!)
 run cargo-fuzz install_cargo_fuzz & pids+=($!)
+run toxiproxy install_toxiproxy & pids+=($!)
 status=0
 for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 exit "$status"

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod demo;
+mod exsim;
 mod fleet;
 mod http_cmd;
 mod packet_cmd;
@@ -115,6 +116,11 @@ enum Command {
     Node(fleet::NodeArgs),
     /// Publish the demo's synthetic market-data feed to NATS, for a fleet of nodes.
     Publish(fleet::PublishArgs),
+    /// An exchange-like WebSocket feed for testing feed clients: sequenced messages on
+    /// several keys, login and subscription rules, application pings, forced closes, and
+    /// faults (FIN, RST, stalls, gaps, replays, refused connects) on command from an HTTP
+    /// control port, which also returns counters and the record of what was sent.
+    ExchangeSim(exsim::ExsimArgs),
 }
 
 #[derive(Args)]
@@ -270,6 +276,8 @@ fn main() -> ExitCode {
         // A node is the reactor server; the publisher, a NATS client.
         (_, Command::Node(args)) => fleet::node(&args),
         (_, Command::Publish(args)) => fleet::publish(&args),
+        // The simulator is a test peer on the blocking transports, whatever the runtime.
+        (_, Command::ExchangeSim(args)) => exsim::run(&args),
         (Runtime::Reactor, Command::Connect(_) | Command::Http(_)) => Err(
             "--runtime reactor runs `serve` only; `connect` and `http` run on blocking or tokio"
                 .to_owned(),
@@ -321,11 +329,25 @@ pub(crate) fn print_listening(kind: &str, tls: bool, local: std::net::SocketAddr
 }
 
 fn server_tls(args: &ServeArgs) -> Result<Option<ServerTlsConfig>, String> {
-    let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else {
+    server_tls_files(
+        args.tls_cert.as_deref(),
+        args.tls_key.as_deref(),
+        args.tls_client_ca.as_deref(),
+    )
+}
+
+/// The server's TLS configuration from `--tls-cert`, `--tls-key` and `--tls-client-ca`:
+/// `None` without a certificate.
+pub(crate) fn server_tls_files(
+    cert: Option<&str>,
+    key: Option<&str>,
+    client_ca: Option<&str>,
+) -> Result<Option<ServerTlsConfig>, String> {
+    let (Some(cert), Some(key)) = (cert, key) else {
         return Ok(None);
     };
     let mut builder = ServerTlsConfig::builder_from_files(cert, key).map_err(|e| e.to_string())?;
-    if let Some(ca) = &args.tls_client_ca {
+    if let Some(ca) = client_ca {
         let pem = std::fs::read(ca).map_err(|e| format!("{ca}: {e}"))?;
         builder = builder
             .client_auth_required(&pem)

@@ -56,6 +56,32 @@ pub(crate) fn tickwire() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tickwire"))
 }
 
+/// Starts `tickwire ARGS` (stdin closed, stderr dropped); the first `lines` lines it prints
+/// arrive on the receiver (empty ones once stdout has closed).
+pub(crate) fn spawn_reading_lines(
+    args: &[String],
+    lines: usize,
+) -> (Child, mpsc::Receiver<String>) {
+    let mut child = tickwire()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut stdout = BufReader::new(stdout);
+        for _ in 0..lines {
+            let mut line = String::new();
+            let _ = stdout.read_line(&mut line);
+            let _ = tx.send(line);
+        }
+    });
+    (child, rx)
+}
+
 /// A running `tickwire serve`, killed when dropped (also when a test fails).
 pub(crate) struct Server {
     child: Child,
@@ -78,21 +104,8 @@ impl Server {
 
     /// Starts `tickwire serve --port 0 ARGS` (ws://, or wss:// when ARGS name a certificate).
     pub(crate) fn start_with(serve_args: &[String]) -> Self {
-        let mut child = tickwire()
-            .args(["serve", "--port", "0"])
-            .args(serve_args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
+        let serve = [args(&["serve", "--port", "0"]), serve_args.to_vec()].concat();
+        let (child, rx) = spawn_reading_lines(&serve, 1);
         // The guard exists before anything can fail, so the child is always killed.
         let mut server = Self {
             child,

@@ -3,7 +3,10 @@
 
 mod demo;
 mod echo;
+mod exsim;
+mod exsim_support;
 mod support;
+mod toxiproxy;
 // The certificates (`Ca`): the library's TLS test helpers, included.
 #[allow(dead_code, reason = "the CLI tests use the certificates only")]
 #[path = "../../../tickwire-blocking/tests/tls_support/mod.rs"]
