@@ -195,12 +195,11 @@ impl<'a> Session<'a> {
                     self.conn.lock().received_control += 1;
                     continue;
                 }
-                Ok(Recv::Message(Message::Close(frame))) => {
+                Ok(Recv::Closed(frame)) => {
                     let code = frame.map_or(1005, |f| u16::from(f.code));
                     let _ = ws.finish();
                     return End::Peer(format!("peer ws {code}"));
                 }
-                Ok(Recv::Closed) => return End::Peer("peer closed".to_owned()),
                 // A read timeout (the tick), or what the non-exhaustive Recv adds.
                 Ok(_) => None,
                 Err(e) => return End::Peer(format!("peer error: {e}")),

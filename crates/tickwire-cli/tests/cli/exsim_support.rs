@@ -170,10 +170,7 @@ pub(crate) fn next_within(ws: &mut Ws, patience: Duration) -> Option<Seen> {
                 });
             }
             Ok(Recv::Message(Message::Pong(_))) => return Some(Seen::Pong),
-            Ok(Recv::Message(Message::Close(frame))) => {
-                return Some(Seen::Close(frame.map(|f| f.code.0)));
-            }
-            Ok(Recv::Closed) => return Some(Seen::Close(None)),
+            Ok(Recv::Closed(frame)) => return Some(Seen::Close(frame.map(|f| f.code.0))),
             Ok(_) => {}
             Err(e) => return Some(Seen::Failed(e)),
         }
