@@ -33,7 +33,7 @@ pub struct Blocking;
 impl Connect for Blocking {
     type Output = Result<WebSocket<MaybeTlsStream>, Error>;
 
-    fn connect(options: ClientOptions, url: &str) -> Self::Output {
+    fn connect(mut options: ClientOptions, url: &str) -> Self::Output {
         let parsed = tickwire_core::ws::parse_url(url)?;
         let Endpoint { secure, host, port } = tickwire_core::ws::endpoint(&parsed)?;
         let tcp = crate::net::tcp_connect(host, port, options.connect_timeout)?;
@@ -49,27 +49,25 @@ impl Connect for Blocking {
         } else {
             MaybeTlsStream::plain(tcp)
         };
-        upgrade(options, stream, &parsed, deadline)
+        upgrade(options.opening(&parsed)?, options, stream, deadline)
     }
 }
 
 impl<S: Transport> HandshakeOver<S> for Blocking {
     type Output = Result<WebSocket<S>, Error>;
 
-    fn handshake(options: ClientOptions, stream: S, url: &url::Url) -> Self::Output {
+    fn handshake(mut options: ClientOptions, stream: S, url: &url::Url) -> Self::Output {
         let deadline = Instant::now() + options.handshake_timeout;
-        upgrade(options, stream, url, deadline)
+        upgrade(options.opening(url)?, options, stream, deadline)
     }
 }
 
 fn upgrade<S: Transport>(
+    mut opening: ClientOpening,
     options: ClientOptions,
     mut stream: S,
-    url: &url::Url,
     deadline: Instant,
 ) -> Result<WebSocket<S>, Error> {
-    let mask = options.mask.unwrap_or_default();
-    let mut opening = ClientOpening::new(url, options.handshake, mask)?;
     crate::stream::write_before(&mut stream, opening.request(), deadline)?;
     while !opening.read_response(Instant::now())? {
         crate::stream::read_before(&mut stream, opening.received(), deadline)?;

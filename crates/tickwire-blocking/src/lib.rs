@@ -74,7 +74,6 @@ pub use client::{Blocking, ClientBuilder, connect};
 pub use http::{
     ClientRequest, ClientResponse, HttpClient, HttpClientBuilder, HttpClientError, HttpConnection,
 };
-pub use tickwire_core::{Error, Recv, TransportError};
 // What tickwire-tokio's HTTP client shares with the blocking one; not API.
 #[doc(hidden)]
 pub use http::HttpSocketOptions;
@@ -82,19 +81,11 @@ pub use maybe_tls::MaybeTlsStream;
 pub use packet::{PacketClient, PacketClientBuilder, PacketConnection, PacketServer};
 pub use server::{ServerBuilder, accept};
 pub use stream::{Readiness, Transport};
-pub use tickwire_codec as codec;
-#[cfg(feature = "deflate")]
-pub use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PreparedMessage};
-pub use tickwire_codec::handshake::{Request, Response};
-pub use tickwire_codec::ws::{
-    CloseCode, CloseFrame, Compression, Config, Limits, Message, Sender, SharedFrame,
-};
+pub use tickwire_core::ws::names::*;
 pub use websocket::WebSocket;
 
 /// TLS configuration and the sans-IO TLS codec ([`tickwire_tls`]).
 #[cfg(feature = "tls")]
 pub use tickwire_tls as tls;
-#[cfg(feature = "tls")]
-pub use tickwire_tls::{ClientTlsConfig, ServerTlsConfig, TlsError};
 #[cfg(feature = "tls")]
 pub use tls_stream::TlsStream;

@@ -53,16 +53,19 @@ impl Connect for Tokio {
 impl<S: Transport + Send + 'static> HandshakeOver<S> for Tokio {
     type Output = Handshaking<'static, S>;
 
-    fn handshake(options: ClientOptions, stream: S, url: &url::Url) -> Self::Output {
+    fn handshake(mut options: ClientOptions, stream: S, url: &url::Url) -> Self::Output {
         let url = url.clone();
         Box::pin(async move {
             let deadline = Instant::now() + options.handshake_timeout;
-            upgrade(options, stream, &url, deadline).await
+            upgrade(options.opening(&url)?, options, stream, deadline).await
         })
     }
 }
 
-async fn connect_to(options: ClientOptions, url: &str) -> Result<WebSocket<MaybeTlsStream>, Error> {
+async fn connect_to(
+    mut options: ClientOptions,
+    url: &str,
+) -> Result<WebSocket<MaybeTlsStream>, Error> {
     let parsed = tickwire_core::ws::parse_url(url)?;
     let Endpoint { secure, host, port } = tickwire_core::ws::endpoint(&parsed)?;
     let tcp = crate::net::tcp_connect(host, port, options.connect_timeout, options.nodelay).await?;
@@ -77,17 +80,21 @@ async fn connect_to(options: ClientOptions, url: &str) -> Result<WebSocket<Maybe
     } else {
         MaybeTls::Plain(tcp)
     };
-    upgrade(options, MaybeTlsStream(stream), &parsed, deadline).await
+    upgrade(
+        options.opening(&parsed)?,
+        options,
+        MaybeTlsStream(stream),
+        deadline,
+    )
+    .await
 }
 
 async fn upgrade<S: Transport>(
+    mut opening: ClientOpening,
     options: ClientOptions,
     mut stream: S,
-    url: &url::Url,
     deadline: Instant,
 ) -> Result<WebSocket<S>, Error> {
-    let mask = options.mask.unwrap_or_default();
-    let mut opening = ClientOpening::new(url, options.handshake, mask)?;
     let exchange = async {
         crate::handshake::write_all(&mut stream, opening.request()).await?;
         while !opening.read_response(now())? {

@@ -98,16 +98,7 @@ pub use http::{
 pub use owned::OwnedMessage;
 pub use server::{ServerBuilder, accept};
 pub use split::{WebSocketReader, WebSocketWriter};
-pub use tickwire_codec as codec;
-#[cfg(feature = "deflate")]
-pub use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PreparedMessage};
-pub use tickwire_codec::handshake::{Request, Response};
-pub use tickwire_codec::ws::{
-    CloseCode, CloseFrame, Compression, Config, Limits, Message, Sender, SharedFrame,
-};
 pub use tickwire_core::http::HttpClientError;
-pub use tickwire_core::{Error, Recv, TransportError};
-#[cfg(feature = "tls")]
-pub use tickwire_tls::{ClientTlsConfig, ServerTlsConfig, TlsError};
+pub use tickwire_core::ws::names::*;
 pub use transport::{MaybeTlsStream, Transport};
 pub use websocket::WebSocket;

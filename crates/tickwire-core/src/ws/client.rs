@@ -38,6 +38,14 @@ pub struct ClientOptions {
 }
 
 impl ClientOptions {
+    /// The opening handshake for `url` these options ask for, the request already written.
+    /// It takes the handshake options and the masking-key source (the default one if none
+    /// was set) out of `self`, leaving what the transport still needs: timeouts, TLS.
+    pub fn opening(&mut self, url: &url::Url) -> Result<super::ClientOpening, crate::Error> {
+        let mask = self.mask.take().unwrap_or_default();
+        super::ClientOpening::new(url, std::mem::take(&mut self.handshake), mask)
+    }
+
     /// The default keepalive interval: 20 s, under the 30 s after which some exchanges (OKX)
     /// close a connection that sent nothing, and far below any rate limit on pings.
     pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(20);

@@ -20,3 +20,19 @@ pub use opening::{
 #[cfg(feature = "tls")]
 pub use server::AcceptTls;
 pub use server::{Accept, AcceptAll, AcceptOver, ServerBuilder, ServerOptions};
+
+/// The names every transport crate re-exports beside its own `WebSocket` and builders (one
+/// glob, `pub use tickwire_core::ws::names::*`): the errors, the receive outcome, and the
+/// codec's WebSocket and handshake types a user writes.
+pub mod names {
+    pub use crate::{Error, Recv, TransportError};
+    pub use tickwire_codec as codec;
+    #[cfg(feature = "deflate")]
+    pub use tickwire_codec::deflate::{DeflateConfig, DeflateParams, PreparedMessage};
+    pub use tickwire_codec::handshake::{Request, Response};
+    pub use tickwire_codec::ws::{
+        CloseCode, CloseFrame, Compression, Config, Limits, Message, Sender, SharedFrame,
+    };
+    #[cfg(feature = "tls")]
+    pub use tickwire_tls::{ClientTlsConfig, ServerTlsConfig, TlsError};
+}
