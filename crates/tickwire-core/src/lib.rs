@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+pub mod feed;
 pub mod http;
 pub mod packet;
 mod recv;
