@@ -1,4 +1,4 @@
-//! The blocking driver of a [`FeedSession`]: [`Feed`] owns one WebSocket connection per
+//! The blocking driver of a [`FeedSession`](tickwire_codec::feed::FeedSession): [`Feed`] owns one WebSocket connection per
 //! [`ConnId`], turns the session's actions into socket calls and the sockets' messages
 //! into the session's events. Every decision (when to connect, what to send, what to
 //! deliver) is the session's; this module has sockets, waiting and the clock.
@@ -9,16 +9,17 @@
 //! `connect_timeout`.
 
 use std::io;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 use tickwire_codec::feed::{
-    Action, ConfigError, ConnId, Disposition, Event, FeedConfig, FeedError, FeedSession,
-    MAX_CONNECTIONS, SendError,
+    Action, ConfigError, ConnId, Event, FeedConfig, MAX_CONNECTIONS, SendError,
 };
 
 use tickwire_codec::ws::{CloseCode, Message};
-use tickwire_core::feed::{StampCell, connect_failure, connection_failure, peer_closed};
+use tickwire_core::feed::{
+    FeedControl, StampCell, connect_failure, connection_failure, peer_closed,
+};
 use tickwire_core::ws::ClientOptions;
 
 use crate::stamp::Stamped;
@@ -26,7 +27,7 @@ use crate::{ClientBuilder, Error, MaybeTlsStream, Recv, WebSocket};
 
 type Socket = WebSocket<Stamped<MaybeTlsStream>>;
 
-/// A feed over blocking sockets: see [`FeedSession`] for what it decides.
+/// A feed over blocking sockets: see [`FeedSession`](tickwire_codec::feed::FeedSession) for what it decides.
 ///
 /// ```no_run
 /// use tickwire_blocking::ClientBuilder;
@@ -43,31 +44,25 @@ type Socket = WebSocket<Stamped<MaybeTlsStream>>;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Feed {
-    session: FeedSession,
+    control: FeedControl,
     options: ClientOptions,
     conns: [Option<Conn>; MAX_CONNECTIONS],
-    /// The payload of the message whose events are being handed out (its buffer is kept).
-    current: Vec<u8>,
     /// Where the next round of reads starts, so every connection gets its turn.
     next_read: usize,
-    /// The origin of `RecvStamp::recv_ns`.
-    epoch: Instant,
 }
+
+tickwire_core::feed_control_deref!(Feed);
 
 impl Feed {
     /// A feed that connects as `config` says, each connection opened with `client`'s
     /// options (TLS, deflate, headers, keepalive; the feed's `connect_timeout` caps its
     /// connect and handshake timeouts).
     pub fn new(config: FeedConfig, client: ClientBuilder) -> Result<Self, ConfigError> {
-        let epoch = Instant::now();
-        let session = FeedSession::new(config, seed(), epoch)?;
         Ok(Self {
-            session,
+            control: FeedControl::new(config)?,
             options: client.into_options(),
             conns: Default::default(),
-            current: Vec::with_capacity(4 << 10),
             next_read: 0,
-            epoch,
         })
     }
 
@@ -78,7 +73,7 @@ impl Feed {
         if !self.pump(true)? {
             return Ok(None);
         }
-        Ok(self.session.poll_event(&self.current))
+        Ok(self.control.poll_event())
     }
 
     /// The next event without waiting: `None` when there is none now (or the session ended:
@@ -87,17 +82,7 @@ impl Feed {
         if !self.pump(false)? {
             return Ok(None);
         }
-        Ok(self.session.poll_event(&self.current))
-    }
-
-    /// Adds `topic` to the subscription set; every open connection subscribes to it.
-    pub fn subscribe(&mut self, topic: impl Into<String>) {
-        self.session.subscribe(topic, Instant::now());
-    }
-
-    /// Removes `topic` from the subscription set (`false` if it was not in it).
-    pub fn unsubscribe(&mut self, topic: &str) -> bool {
-        self.session.unsubscribe(topic)
+        Ok(self.control.poll_event())
     }
 
     /// Sends `text` on `conn` if its send quota allows `weight` now (queued, written by the
@@ -107,29 +92,10 @@ impl Feed {
         else {
             return Err(SendError::NotOpen);
         };
-        self.session.try_send(conn, weight, Instant::now())?;
+        self.control
+            .session_mut()
+            .try_send(conn, weight, Instant::now())?;
         socket.send_text(text).map_err(|_| SendError::NotOpen)
-    }
-
-    /// Starts a make-before-break rotation of `conn` (see [`FeedSession::rotate`]).
-    pub fn rotate(&mut self, conn: ConnId) -> bool {
-        self.session.rotate(conn, Instant::now())
-    }
-
-    /// Ends the session: every connection is closed with 1000; the events up to
-    /// [`Event::Ended`] follow from `next_event`.
-    pub fn close(&mut self) {
-        self.session.close();
-    }
-
-    /// Why the session ended, once it has.
-    pub fn ended(&self) -> Option<FeedError> {
-        self.session.ended()
-    }
-
-    /// The session (counters, key bytes, the live subscription set).
-    pub fn session(&self) -> &FeedSession {
-        &self.session
     }
 
     /// Runs the session until it has an event to give (`true`) or, not `blocking`, until
@@ -137,23 +103,23 @@ impl Feed {
     fn pump(&mut self, blocking: bool) -> io::Result<bool> {
         loop {
             self.run_actions();
-            if self.session.has_event() {
+            if self.control.session_mut().has_event() {
                 return Ok(true);
             }
-            if self.session.ended().is_some() {
+            if self.control.ended().is_some() {
                 return Ok(false);
             }
             if self.read_round() {
                 self.run_actions();
-                if self.session.has_event() {
+                if self.control.session_mut().has_event() {
                     return Ok(true);
                 }
                 continue;
             }
             let now = Instant::now();
-            let timer = self.session.poll_timeout();
+            let timer = self.control.session_mut().poll_timeout();
             if timer.is_some_and(|at| at <= now) {
-                self.session.handle_timeout(now);
+                self.control.session_mut().handle_timeout(now);
                 continue;
             }
             if !blocking {
@@ -165,7 +131,7 @@ impl Feed {
 
     /// Turns the session's actions into socket calls, reporting what came of them.
     fn run_actions(&mut self) {
-        while let Some(action) = self.session.poll_action(Instant::now()) {
+        while let Some(action) = self.control.session_mut().poll_action(Instant::now()) {
             match action {
                 Action::Connect { conn, endpoint, .. } => self.connect(conn, endpoint),
                 Action::Send { conn, text } => {
@@ -201,10 +167,10 @@ impl Feed {
     fn connect(&mut self, conn: ConnId, endpoint: usize) {
         let options = self
             .options
-            .for_feed_connection(self.session.config().connect_timeout);
-        let url = &self.session.config().endpoints[endpoint];
+            .for_feed_connection(self.control.session().config().connect_timeout);
+        let url = &self.control.session().config().endpoints[endpoint];
         let stamp = Arc::new(StampCell::default());
-        let epoch = self.epoch;
+        let epoch = self.control.epoch();
         let opened =
             crate::client::open_stream(&options, url).and_then(|(stream, url, deadline)| {
                 let stream = Stamped::new(stream, Arc::clone(&stamp), epoch);
@@ -216,18 +182,21 @@ impl Feed {
         match opened {
             Ok(socket) => {
                 self.conns[conn.index()] = Some(Conn { socket, stamp });
-                self.session.on_open(conn, now);
+                self.control.session_mut().on_open(conn, now);
             }
-            Err(error) => self
-                .session
-                .on_connect_failed(conn, connect_failure(&error), now),
+            Err(error) => {
+                self.control
+                    .session_mut()
+                    .on_connect_failed(conn, connect_failure(&error), now)
+            }
         }
     }
 
     /// An open connection failed: dropped and reported.
     fn lost(&mut self, conn: ConnId, error: &Error) {
         self.conns[conn.index()] = None;
-        self.session
+        self.control
+            .session_mut()
             .on_closed(conn, connection_failure(error), Instant::now());
     }
 
@@ -253,18 +222,12 @@ impl Feed {
                 }
             };
             match received {
-                Ok(payload) => {
-                    let now = Instant::now();
-                    // Never `Undrained`: a read happens only once every event was handed out.
-                    let disposition = self.session.on_message(conn, payload, stamp.get(), now);
-                    if disposition == Ok(Disposition::Deliver) {
-                        self.current.clear();
-                        self.current.extend_from_slice(payload);
-                    }
-                }
+                Ok(payload) => self.control.received(conn, payload, stamp.get()),
                 Err(Some(why)) => {
                     self.conns[index] = None;
-                    self.session.on_closed(conn, why, Instant::now());
+                    self.control
+                        .session_mut()
+                        .on_closed(conn, why, Instant::now());
                 }
                 Err(None) => continue,
             }
@@ -320,16 +283,4 @@ impl Feed {
 struct Conn {
     socket: Socket,
     stamp: Arc<StampCell>,
-}
-
-/// A seed for the back-off jitter, from the process's hash keys (randomised by the OS).
-fn seed() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |since| since.as_nanos()),
-    );
-    hasher.finish()
 }

@@ -8,7 +8,10 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use tickwire_codec::feed::{Disconnect, RecvStamp};
+use tickwire_codec::feed::{
+    ConfigError, ConnId, Disconnect, Disposition, Event, FeedConfig, FeedError, FeedSession,
+    RecvStamp,
+};
 use tickwire_codec::handshake::HandshakeError;
 use tickwire_codec::ws::{CloseFrame, Fault};
 
@@ -106,6 +109,128 @@ impl StampCell {
     }
 }
 
+/// A seed for a feed session's back-off jitter: from the process's randomised hash keys
+/// (the OS's randomness) and the clock, different for every session.
+pub fn jitter_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos()),
+    );
+    hasher.finish()
+}
+
+/// What a feed's user changes and reads while it runs, the same for the blocking and the
+/// tokio feed (each derefs to it: `feed.subscribe("ETH")`): the subscription set, rotation,
+/// the end, the session's figures. It also keeps, for the driver, the payload of the message
+/// whose events are being handed out (its buffer reused: no allocation per message).
+pub struct FeedControl {
+    session: FeedSession,
+    current: Vec<u8>,
+    epoch: Instant,
+}
+
+impl FeedControl {
+    /// Adds `topic` to the subscription set; every open connection subscribes to it.
+    pub fn subscribe(&mut self, topic: impl Into<String>) {
+        self.session.subscribe(topic, Instant::now());
+    }
+
+    /// Removes `topic` from the subscription set (`false` if it was not in it); the
+    /// unsubscribe messages, if configured, go out on every open connection.
+    pub fn unsubscribe(&mut self, topic: &str) -> bool {
+        self.session.unsubscribe(topic)
+    }
+
+    /// Starts a make-before-break rotation of `conn` (see [`FeedSession::rotate`]).
+    pub fn rotate(&mut self, conn: ConnId) -> bool {
+        self.session.rotate(conn, Instant::now())
+    }
+
+    /// Ends the session: every connection is closed with 1000; the events up to
+    /// [`Event::Ended`] follow from the feed's `next_event`.
+    pub fn close(&mut self) {
+        self.session.close();
+    }
+
+    /// Why the session ended, once it has.
+    pub fn ended(&self) -> Option<FeedError> {
+        self.session.ended()
+    }
+
+    /// The session (counters, key bytes, the live subscription set).
+    pub fn session(&self) -> &FeedSession {
+        &self.session
+    }
+
+    /// A driver's: the control of a new session (jitter seeded per session).
+    #[doc(hidden)]
+    pub fn new(config: FeedConfig) -> Result<Self, ConfigError> {
+        let epoch = Instant::now();
+        Ok(Self {
+            session: FeedSession::new(config, jitter_seed(), epoch)?,
+            current: Vec::with_capacity(4 << 10),
+            epoch,
+        })
+    }
+
+    /// A driver's: the session, to drive.
+    #[doc(hidden)]
+    pub fn session_mut(&mut self) -> &mut FeedSession {
+        &mut self.session
+    }
+
+    /// A driver's: the origin of `RecvStamp::recv_ns`.
+    #[doc(hidden)]
+    pub fn epoch(&self) -> Instant {
+        self.epoch
+    }
+
+    /// A driver's: a data message received on `conn`, read at `stamp`. Called only once
+    /// every event was handed out (so never `Undrained`); the payload is kept when the
+    /// session delivers it.
+    #[doc(hidden)]
+    pub fn received(&mut self, conn: ConnId, payload: &[u8], stamp: RecvStamp) {
+        let disposition = self
+            .session
+            .on_message(conn, payload, stamp, Instant::now());
+        if disposition == Ok(Disposition::Deliver) {
+            self.current.clear();
+            self.current.extend_from_slice(payload);
+        }
+    }
+
+    /// A driver's: the next event to hand out.
+    #[doc(hidden)]
+    pub fn poll_event(&mut self) -> Option<Event<'_>> {
+        self.session.poll_event(&self.current)
+    }
+}
+
+/// A driver's: `Deref` and `DerefMut` of a feed type (with a `control: FeedControl` field)
+/// to its [`FeedControl`], so both feeds offer the same user calls.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! feed_control_deref {
+    ($feed:ty) => {
+        impl ::core::ops::Deref for $feed {
+            type Target = $crate::feed::FeedControl;
+
+            fn deref(&self) -> &$crate::feed::FeedControl {
+                &self.control
+            }
+        }
+
+        impl ::core::ops::DerefMut for $feed {
+            fn deref_mut(&mut self) -> &mut $crate::feed::FeedControl {
+                &mut self.control
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,5 +292,10 @@ mod tests {
         assert!(stamp.recv_ns >= 2_000_000, "{stamp:?}");
         assert!(stamp.wall_ns >= before + 2_000_000, "{stamp:?}");
         assert_eq!(stamp.kernel_ns, None);
+    }
+
+    #[test]
+    fn every_session_gets_its_own_seed() {
+        assert_ne!(jitter_seed(), jitter_seed());
     }
 }

@@ -63,6 +63,18 @@ impl<S: Transport + Send + 'static> HandshakeOver<S> for Tokio {
 }
 
 async fn connect_to(options: ClientOptions, url: &str) -> Result<WebSocket<MaybeTlsStream>, Error> {
+    let (options, stream, parsed, deadline) = open_stream(options, url).await?;
+    upgrade(options, stream, &parsed, deadline).await
+}
+
+/// TCP (and TLS for `wss://`) to `url`'s host: the stream, the parsed URL and the
+/// handshake's deadline, for [`upgrade`] (the feed driver wraps the stream first). The
+/// options are owned across the awaits (a `&ClientOptions` would not be `Send`: the masking
+/// source is not `Sync`) and handed back.
+pub(crate) async fn open_stream(
+    options: ClientOptions,
+    url: &str,
+) -> Result<(ClientOptions, MaybeTlsStream, url::Url, Instant), Error> {
     let parsed = tickwire_core::ws::parse_url(url)?;
     let Endpoint { secure, host, port } = tickwire_core::ws::endpoint(&parsed)?;
     let tcp = crate::net::tcp_connect(host, port, options.connect_timeout, options.nodelay).await?;
@@ -77,10 +89,10 @@ async fn connect_to(options: ClientOptions, url: &str) -> Result<WebSocket<Maybe
     } else {
         MaybeTls::Plain(tcp)
     };
-    upgrade(options, MaybeTlsStream(stream), &parsed, deadline).await
+    Ok((options, MaybeTlsStream(stream), parsed, deadline))
 }
 
-async fn upgrade<S: Transport>(
+pub(crate) async fn upgrade<S: Transport>(
     options: ClientOptions,
     mut stream: S,
     url: &url::Url,
