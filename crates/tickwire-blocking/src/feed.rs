@@ -17,15 +17,15 @@ use tickwire_codec::feed::{
 };
 
 use tickwire_codec::ws::{CloseCode, Message};
-use tickwire_core::feed::{
-    FeedControl, StampCell, connect_failure, connection_failure, peer_closed,
-};
+use tickwire_core::feed::{StampCell, connect_failure, connection_failure, peer_closed};
 use tickwire_core::ws::ClientOptions;
 
 use crate::stamp::Stamped;
-use crate::{ClientBuilder, Error, MaybeTlsStream, Recv, WebSocket};
+use crate::{ClientBuilder, Error, Recv, WebSocket};
 
-type Socket = WebSocket<Stamped<MaybeTlsStream>>;
+pub use tickwire_core::feed::{FeedControl, Timestamps};
+
+type Socket = WebSocket<Stamped>;
 
 /// A feed over blocking sockets: see [`FeedSession`](tickwire_codec::feed::FeedSession) for what it decides.
 ///
@@ -58,8 +58,18 @@ impl Feed {
     /// options (TLS, deflate, headers, keepalive; the feed's `connect_timeout` caps its
     /// connect and handshake timeouts).
     pub fn new(config: FeedConfig, client: ClientBuilder) -> Result<Self, ConfigError> {
+        Self::with_timestamps(config, client, Timestamps::User)
+    }
+
+    /// [`new`](Self::new), with the receive timestamps asked for ([`Timestamps::Kernel`]:
+    /// the kernel's too, on `ws://` connections on Linux).
+    pub fn with_timestamps(
+        config: FeedConfig,
+        client: ClientBuilder,
+        timestamps: Timestamps,
+    ) -> Result<Self, ConfigError> {
         Ok(Self {
-            control: FeedControl::new(config)?,
+            control: FeedControl::new(config, timestamps)?,
             options: client.into_options(),
             conns: Default::default(),
             next_read: 0,
@@ -169,11 +179,11 @@ impl Feed {
             .options
             .for_feed_connection(self.control.session().config().connect_timeout);
         let url = &self.control.session().config().endpoints[endpoint];
-        let stamp = Arc::new(StampCell::default());
-        let epoch = self.control.epoch();
+        let stamp = Arc::new(StampCell::new(self.control.epoch()));
+        let timestamps = self.control.timestamps();
         let opened =
             crate::client::open_stream(&options, url).and_then(|(stream, url, deadline)| {
-                let stream = Stamped::new(stream, Arc::clone(&stamp), epoch);
+                let stream = Stamped::new(stream, Arc::clone(&stamp), timestamps)?;
                 let socket = crate::client::upgrade(options, stream, &url, deadline)?;
                 socket.stream().tcp().set_nonblocking(true)?;
                 Ok(socket)

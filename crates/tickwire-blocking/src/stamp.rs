@@ -4,44 +4,69 @@
 
 use std::io::{self, Read, Write};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tickwire_core::feed::StampCell;
+use tickwire_core::feed::{StampCell, Timestamps};
 
 use crate::{MaybeTlsStream, Readiness, Transport};
 
-/// `S` whose reads are stamped into a shared [`StampCell`].
+/// A feed connection's stream, its reads stamped into a shared [`StampCell`].
 #[derive(Debug)]
-pub(crate) struct Stamped<S> {
-    inner: S,
+pub(crate) struct Stamped {
+    inner: MaybeTlsStream,
     cell: Arc<StampCell>,
-    epoch: Instant,
+    /// Kernel timestamps on (a plain TCP stream on Linux): `recvmsg` replaces `read`.
+    kernel: bool,
 }
 
-impl<S> Stamped<S> {
-    pub(crate) fn new(inner: S, cell: Arc<StampCell>, epoch: Instant) -> Self {
-        Self { inner, cell, epoch }
+impl Stamped {
+    /// Wraps `inner`; with [`Timestamps::Kernel`] on a `ws://` stream (Linux), turns the
+    /// socket's receive timestamps on.
+    pub(crate) fn new(
+        inner: MaybeTlsStream,
+        cell: Arc<StampCell>,
+        timestamps: Timestamps,
+    ) -> io::Result<Self> {
+        let kernel = tickwire_core::feed::kernel_reads(timestamps, inner.is_tls(), inner.tcp())?;
+        Ok(Self {
+            inner,
+            cell,
+            kernel,
+        })
     }
-}
 
-impl Stamped<MaybeTlsStream> {
     pub(crate) fn tcp(&self) -> &std::net::TcpStream {
         self.inner.tcp()
     }
+
+    /// One `recvmsg` with the kernel's time of what it read.
+    #[cfg(target_os = "linux")]
+    fn read_kernel(&mut self, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
+        tickwire_core::feed::kernel::recv(self.inner.tcp(), buf)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn read_kernel(&mut self, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
+        self.inner.read(buf).map(|n| (n, None))
+    }
 }
 
-impl<S: Read> Read for Stamped<S> {
+impl Read for Stamped {
     #[inline]
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
+        let (n, kernel) = if self.kernel {
+            self.read_kernel(buf)?
+        } else {
+            (self.inner.read(buf)?, None)
+        };
         if n > 0 {
-            self.cell.record(self.epoch);
+            self.cell.record(kernel);
         }
         Ok(n)
     }
 }
 
-impl<S: Write> Write for Stamped<S> {
+impl Write for Stamped {
     #[inline]
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.inner.write(buf)
@@ -56,7 +81,7 @@ impl<S: Write> Write for Stamped<S> {
     }
 }
 
-impl<S: Transport> Transport for Stamped<S> {
+impl Transport for Stamped {
     fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
         self.inner.set_read_timeout(timeout)
     }
@@ -84,7 +109,7 @@ impl<S: Transport> Transport for Stamped<S> {
     fn read_ready(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read_ready(buf)?;
         if n > 0 {
-            self.cell.record(self.epoch);
+            self.cell.record(None);
         }
         Ok(n)
     }

@@ -8,11 +8,11 @@ use std::time::Instant;
 use feed_support::{Driver, Seen, seen};
 use tickwire_blocking::ClientBuilder;
 use tickwire_blocking::codec::feed::{ConnId, Counters, FeedConfig, SendError};
-use tickwire_blocking::feed::Feed;
+use tickwire_blocking::feed::{Feed, Timestamps};
 
 impl Driver for Feed {
-    fn start(config: FeedConfig) -> Self {
-        Feed::new(config, ClientBuilder::new()).unwrap()
+    fn start(config: FeedConfig, timestamps: Timestamps) -> Self {
+        Feed::with_timestamps(config, ClientBuilder::new(), timestamps).unwrap()
     }
 
     fn next(&mut self) -> Seen {
@@ -26,6 +26,11 @@ impl Driver for Feed {
     fn send(&mut self, conn: ConnId, text: &str) -> Result<(), SendError> {
         Feed::send(self, conn, text, 1)
     }
+}
+
+#[test]
+fn kernel_timestamps_are_taken_after_the_send() {
+    feed_support::kernel_timestamps_are_taken_after_the_send::<Feed>();
 }
 
 #[test]

@@ -17,13 +17,13 @@ use tickwire_codec::feed::{
     Action, ConfigError, ConnId, Disconnect, Event, FeedConfig, MAX_CONNECTIONS, SendError,
 };
 use tickwire_codec::ws::{CloseCode, Message};
-use tickwire_core::feed::{
-    FeedControl, StampCell, connect_failure, connection_failure, peer_closed,
-};
+use tickwire_core::feed::{StampCell, connect_failure, connection_failure, peer_closed};
 use tickwire_core::ws::ClientOptions;
 
 use crate::stamp::Stamped;
 use crate::{ClientBuilder, Error, Recv, WebSocket};
+
+pub use tickwire_core::feed::{FeedControl, Timestamps};
 
 type Socket = WebSocket<Stamped>;
 type Connecting = Pin<Box<dyn Future<Output = Result<Socket, Error>> + Send>>;
@@ -75,8 +75,18 @@ impl Feed {
     /// options (TLS, deflate, headers, keepalive; the feed's `connect_timeout` caps its
     /// connect and handshake timeouts). Call from within a tokio runtime (with time).
     pub fn new(config: FeedConfig, client: ClientBuilder) -> Result<Self, ConfigError> {
+        Self::with_timestamps(config, client, Timestamps::User)
+    }
+
+    /// [`new`](Self::new), with the receive timestamps asked for ([`Timestamps::Kernel`]:
+    /// the kernel's too, on `ws://` connections on Linux).
+    pub fn with_timestamps(
+        config: FeedConfig,
+        client: ClientBuilder,
+        timestamps: Timestamps,
+    ) -> Result<Self, ConfigError> {
         Ok(Self {
-            control: FeedControl::new(config)?,
+            control: FeedControl::new(config, timestamps)?,
             options: client.into_options(),
             slots: Default::default(),
             next_read: 0,
@@ -159,11 +169,12 @@ impl Feed {
             .options
             .for_feed_connection(self.control.session().config().connect_timeout);
         let url = self.control.session().config().endpoints[endpoint].clone();
-        let epoch = self.control.epoch();
+        let (epoch, timestamps) = (self.control.epoch(), self.control.timestamps());
         Box::pin(async move {
             let (options, stream, url, deadline) =
                 crate::client::open_stream(options, &url).await?;
-            let stream = Stamped::new(stream, Arc::new(StampCell::default()), epoch);
+            let cell = Arc::new(StampCell::new(epoch));
+            let stream = Stamped::new(stream, cell, timestamps)?;
             crate::client::upgrade(options, stream, &url, deadline).await
         })
     }

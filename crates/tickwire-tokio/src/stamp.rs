@@ -6,12 +6,11 @@ use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use tickwire_core::TransportError;
-use tickwire_core::feed::StampCell;
+use tickwire_core::feed::{StampCell, Timestamps};
 
 use crate::{MaybeTlsStream, Transport};
 
@@ -20,12 +19,38 @@ use crate::{MaybeTlsStream, Transport};
 pub(crate) struct Stamped {
     inner: MaybeTlsStream,
     cell: Arc<StampCell>,
-    epoch: Instant,
+    /// Kernel timestamps on (a plain TCP stream on Linux): `recvmsg` replaces `read`.
+    kernel: bool,
 }
 
 impl Stamped {
-    pub(crate) fn new(inner: MaybeTlsStream, cell: Arc<StampCell>, epoch: Instant) -> Self {
-        Self { inner, cell, epoch }
+    /// Wraps `inner`; with [`Timestamps::Kernel`] on a `ws://` stream (Linux), turns the
+    /// socket's receive timestamps on.
+    pub(crate) fn new(
+        inner: MaybeTlsStream,
+        cell: Arc<StampCell>,
+        timestamps: Timestamps,
+    ) -> io::Result<Self> {
+        let kernel = tickwire_core::feed::kernel_reads(timestamps, inner.is_tls(), inner.tcp())?;
+        Ok(Self {
+            inner,
+            cell,
+            kernel,
+        })
+    }
+
+    /// One `recvmsg` on the ready socket, with the kernel's time of what it read.
+    #[cfg(target_os = "linux")]
+    fn read_kernel(&self, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
+        let tcp = self.inner.tcp();
+        tcp.try_io(tokio::io::Interest::READABLE, || {
+            tickwire_core::feed::kernel::recv(tcp, buf)
+        })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn read_kernel(&self, _buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
+        Err(io::ErrorKind::Unsupported.into())
     }
 
     /// Where its reads are stamped.
@@ -48,13 +73,45 @@ impl Transport for Stamped {
     }
 
     fn read_now(&mut self, buf: &mut [u8]) -> Option<io::Result<usize>> {
+        if self.kernel {
+            return Some(self.read_kernel(buf).map(|(n, kernel)| {
+                if n > 0 {
+                    self.cell.record(kernel);
+                }
+                n
+            }));
+        }
         let read = self.inner.read_now(buf);
         if let Some(Ok(n)) = read
             && n > 0
         {
-            self.cell.record(self.epoch);
+            self.cell.record(None);
         }
         read
+    }
+}
+
+impl Stamped {
+    /// `poll_read` with kernel timestamps: wait for readiness, then one `recvmsg`.
+    fn poll_read_kernel(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        loop {
+            std::task::ready!(self.inner.tcp().poll_read_ready(cx))?;
+            match self.read_kernel(buf.initialize_unfilled()) {
+                Ok((n, kernel)) => {
+                    if n > 0 {
+                        self.cell.record(kernel);
+                    }
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
     }
 }
 
@@ -66,10 +123,13 @@ impl AsyncRead for Stamped {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if this.kernel {
+            return this.poll_read_kernel(cx, buf);
+        }
         let before = buf.filled().len();
         let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
         if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            this.cell.record(this.epoch);
+            this.cell.record(None);
         }
         polled
     }

@@ -9,7 +9,7 @@ use std::time::Instant;
 use feed_support::{Driver, Seen, seen};
 use tickwire_tokio::ClientBuilder;
 use tickwire_tokio::codec::feed::{ConnId, Counters, FeedConfig, SendError};
-use tickwire_tokio::feed::Feed;
+use tickwire_tokio::feed::{Feed, Timestamps};
 
 struct OnTokio {
     runtime: tokio::runtime::Runtime,
@@ -17,14 +17,14 @@ struct OnTokio {
 }
 
 impl Driver for OnTokio {
-    fn start(config: FeedConfig) -> Self {
+    fn start(config: FeedConfig, timestamps: Timestamps) -> Self {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         let feed = {
             let _entered = runtime.enter();
-            Feed::new(config, ClientBuilder::new()).unwrap()
+            Feed::with_timestamps(config, ClientBuilder::new(), timestamps).unwrap()
         };
         Self { runtime, feed }
     }
@@ -41,6 +41,11 @@ impl Driver for OnTokio {
     fn send(&mut self, conn: ConnId, text: &str) -> Result<(), SendError> {
         self.feed.send(conn, text, 1)
     }
+}
+
+#[test]
+fn kernel_timestamps_are_taken_after_the_send() {
+    feed_support::kernel_timestamps_are_taken_after_the_send::<OnTokio>();
 }
 
 #[test]

@@ -14,6 +14,7 @@ use tickwire_blocking::codec::feed::{
 };
 use tickwire_blocking::codec::handshake::Response;
 use tickwire_blocking::codec::mux::Backoff;
+use tickwire_blocking::feed::Timestamps;
 use tickwire_blocking::{CloseCode, Message, Recv, ServerBuilder, WebSocket};
 
 const MIN: Duration = Duration::from_millis(20);
@@ -105,6 +106,7 @@ pub(crate) enum Seen {
         seq: u64,
         recv_ns: u64,
         wall_ns: u64,
+        kernel_ns: Option<u64>,
     },
     Gap(u64, u64),
     Reconnecting(ReconnectReason, Duration),
@@ -117,7 +119,7 @@ pub(crate) enum Seen {
 /// A feed driver under test.
 pub(crate) trait Driver {
     /// Starts a feed with `config` and the default client options.
-    fn start(config: FeedConfig) -> Self;
+    fn start(config: FeedConfig, timestamps: Timestamps) -> Self;
     /// The next event, as [`Seen`].
     fn next(&mut self) -> Seen;
     /// The session's counters now.
@@ -134,6 +136,7 @@ pub(crate) fn seen(event: Event<'_>) -> Seen {
             seq: m.seq.unwrap(),
             recv_ns: m.stamp.recv_ns,
             wall_ns: m.stamp.wall_ns,
+            kernel_ns: m.stamp.kernel_ns,
         },
         Event::Gap { from, to, .. } => Seen::Gap(from, to),
         Event::Reconnecting { reason, delay, .. } => Seen::Reconnecting(reason, delay),
@@ -180,7 +183,7 @@ pub(crate) fn connects_subscribes_and_delivers_stamped_messages<D: Driver>() {
         hold(ws, Duration::from_secs(3));
     });
     let before = wall_now();
-    let mut feed = D::start(config(&server.url));
+    let mut feed = D::start(config(&server.url), Timestamps::User);
     let seen = collect(&mut feed, |seen| numbers(seen).len() == 3);
     assert_eq!(seen[..2], [Seen::Connected(0), Seen::Subscribed(0)]);
     assert_eq!(numbers(&seen), [1, 2, 3]);
@@ -218,7 +221,7 @@ pub(crate) fn a_server_close_reconnects_with_the_back_off_resubscribes_and_repor
             hold(ws, Duration::from_secs(3));
         }
     });
-    let mut feed = D::start(config(&server.url));
+    let mut feed = D::start(config(&server.url), Timestamps::User);
     let seen = collect(&mut feed, |seen| numbers(seen).len() == 4);
     assert_eq!(numbers(&seen), [1, 2, 5, 6]);
     assert!(seen.contains(&Seen::Gap(3, 4)), "{seen:?}");
@@ -251,7 +254,7 @@ pub(crate) fn a_stale_connection_is_replaced<D: Driver>() {
         }
     });
     let config = config(&server.url).with_stale_after(Some(Duration::from_millis(300)));
-    let mut feed = D::start(config);
+    let mut feed = D::start(config, Timestamps::User);
     let seen = collect(&mut feed, |seen| numbers(seen).len() == 2);
     assert_eq!(numbers(&seen), [1, 2]);
     assert!(seen.contains(&Seen::Stale(0)), "{seen:?}");
@@ -277,7 +280,7 @@ pub(crate) fn two_redundant_connections_one_closed_deliver_each_number_once<D: D
         }
     });
     let config = config(&server.url).with_connections(2);
-    let mut feed = D::start(config);
+    let mut feed = D::start(config, Timestamps::User);
     let seen = collect(&mut feed, |seen| numbers(seen).len() == 6);
     assert_eq!(numbers(&seen), [1, 2, 3, 4, 5, 6]);
     assert!(!seen.iter().any(|s| matches!(s, Seen::Gap(..))), "{seen:?}");
@@ -290,7 +293,7 @@ pub(crate) fn a_refused_handshake_is_reported_with_its_status<D: Driver>() {
         send(ws, "BTC", [1]);
         hold(ws, Duration::from_secs(3));
     });
-    let mut feed = D::start(config(&server.url));
+    let mut feed = D::start(config(&server.url), Timestamps::User);
     let seen = collect(&mut feed, |seen| numbers(seen).len() == 1);
     assert!(
         matches!(
@@ -304,4 +307,41 @@ pub(crate) fn a_refused_handshake_is_reported_with_its_status<D: Driver>() {
     );
     assert!(seen.contains(&Seen::Connected(0)));
     assert_eq!(feed.send(ConnId(0), "hello"), Ok(()));
+}
+
+pub(crate) fn kernel_timestamps_are_taken_after_the_send<D: Driver>() {
+    // The server notes the wall time just before each send.
+    let sent_at = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&sent_at);
+    let server = serve(&[], move |_, ws| {
+        for n in 1..=3 {
+            log.lock().unwrap().push(wall_now());
+            send(ws, "BTC", [n]);
+            thread::sleep(Duration::from_millis(5));
+        }
+        hold(ws, Duration::from_secs(3));
+    });
+    let mut feed = D::start(config(&server.url), Timestamps::Kernel);
+    let seen = collect(&mut feed, |seen| numbers(seen).len() == 3);
+    let sent_at = sent_at.lock().unwrap().clone();
+    let mut stamps = 0;
+    for s in &seen {
+        if let Seen::Message {
+            seq,
+            wall_ns,
+            kernel_ns,
+            ..
+        } = *s
+        {
+            let kernel = kernel_ns.unwrap_or_else(|| panic!("no kernel timestamp: {seen:?}"));
+            let sent = sent_at[seq as usize - 1];
+            assert!(kernel >= sent, "kernel {kernel} before the send at {sent}");
+            assert!(
+                kernel <= wall_ns,
+                "kernel {kernel} after the user stamp {wall_ns}"
+            );
+            stamps += 1;
+        }
+    }
+    assert_eq!(stamps, 3);
 }

@@ -18,6 +18,24 @@ use tickwire_codec::ws::{CloseFrame, Fault};
 use crate::Error;
 use crate::ws::ClientOptions;
 
+#[cfg(target_os = "linux")]
+pub mod kernel;
+
+/// Which receive timestamps a feed takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Timestamps {
+    /// The monotonic and the wall clock, read right after the read that completed the
+    /// message (before it is parsed): `recv_ns` and `wall_ns`.
+    #[default]
+    User,
+    /// Also the kernel's software receive time of the segment that completed the message
+    /// (`kernel_ns`): `SO_TIMESTAMPNS` on the socket, and one `recvmsg(2)` in place of each
+    /// `read(2)`. Linux, `ws://` connections; over TLS (and elsewhere) `kernel_ns` stays
+    /// `None`.
+    Kernel,
+}
+
 /// How a connect attempt that failed before the connection opened is reported: the HTTP
 /// status of a refused handshake (429, 503, ...), a timeout, or a failed connect.
 pub fn connect_failure(error: &Error) -> Disconnect {
@@ -80,22 +98,40 @@ impl ClientOptions {
 
 /// The receive stamp of a connection's last read, written by the stream wrapper that does
 /// the reads and read by the driver with the message: atomics, so the feed stays `Send`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct StampCell {
+    /// The origin of `recv_ns`.
+    epoch: Instant,
     recv_ns: AtomicU64,
     wall_ns: AtomicU64,
+    /// The kernel's time, 0 for none.
+    kernel_ns: AtomicU64,
 }
 
 impl StampCell {
-    /// Records a read that returned bytes now; `epoch` is the origin of `recv_ns`.
+    /// A cell whose `recv_ns` counts from `epoch`, nothing recorded yet.
+    pub fn new(epoch: Instant) -> Self {
+        Self {
+            epoch,
+            recv_ns: AtomicU64::new(0),
+            wall_ns: AtomicU64::new(0),
+            kernel_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Records a read that returned bytes now, with the kernel's time of it if taken.
     #[inline]
-    pub fn record(&self, epoch: Instant) {
-        let recv_ns = Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
+    pub fn record(&self, kernel_ns: Option<u64>) {
+        let recv_ns = Instant::now()
+            .saturating_duration_since(self.epoch)
+            .as_nanos() as u64;
         let wall_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |since| since.as_nanos() as u64);
         self.recv_ns.store(recv_ns, Ordering::Relaxed);
         self.wall_ns.store(wall_ns, Ordering::Relaxed);
+        self.kernel_ns
+            .store(kernel_ns.unwrap_or(0), Ordering::Relaxed);
     }
 
     /// The stamp of the last read recorded.
@@ -104,9 +140,35 @@ impl StampCell {
         RecvStamp {
             recv_ns: self.recv_ns.load(Ordering::Relaxed),
             wall_ns: self.wall_ns.load(Ordering::Relaxed),
-            kernel_ns: None,
+            kernel_ns: match self.kernel_ns.load(Ordering::Relaxed) {
+                0 => None,
+                ns => Some(ns),
+            },
         }
     }
+}
+
+/// Whether a feed connection's reads take kernel timestamps (`recvmsg` in place of `read`):
+/// with [`Timestamps::Kernel`], on a plain TCP stream (`tls` false), on Linux; the option is
+/// turned on on `socket` then.
+#[cfg(target_os = "linux")]
+pub fn kernel_reads(
+    timestamps: Timestamps,
+    tls: bool,
+    socket: &impl std::os::fd::AsFd,
+) -> io::Result<bool> {
+    if timestamps != Timestamps::Kernel || tls {
+        return Ok(false);
+    }
+    kernel::enable(socket)?;
+    Ok(true)
+}
+
+/// Whether a feed connection's reads take kernel timestamps: never off Linux.
+#[cfg(not(target_os = "linux"))]
+pub fn kernel_reads<S>(timestamps: Timestamps, tls: bool, socket: &S) -> io::Result<bool> {
+    let _ = (timestamps, tls, socket);
+    Ok(false)
 }
 
 /// A seed for a feed session's back-off jitter: from the process's randomised hash keys
@@ -130,6 +192,10 @@ pub struct FeedControl {
     session: FeedSession,
     current: Vec<u8>,
     epoch: Instant,
+    timestamps: Timestamps,
+    /// With kernel timestamps, keeps the kernel's timestamping on (see its docs).
+    #[cfg(target_os = "linux")]
+    _keeper: Option<kernel::Keeper>,
 }
 
 impl FeedControl {
@@ -165,15 +231,29 @@ impl FeedControl {
         &self.session
     }
 
-    /// A driver's: the control of a new session (jitter seeded per session).
+    /// A driver's: the control of a new session (jitter seeded per session) taking
+    /// `timestamps`.
     #[doc(hidden)]
-    pub fn new(config: FeedConfig) -> Result<Self, ConfigError> {
+    pub fn new(config: FeedConfig, timestamps: Timestamps) -> Result<Self, ConfigError> {
         let epoch = Instant::now();
         Ok(Self {
             session: FeedSession::new(config, jitter_seed(), epoch)?,
             current: Vec::with_capacity(4 << 10),
             epoch,
+            timestamps,
+            #[cfg(target_os = "linux")]
+            _keeper: match timestamps {
+                // Without it a connection's first messages may come unstamped: best effort.
+                Timestamps::Kernel => kernel::Keeper::new().ok(),
+                Timestamps::User => None,
+            },
         })
+    }
+
+    /// A driver's: the timestamps asked for.
+    #[doc(hidden)]
+    pub fn timestamps(&self) -> Timestamps {
+        self.timestamps
     }
 
     /// A driver's: the session, to drive.
@@ -284,14 +364,26 @@ mod tests {
             .duration_since(UNIX_EPOCH)
             .unwrap()
             .as_nanos() as u64;
-        let cell = StampCell::default();
+        let cell = StampCell::new(epoch);
         assert_eq!(cell.get(), RecvStamp::default());
         std::thread::sleep(Duration::from_millis(2));
-        cell.record(epoch);
+        cell.record(None);
         let stamp = cell.get();
         assert!(stamp.recv_ns >= 2_000_000, "{stamp:?}");
         assert!(stamp.wall_ns >= before + 2_000_000, "{stamp:?}");
         assert_eq!(stamp.kernel_ns, None);
+        cell.record(Some(7));
+        assert_eq!(cell.get().kernel_ns, Some(7));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn kernel_reads_only_when_asked_and_not_over_tls() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let socket = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        assert!(!kernel_reads(Timestamps::User, false, &socket).unwrap());
+        assert!(!kernel_reads(Timestamps::Kernel, true, &socket).unwrap());
+        assert!(kernel_reads(Timestamps::Kernel, false, &socket).unwrap());
     }
 
     #[test]
