@@ -1,32 +1,9 @@
-//! The blocking feed driver's smoke suite (the cases: `feed_support.rs`).
+//! The blocking feed driver's smoke suite (the cases: `feed_support/`).
 #![cfg(unix)]
 
 mod feed_support;
 
-use std::time::Instant;
-
-use feed_support::{Driver, Seen, seen};
-use tickwire_blocking::ClientBuilder;
-use tickwire_blocking::codec::feed::{ConnId, Counters, FeedConfig, SendError};
-use tickwire_blocking::feed::{Feed, Timestamps};
-
-impl Driver for Feed {
-    fn start(config: FeedConfig, timestamps: Timestamps) -> Self {
-        Feed::with_timestamps(config, ClientBuilder::new(), timestamps).unwrap()
-    }
-
-    fn next(&mut self) -> Seen {
-        seen(self.next_event().unwrap().expect("the feed does not end"))
-    }
-
-    fn counters(&mut self) -> Counters {
-        self.session().counters(Instant::now())
-    }
-
-    fn send(&mut self, conn: ConnId, text: &str) -> Result<(), SendError> {
-        Feed::send(self, conn, text, 1)
-    }
-}
+use tickwire_blocking::feed::Feed;
 
 #[test]
 fn kernel_timestamps_are_taken_after_the_send() {

@@ -4,44 +4,14 @@
 #[path = "../../tickwire-blocking/tests/feed_support/mod.rs"]
 mod feed_support;
 
+#[path = "feed_tokio/mod.rs"]
+mod feed_tokio;
+
 use std::time::Instant;
 
-use feed_support::{Driver, Seen, seen};
+use feed_tokio::OnTokio;
 use tickwire_tokio::ClientBuilder;
-use tickwire_tokio::codec::feed::{ConnId, Counters, FeedConfig, SendError};
-use tickwire_tokio::feed::{Feed, Timestamps};
-
-struct OnTokio {
-    runtime: tokio::runtime::Runtime,
-    feed: Feed,
-}
-
-impl Driver for OnTokio {
-    fn start(config: FeedConfig, timestamps: Timestamps) -> Self {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let feed = {
-            let _entered = runtime.enter();
-            Feed::with_timestamps(config, ClientBuilder::new(), timestamps).unwrap()
-        };
-        Self { runtime, feed }
-    }
-
-    fn next(&mut self) -> Seen {
-        let event = self.runtime.block_on(self.feed.next_event());
-        seen(event.expect("the feed does not end"))
-    }
-
-    fn counters(&mut self) -> Counters {
-        self.feed.session().counters(Instant::now())
-    }
-
-    fn send(&mut self, conn: ConnId, text: &str) -> Result<(), SendError> {
-        self.feed.send(conn, text, 1)
-    }
-}
+use tickwire_tokio::feed::Feed;
 
 #[test]
 fn kernel_timestamps_are_taken_after_the_send() {

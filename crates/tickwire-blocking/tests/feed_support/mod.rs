@@ -66,15 +66,19 @@ pub(crate) fn serve(
     Server { url, received }
 }
 
+/// Sends `key n` for each number; a feed that went away (the test is over) ends the sending
+/// quietly, and the assertions on the feed's side say whether that was early.
 pub(crate) fn send(
     ws: &mut WebSocket<TcpStream>,
     key: &str,
     numbers: impl IntoIterator<Item = u64>,
 ) {
     for n in numbers {
-        ws.send_text(&format!("{key} {n}")).unwrap();
+        if ws.send_text(&format!("{key} {n}")).is_err() {
+            return;
+        }
     }
-    ws.flush().unwrap();
+    let _ = ws.flush();
 }
 
 /// Keeps the connection open (answering pings) for `time`.
@@ -126,6 +130,26 @@ pub(crate) trait Driver {
     fn counters(&mut self) -> Counters;
     /// A user's send.
     fn send(&mut self, conn: ConnId, text: &str) -> Result<(), SendError>;
+}
+
+/// The blocking driver (the tokio suite has its own).
+impl Driver for tickwire_blocking::feed::Feed {
+    fn start(config: FeedConfig, timestamps: Timestamps) -> Self {
+        let client = tickwire_blocking::ClientBuilder::new();
+        Self::with_timestamps(config, client, timestamps).unwrap()
+    }
+
+    fn next(&mut self) -> Seen {
+        seen(self.next_event().unwrap().expect("the feed does not end"))
+    }
+
+    fn counters(&mut self) -> Counters {
+        self.session().counters(std::time::Instant::now())
+    }
+
+    fn send(&mut self, conn: ConnId, text: &str) -> Result<(), SendError> {
+        tickwire_blocking::feed::Feed::send(self, conn, text, 1)
+    }
 }
 
 /// What a test compares of an event.
