@@ -34,23 +34,33 @@ impl Connect for Blocking {
     type Output = Result<WebSocket<MaybeTlsStream>, Error>;
 
     fn connect(mut options: ClientOptions, url: &str) -> Self::Output {
-        let parsed = tickwire_core::ws::parse_url(url)?;
-        let Endpoint { secure, host, port } = tickwire_core::ws::endpoint(&parsed)?;
-        let tcp = crate::net::tcp_connect(host, port, options.connect_timeout)?;
-        tcp.set_nodelay(options.nodelay)?;
-        let deadline = Instant::now() + options.handshake_timeout;
-        let stream = if secure {
-            #[cfg(feature = "tls")]
-            {
-                crate::net::tls_connect(tcp, host, options.tls.as_ref(), deadline)?
-            }
-            #[cfg(not(feature = "tls"))]
-            return Err(tickwire_core::ws::tls_not_built());
-        } else {
-            MaybeTlsStream::plain(tcp)
-        };
+        let (stream, parsed, deadline) = open_stream(&options, url)?;
         upgrade(options.opening(&parsed)?, options, stream, deadline)
     }
+}
+
+/// TCP (and TLS for `wss://`) to `url`'s host: the stream, the parsed URL and the
+/// handshake's deadline, for [`upgrade`] (the feed driver wraps the stream first).
+pub(crate) fn open_stream(
+    options: &ClientOptions,
+    url: &str,
+) -> Result<(MaybeTlsStream, url::Url, Instant), Error> {
+    let parsed = tickwire_core::ws::parse_url(url)?;
+    let Endpoint { secure, host, port } = tickwire_core::ws::endpoint(&parsed)?;
+    let tcp = crate::net::tcp_connect(host, port, options.connect_timeout)?;
+    tcp.set_nodelay(options.nodelay)?;
+    let deadline = Instant::now() + options.handshake_timeout;
+    let stream = if secure {
+        #[cfg(feature = "tls")]
+        {
+            crate::net::tls_connect(tcp, host, options.tls.as_ref(), deadline)?
+        }
+        #[cfg(not(feature = "tls"))]
+        return Err(tickwire_core::ws::tls_not_built());
+    } else {
+        MaybeTlsStream::plain(tcp)
+    };
+    Ok((stream, parsed, deadline))
 }
 
 impl<S: Transport> HandshakeOver<S> for Blocking {
@@ -62,7 +72,7 @@ impl<S: Transport> HandshakeOver<S> for Blocking {
     }
 }
 
-fn upgrade<S: Transport>(
+pub(crate) fn upgrade<S: Transport>(
     mut opening: ClientOpening,
     options: ClientOptions,
     mut stream: S,

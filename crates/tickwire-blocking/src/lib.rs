@@ -60,11 +60,15 @@
 #![forbid(unsafe_code)]
 
 mod client;
+#[cfg(unix)]
+pub mod feed;
 mod http;
 mod maybe_tls;
 mod net;
 pub mod packet;
 mod server;
+#[cfg(unix)]
+mod stamp;
 mod stream;
 #[cfg(feature = "tls")]
 mod tls_stream;

@@ -62,10 +62,19 @@ impl<S: Transport + Send + 'static> HandshakeOver<S> for Tokio {
     }
 }
 
-async fn connect_to(
-    mut options: ClientOptions,
+async fn connect_to(options: ClientOptions, url: &str) -> Result<WebSocket<MaybeTlsStream>, Error> {
+    let (mut options, stream, parsed, deadline) = open_stream(options, url).await?;
+    upgrade(options.opening(&parsed)?, options, stream, deadline).await
+}
+
+/// TCP (and TLS for `wss://`) to `url`'s host: the stream, the parsed URL and the
+/// handshake's deadline, for [`upgrade`] (the feed driver wraps the stream first). The
+/// options are owned across the awaits (a `&ClientOptions` would not be `Send`: the masking
+/// source is not `Sync`) and handed back.
+pub(crate) async fn open_stream(
+    options: ClientOptions,
     url: &str,
-) -> Result<WebSocket<MaybeTlsStream>, Error> {
+) -> Result<(ClientOptions, MaybeTlsStream, url::Url, Instant), Error> {
     let parsed = tickwire_core::ws::parse_url(url)?;
     let Endpoint { secure, host, port } = tickwire_core::ws::endpoint(&parsed)?;
     let tcp = crate::net::tcp_connect(host, port, options.connect_timeout, options.nodelay).await?;
@@ -80,16 +89,10 @@ async fn connect_to(
     } else {
         MaybeTls::Plain(tcp)
     };
-    upgrade(
-        options.opening(&parsed)?,
-        options,
-        MaybeTlsStream(stream),
-        deadline,
-    )
-    .await
+    Ok((options, MaybeTlsStream(stream), parsed, deadline))
 }
 
-async fn upgrade<S: Transport>(
+pub(crate) async fn upgrade<S: Transport>(
     mut opening: ClientOpening,
     options: ClientOptions,
     mut stream: S,

@@ -76,6 +76,7 @@
 
 mod client;
 mod core;
+pub mod feed;
 mod handshake;
 mod http;
 mod net;
@@ -84,6 +85,7 @@ mod owned;
 pub mod packet;
 mod server;
 pub mod split;
+mod stamp;
 mod stream;
 #[cfg(feature = "tls")]
 mod tls;

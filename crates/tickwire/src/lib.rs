@@ -7,6 +7,7 @@
 //! | [`ws`] | WebSocket messages, configuration, limits, close codes, errors: the types every transport shares | always |
 //! | [`http`] | the HTTP client's error and the sans-IO HTTP/1.1 codec | always |
 //! | [`packet`] | the binary packet protocol's error, options and request ids | always |
+//! | [`feed`] | exchange feed sessions: configuration, events, receive stamps (the drivers are `blocking::feed` and `tokio::feed`) | always |
 //! | [`codec`] | every sans-IO codec and state machine ([`tickwire_codec`]) | always |
 //! | `blocking` | `std::net` transports: WebSocket client and server, HTTP client, packet links | `blocking` (default) |
 //! | `tokio` | the same transports on tokio | `tokio` |
@@ -85,6 +86,35 @@ pub mod packet {
     //! [`crate::tokio`]; this module has what both share.
 
     pub use tickwire_core::packet::*;
+}
+
+pub mod feed {
+    //! Exchange feed sessions: one state machine ([`FeedSession`]) that keeps a market-data
+    //! feed connected and correct through disconnects, stalls, gaps and rate limits, over
+    //! one or several WebSocket connections, and what its drivers share ([`Timestamps`],
+    //! [`FeedControl`]). The drivers are `blocking::feed::Feed` and `tokio::feed::Feed`:
+    //!
+    //! ```no_run
+    //! # #[cfg(feature = "blocking")]
+    //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    //! use tickwire::blocking::ClientBuilder;
+    //! use tickwire::blocking::feed::Feed;
+    //! use tickwire::feed::{Event, FeedConfig, Timestamps};
+    //!
+    //! let config = FeedConfig::new("ws://127.0.0.1:9001/feed").with_subscription("BTC");
+    //! let mut feed = Feed::with_timestamps(config, ClientBuilder::new(), Timestamps::Kernel)?;
+    //! while let Some(event) = feed.next_event()? {
+    //!     if let Event::Message(message) = event {
+    //!         println!("{:?} {:?}", message.stamp.kernel_ns, message.payload);
+    //!     }
+    //! }
+    //! # Ok(()) }
+    //! # #[cfg(not(feature = "blocking"))]
+    //! # fn main() {}
+    //! ```
+
+    pub use tickwire_codec::feed::*;
+    pub use tickwire_core::feed::{FeedControl, Timestamps};
 }
 
 #[cfg(feature = "tls")]

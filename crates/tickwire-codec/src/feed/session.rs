@@ -221,6 +221,17 @@ impl FeedSession {
         }
     }
 
+    /// Whether [`poll_event`](Self::poll_event) has an event to give: a driver that must
+    /// return one event borrowed from the session checks here before it waits for input.
+    pub fn has_event(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// The configuration, as changed since (the subscription set is the live one).
+    pub fn config(&self) -> &FeedConfig {
+        &self.config
+    }
+
     /// When [`handle_timeout`](Self::handle_timeout) (and then `poll_action`) must run
     /// next; `None`: only an input can change anything.
     pub fn poll_timeout(&self) -> Option<Instant> {

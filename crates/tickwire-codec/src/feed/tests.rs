@@ -555,3 +555,20 @@ fn close_closes_every_connection_and_delivers_what_was_held() {
     assert_eq!(d.events.last().unwrap(), "Ended(Closed)");
     assert_eq!(d.message(0, "k 4"), Disposition::Ignored);
 }
+
+#[test]
+fn has_event_says_whether_poll_event_has_one_to_give() {
+    let mut driver = Driver::new(FeedConfig::new("ws://a").with_subscription("sub"));
+    assert!(!driver.session.has_event());
+    while driver.session.poll_action(driver.now).is_some() {}
+    driver.session.on_open(ConnId(0), driver.now);
+    // Connected; Subscribed once the subscription went out (no acknowledgement matcher).
+    assert!(driver.session.has_event());
+    assert!(driver.session.poll_event(b"").is_some());
+    assert!(!driver.session.has_event());
+    while driver.session.poll_action(driver.now).is_some() {}
+    assert!(driver.session.has_event());
+    assert!(driver.session.poll_event(b"").is_some());
+    assert!(!driver.session.has_event());
+    assert_eq!(driver.session.config().endpoints, ["ws://a"]);
+}
