@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tickwire_codec::mux::{self, RequestId};
 use tickwire_codec::packet::{Header, ServerCore, ServerStep};
-use tickwire_core::packet::{Responder, answer_with};
+use tickwire_core::packet::{PacketLink, Responder, answer_with};
 
 #[cfg(feature = "tls")]
 use tickwire_tls::TlsCodec;

@@ -7,6 +7,7 @@
 //! the transports'.
 
 mod builder;
+mod client;
 mod error;
 #[cfg(any(feature = "serde-json", feature = "bincode"))]
 mod format;
@@ -18,6 +19,7 @@ pub use builder::{
     LendsIdleBuffers, PacketBuilder, PacketClientBuilder, PacketPoolBuilder, PacketServer,
     PacketStreams, PacketTransport,
 };
+pub use client::{AnswerWait, ClientIo, ConnectDefault, PacketClient, PacketLink};
 pub use error::Error;
 #[cfg(any(feature = "serde-json", feature = "bincode"))]
 pub use format::Format;

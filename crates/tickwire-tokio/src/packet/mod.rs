@@ -83,7 +83,10 @@ mod server;
 #[cfg(any(feature = "serde-json", feature = "bincode"))]
 mod typed;
 
-pub use client::{PacketClient, PacketClientBuilder};
+pub use client::{
+    FlushFuture, PacketClient, PacketClientBuilder, PingFuture, RequestFuture, ResponseFuture,
+};
+pub use link::Link;
 pub use pool::{PacketPool, PacketPoolBuilder};
 pub use server::{PacketConnection, PacketServer, ServerHandle};
 pub use tickwire_codec::mux::RequestId;

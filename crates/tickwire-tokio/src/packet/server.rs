@@ -12,7 +12,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use tickwire_codec::mux::{self, RequestId};
 use tickwire_codec::packet::{Header, ServerCore, ServerStep};
-use tickwire_core::packet::{PacketServerOptions, Responder, answer_with};
+use tickwire_core::packet::{PacketLink, PacketServerOptions, Responder, answer_with};
 
 use super::link::Link;
 use super::{Error, Tokio};
@@ -210,7 +210,7 @@ impl<S: Transport> PacketConnection<S> {
 
     /// Whether the connection's buffers are lent out while it idles (rule 11 of docs/ARCHITECTURE.md).
     pub fn buffers_released(&self) -> bool {
-        self.link.buffers_released()
+        self.link.session().buffers_released()
     }
 
     /// The stream underneath.
