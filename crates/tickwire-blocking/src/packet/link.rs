@@ -41,7 +41,7 @@ impl<S: Transport> PacketLink for Link<S> {
     }
 
     /// The session, to read its state (failed, a pong awaited) and the payload of the packet
-    /// [`next`](Link::next) returned last.
+    /// the last wait returned.
     fn session(&self) -> &Session {
         &self.session
     }
@@ -50,7 +50,7 @@ impl<S: Transport> PacketLink for Link<S> {
         &self.stream
     }
 
-    /// Nothing is written until [`flush`](Link::flush).
+    /// Nothing is written until the next flush or wait.
     fn queue(&mut self, id: RequestId, payload: &[u8]) -> Result<(), Error> {
         self.session.queue(id.0, payload).map_err(|e| self.lost(e))
     }

@@ -8,6 +8,7 @@
 
 mod builder;
 mod client;
+mod connection;
 mod error;
 #[cfg(any(feature = "serde-json", feature = "bincode"))]
 mod format;
@@ -20,6 +21,7 @@ pub use builder::{
     PacketStreams, PacketTransport,
 };
 pub use client::{AnswerWait, ClientIo, ConnectDefault, PacketClient, PacketLink};
+pub use connection::{PacketConnection, ServerIo};
 pub use error::Error;
 #[cfg(any(feature = "serde-json", feature = "bincode"))]
 pub use format::Format;

@@ -70,7 +70,7 @@ impl<S: Transport> PacketLink for Link<S> {
     }
 
     /// The session, to read its state (failed, a pong awaited, buffers lent out) and the
-    /// payload of the packet [`next`](Link::next) returned last.
+    /// payload of the packet the last wait returned.
     fn session(&self) -> &Session {
         &self.session
     }
@@ -79,7 +79,7 @@ impl<S: Transport> PacketLink for Link<S> {
         &self.stream
     }
 
-    /// Takes lent buffers back first; nothing is written until [`flush`](Link::flush).
+    /// Takes lent buffers back first; nothing is written until the next flush or wait.
     fn queue(&mut self, id: RequestId, payload: &[u8]) -> Result<(), Error> {
         self.take_back_buffers();
         self.session.queue(id.0, payload).map_err(Error::from)
@@ -134,14 +134,9 @@ impl<S: Transport> Link<S> {
         self.session.payload_and_writer(header)
     }
 
-    /// Writes everything queued. Cancel safe: what the socket took is recorded, the rest
-    /// stays queued. Fails the link with a `TimedOut` [`Error::Io`] when the socket takes
-    /// none of it for the write timeout.
-    pub(crate) async fn flush(&mut self) -> Result<(), Error> {
-        std::future::poll_fn(|cx| self.poll_flush_timed(cx)).await
-    }
-
-    /// One poll of [`flush`](Self::flush), for a named future.
+    /// Writes everything queued, one poll of it (for a named future). What the socket took
+    /// is recorded, the rest stays queued. Fails the link with a `TimedOut` [`Error::Io`]
+    /// when the socket takes none of it for the write timeout.
     pub(crate) fn poll_flush_timed(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
         let result = match self.poll_flush(cx) {
             Poll::Ready(result) => result,
@@ -161,23 +156,17 @@ impl<S: Transport> Link<S> {
         self.fail(Error::Io(ErrorKind::TimedOut.into()))
     }
 
-    /// The next packet on a request id, a busy refusal, a pong, or [`Incoming::Deadline`]
-    /// once `deadline` passes. Writes what is queued before it waits, answers pings, sends
-    /// keepalive pings and fails the link when a pong is overdue. Any error but
-    /// [`Error::ReadTimeout`] leaves the link failed. Cancel safe (module docs).
-    pub(crate) async fn next(&mut self, deadline: Option<Instant>) -> Result<Incoming, Error> {
-        self.wait_started();
-        std::future::poll_fn(|cx| self.poll_incoming(cx, deadline)).await
-    }
-
     /// Starts a wait for [`poll_incoming`](Self::poll_incoming) (the read timeout counts
     /// from here).
     pub(crate) fn wait_started(&mut self) {
         self.timers.wait_started(now());
     }
 
-    /// One poll of [`next`](Self::next) after [`wait_started`](Self::wait_started), for a
-    /// named future.
+    /// The next packet on a request id, a busy refusal, a pong, or [`Incoming::Deadline`]
+    /// once `deadline` passes, one poll of it after [`wait_started`](Self::wait_started) (for
+    /// a named future). Writes what is queued before it waits, answers pings, sends keepalive
+    /// pings and fails the link when a pong is overdue. Any error but
+    /// [`Error::ReadTimeout`] leaves the link failed. Cancel safe (module docs).
     pub(crate) fn poll_incoming(
         &mut self,
         cx: &mut Context<'_>,
@@ -192,14 +181,6 @@ impl<S: Transport> Link<S> {
         let error = self.fail(error);
         let _ = self.shut_if_failed(cx, Ok(()));
         error
-    }
-
-    /// After [`fail`](Self::fail), starts shutting the write side (best effort). Completes in
-    /// its first poll.
-    pub(crate) async fn start_shutdown(&mut self) {
-        std::future::poll_fn(|cx| Poll::Ready(self.shut_if_failed(cx, Ok(()))))
-            .await
-            .ok();
     }
 
     /// After a fatal error, starts shutting the stream's write side (TLS close_notify, then

@@ -88,7 +88,10 @@ pub use client::{
 };
 pub use link::Link;
 pub use pool::{PacketPool, PacketPoolBuilder};
-pub use server::{PacketConnection, PacketServer, ServerHandle};
+pub use server::{
+    AnswersFlushFuture, PacketConnection, PacketServer, RecvRequestFuture, ServeFuture,
+    ServerHandle,
+};
 pub use tickwire_codec::mux::RequestId;
 pub use tickwire_codec::packet::Keepalive;
 pub use tickwire_core::packet::{
