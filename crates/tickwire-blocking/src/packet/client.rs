@@ -1,15 +1,18 @@
 //! [`PacketClient`]: requests over one packet connection, one at a time ([`request`]) or
-//! pipelined ([`send_request`] / [`recv_response`]): the blocking socket work around the
-//! codec's [`ClientCore`], which decides what each arrival means for which request.
+//! pipelined ([`send_request`] / [`recv_response`]), tickwire-core's client over this
+//! transport's [`Link`]: the blocking socket work around the codec's [`ClientCore`], which
+//! decides what each arrival means for which request. The waits are the link's
+//! [`ClientIo`] impl, whose results are plain `Result`s.
 //!
-//! [`request`]: PacketClient::request
-//! [`send_request`]: PacketClient::send_request
-//! [`recv_response`]: PacketClient::recv_response
+//! [`request`]: tickwire_core::packet::PacketClient::request
+//! [`send_request`]: tickwire_core::packet::PacketClient::send_request
+//! [`recv_response`]: tickwire_core::packet::PacketClient::recv_response
 
 use std::time::{Duration, Instant};
 
-use tickwire_codec::mux::{self, RequestId};
+use tickwire_codec::mux::RequestId;
 use tickwire_codec::packet::{ClientCore, ClientFailure};
+use tickwire_core::packet::{AnswerWait, ClientIo, ConnectDefault, PacketLink};
 
 use super::link::Link;
 use super::{Blocking, Error, PacketClientOptions};
@@ -54,160 +57,113 @@ pub(super) fn client_over<S: Transport>(
     options: &PacketClientOptions,
     stream: S,
 ) -> Result<PacketClient<S>, Error> {
-    Ok(PacketClient {
-        link: Link::new(stream, &options.link)?,
-        core: ClientCore::new(options.mux, options.request_timeout),
-        scratch: Vec::new(),
-    })
+    Ok(PacketClient::from_parts(
+        Link::new(stream, &options.link)?,
+        ClientCore::new(options.mux, options.request_timeout),
+    ))
 }
 
 /// A packet connection's client side: requests out, responses matched to them by id.
+/// tickwire-core's client over this transport's [`Link`]; its methods and their errors are
+/// documented there.
 ///
 /// After a fatal error ([`Error::is_fatal`]) every request in flight is finished and every
 /// later call returns [`Error::Closed`].
-#[derive(Debug)]
-pub struct PacketClient<S = MaybeTlsStream> {
-    link: Link<S>,
-    /// What the client decides: which arrival answers which request, deadlines.
-    core: ClientCore,
-    /// Where typed requests are serialized, reused (features `serde-json`, `bincode`).
-    #[cfg_attr(
-        not(any(feature = "serde-json", feature = "bincode")),
-        expect(dead_code, reason = "only the typed requests use it")
-    )]
-    pub(super) scratch: Vec<u8>,
-}
+pub type PacketClient<S = MaybeTlsStream> = tickwire_core::packet::PacketClient<Link<S>>;
 
-impl PacketClient {
-    /// Connects to `host:port` over plain TCP with the default [`PacketClientBuilder`].
-    pub fn connect(host: &str, port: u16) -> Result<Self, Error> {
+impl ConnectDefault for Link<MaybeTlsStream> {
+    type Connect<'a> = Result<PacketClient, Error>;
+
+    fn connect(host: &str, port: u16) -> Self::Connect<'_> {
         PacketClientBuilder::new().connect(host, port)
     }
 }
 
-impl<S: Transport> PacketClient<S> {
-    /// Sends `payload` as the only request in flight and waits for its answer, borrowed
-    /// until the next call. Queued bytes are written at once. [`Error::RequestsInFlight`]
-    /// when pipelined requests are in flight (take their responses first).
-    pub fn request(&mut self, payload: &[u8]) -> Result<&[u8], Error> {
-        if self.core.in_flight() > 0 {
-            return Err(Error::RequestsInFlight);
-        }
-        let id = self.send_request(payload)?;
-        self.link.flush().map_err(|e| e.lost_on(&mut self.core))?;
-        let (answered, _) = self.recv_response()?;
+impl<S: Transport> ClientIo for Link<S> {
+    type Request<'c, T>
+        = Result<T, Error>
+    where
+        S: 'c,
+        T: 'c;
+    type Response<'c>
+        = Result<(RequestId, &'c [u8]), Error>
+    where
+        S: 'c;
+    type Flush<'c>
+        = Result<(), Error>
+    where
+        S: 'c;
+    type Ping<'c>
+        = Result<Duration, Error>
+    where
+        S: 'c;
+
+    /// The wait ends before this returns: nothing is left pending.
+    fn request<'c, T: 'c>(&'c mut self, wait: AnswerWait<'c, T>) -> Result<T, Error> {
+        let AnswerWait {
+            core, sent, decode, ..
+        } = wait;
+        let id = sent?;
+        Link::flush(self).map_err(|e| e.lost_on(core))?;
+        let (answered, payload) = self.recv_response(core)?;
         debug_assert_eq!(answered, id, "one request in flight");
-        Ok(self.core.last_response(self.link.session()).1)
+        decode(payload)
     }
 
-    /// Queues `payload` as a request and returns its id; nothing is written until
-    /// [`flush`](Self::flush) or [`recv_response`](Self::recv_response). Refused with
-    /// nothing queued: past the in-flight cap or the request size
-    /// ([`Error::Mux`], not fatal), or past the packet limit ([`Error::Encode`]).
-    pub fn send_request(&mut self, payload: &[u8]) -> Result<RequestId, Error> {
-        if self.link.session().is_failed() {
-            return Err(Error::Closed);
-        }
-        let id = self
-            .core
-            .begin(Instant::now(), payload.len())
-            .map_err(Error::Mux)?;
-        if let Err(error) = self.link.queue(id, payload) {
-            let _ = self.core.cancel(id);
-            return Err(error);
-        }
-        Ok(id)
-    }
-
-    /// Writes every queued request, blocking (bounded by the write timeout) and reading
-    /// nothing meanwhile; [`recv_response`](Self::recv_response) writes what is queued while
-    /// it reads, which a batch larger than the socket buffers needs.
-    pub fn flush(&mut self) -> Result<(), Error> {
-        self.link.flush().map_err(|e| e.lost_on(&mut self.core))
-    }
-
-    /// Waits for the next response to a request in flight, in whatever order the server
-    /// answers, and returns its id and payload (borrowed until the next call). Writes the
-    /// queued requests first. Responses to cancelled or timed-out requests are dropped.
-    ///
-    /// Per-request outcomes are errors that leave the connection open:
-    /// [`Error::TimedOut`] and [`Error::Busy`] name their request ([`Error::request_id`]).
-    /// [`Error::NothingInFlight`] when no request is in flight.
-    pub fn recv_response(&mut self) -> Result<(RequestId, &[u8]), Error> {
+    fn recv_response<'c>(
+        &'c mut self,
+        core: &'c mut ClientCore,
+    ) -> Result<(RequestId, &'c [u8]), Error> {
         loop {
-            if self.link.session().is_failed() {
+            if self.session().is_failed() {
                 return Err(Error::Closed);
             }
-            if self.core.in_flight() == 0 {
+            if core.in_flight() == 0 {
                 return Err(Error::NothingInFlight);
             }
             // An answer already received wins over its deadline: the link reads what
             // arrived before it reports the deadline.
-            let incoming = self.link.next(self.core.poll_timeout());
-            let incoming = incoming.map_err(|e| e.lost_on(&mut self.core))?;
-            match self.core.handle(incoming, Instant::now()) {
-                Ok(Some(_)) => return Ok(self.core.last_response(self.link.session())),
+            let incoming = self.next(core.poll_timeout());
+            let incoming = incoming.map_err(|e| e.lost_on(core))?;
+            match core.handle(incoming, Instant::now()) {
+                Ok(Some(_)) => return Ok(core.last_response(PacketLink::session(self))),
                 Ok(None) => {}
-                Err(failure) => return Err(self.failed(failure)),
+                Err(failure) => return Err(self.client_failed(failure)),
             }
         }
     }
 
-    /// Cancels a request in flight: its response, if one comes, is dropped.
-    /// [`Error::Mux`] ([`mux::Error::NotInFlight`]) when it is not in flight.
-    pub fn cancel(&mut self, id: RequestId) -> Result<(), Error> {
-        self.core.cancel(id).map_err(Error::Mux)
+    /// Blocking (bounded by the write timeout) and reading nothing meanwhile;
+    /// `recv_response` writes what is queued while it reads, which a batch larger than the
+    /// socket buffers needs.
+    fn flush<'c>(&'c mut self, core: &'c mut ClientCore) -> Result<(), Error> {
+        Link::flush(self).map_err(|e| e.lost_on(core))
     }
 
-    /// Sends a ping and waits for its pong (answering requests that arrive meanwhile is
-    /// not possible: call it with nothing in flight). Returns the round trip. A pong that
-    /// does not come within the keepalive timeout (10 s without keepalive) is
-    /// [`Error::KeepaliveTimeout`], fatal.
-    pub fn ping(&mut self) -> Result<Duration, Error> {
-        if self.core.in_flight() > 0 {
-            return Err(Error::RequestsInFlight);
-        }
-        let start = Instant::now();
-        self.link
-            .ping(start)
-            .map_err(|e| e.lost_on(&mut self.core))?;
-        while self.link.session().awaits_pong() {
-            let incoming = self
-                .link
-                .next(None)
-                .map_err(|e| e.lost_on(&mut self.core))?;
-            if let Err(failure) = self.core.handle_while_pinging(incoming) {
-                return Err(self.failed(failure));
+    /// Answering requests that arrive meanwhile is not possible.
+    fn ping<'c>(
+        &'c mut self,
+        core: &'c mut ClientCore,
+        allowed: Result<Instant, Error>,
+    ) -> Result<Duration, Error> {
+        let start = allowed?;
+        Link::ping(self, start).map_err(|e| e.lost_on(core))?;
+        while PacketLink::session(self).awaits_pong() {
+            let incoming = self.next(None).map_err(|e| e.lost_on(core))?;
+            if let Err(failure) = core.handle_while_pinging(incoming) {
+                return Err(self.client_failed(failure));
             }
         }
         Ok(start.elapsed())
     }
+}
 
-    /// Requests in flight.
-    pub fn in_flight(&self) -> usize {
-        self.core.in_flight()
-    }
-
-    /// The multiplexer's counters.
-    pub fn stats(&self) -> mux::ClientStats {
-        self.core.stats()
-    }
-
-    /// Whether the connection is finished (after a fatal error).
-    pub fn is_closed(&self) -> bool {
-        self.link.session().is_failed()
-    }
-
-    /// The stream underneath.
-    pub fn stream(&self) -> &S {
-        self.link.stream()
-    }
-
-    /// An outcome the core decided: a peer violation closes the connection.
-    fn failed(&mut self, failure: ClientFailure) -> Error {
+impl<S: Transport> Link<S> {
+    /// An outcome the client's core decided: a peer violation closes the connection.
+    fn client_failed(&mut self, failure: ClientFailure) -> Error {
         let error = Error::from(failure);
         match failure {
-            ClientFailure::Close(_) => self.link.fail(error),
+            ClientFailure::Close(_) => self.fail(error),
             _ => error,
         }
     }

@@ -11,7 +11,7 @@ use tickwire_codec::mux::RequestId;
 use tickwire_codec::packet::{
     Control, Expiry, Header, Incoming, LinkTimers, PacketWriter, Session, SessionError,
 };
-use tickwire_core::packet::LinkOptions;
+use tickwire_core::packet::{LinkOptions, PacketLink};
 
 use super::Error;
 use crate::Transport;
@@ -20,12 +20,40 @@ use crate::Transport;
 /// hand over what is already buffered, short enough not to delay the timer noticeably.
 const QUICK_READ: Duration = Duration::from_millis(1);
 
+/// One packet connection's socket and session on the blocking transport: the transport's
+/// side of a [`PacketClient`](super::PacketClient) (its [`ClientIo`]) and of a server
+/// connection. Made by the builders; its methods are the client's.
+///
+/// [`ClientIo`]: tickwire_core::packet::ClientIo
 #[derive(Debug)]
-pub(crate) struct Link<S> {
+pub struct Link<S> {
     stream: S,
     session: Session,
     /// The read and write timeouts, and which one counts (the codec's).
     timers: LinkTimers,
+}
+
+impl<S: Transport> PacketLink for Link<S> {
+    type Stream = S;
+
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    /// The session, to read its state (failed, a pong awaited) and the payload of the packet
+    /// the last wait returned.
+    fn session(&self) -> &Session {
+        &self.session
+    }
+
+    fn stream(&self) -> &S {
+        &self.stream
+    }
+
+    /// Nothing is written until the next flush or wait.
+    fn queue(&mut self, id: RequestId, payload: &[u8]) -> Result<(), Error> {
+        self.session.queue(id.0, payload).map_err(|e| self.lost(e))
+    }
 }
 
 impl<S: Transport> Link<S> {
@@ -38,21 +66,6 @@ impl<S: Transport> Link<S> {
             session: Session::new(options.packet.clone(), options.keepalive, now),
             timers: LinkTimers::new(options.read_timeout, options.write_timeout, now),
         })
-    }
-
-    pub(crate) fn stream(&self) -> &S {
-        &self.stream
-    }
-
-    /// The session, to read its state (failed, a pong awaited) and the payload of the packet
-    /// [`next`](Self::next) returned last.
-    pub(crate) fn session(&self) -> &Session {
-        &self.session
-    }
-
-    /// Queues one packet; nothing is written until [`flush`](Self::flush).
-    pub(crate) fn queue(&mut self, id: RequestId, payload: &[u8]) -> Result<(), Error> {
-        self.session.queue(id.0, payload).map_err(|e| self.lost(e))
     }
 
     /// Queues a control packet (request id 0, never compressed).

@@ -71,6 +71,7 @@ mod server;
 mod typed;
 
 pub use client::{PacketClient, PacketClientBuilder};
+pub use link::Link;
 pub use pool::{PacketPool, PacketPoolBuilder};
 pub use server::{PacketConnection, PacketServer, ServerHandle};
 pub use tickwire_codec::mux::RequestId;

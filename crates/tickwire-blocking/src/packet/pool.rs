@@ -14,7 +14,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use tickwire_codec::mux::BreakerState;
-use tickwire_core::packet::{PoolParts, PooledConnection};
+use tickwire_core::packet::PoolParts;
 
 use super::{Blocking, Error, PacketClient, lock};
 
@@ -46,12 +46,6 @@ pub struct PacketPool {
 }
 
 type Slot = tickwire_core::packet::Slot<PacketClient>;
-
-impl PooledConnection for PacketClient {
-    fn is_closed(&self) -> bool {
-        PacketClient::is_closed(self)
-    }
-}
 
 impl PacketPool {
     /// A pool with the default [`PacketPoolBuilder`].

@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use tickwire_codec::mux::{self, RequestId};
+use tickwire_codec::mux::RequestId;
 use tickwire_codec::packet::{Header, ServerCore, ServerStep};
-use tickwire_core::packet::{Responder, answer_with};
+use tickwire_core::packet::{PacketLink, Responder, ServerIo, answer_with};
 
 #[cfg(feature = "tls")]
 use tickwire_tls::TlsCodec;
@@ -57,11 +57,10 @@ pub(super) fn connection_over<S: Transport>(
     options: &PacketServerOptions,
     stream: S,
 ) -> Result<PacketConnection<S>, Error> {
-    Ok(PacketConnection {
-        link: Link::new(stream, &options.link)?,
-        core: ServerCore::new(options.mux),
-        scratch: Vec::new(),
-    })
+    Ok(PacketConnection::from_parts(
+        Link::new(stream, &options.link)?,
+        ServerCore::new(options.mux),
+    ))
 }
 
 /// [`PacketServer::spawn`] on threads: one accepting, one per connection; shutdown wakes
@@ -152,89 +151,77 @@ impl Drop for ServerHandle {
 }
 
 /// One accepted packet connection: requests in, answers out in any order.
-#[derive(Debug)]
-pub struct PacketConnection<S = MaybeTlsStream> {
-    link: Link<S>,
-    /// What the connection decides: which arrival is a request, busy, or a violation.
-    core: ServerCore,
-    /// Where typed answers are serialized, reused and lent to each [`Responder`].
-    scratch: Vec<u8>,
-}
+/// tickwire-core's connection over this transport's [`Link`]; its methods are documented
+/// there.
+pub type PacketConnection<S = MaybeTlsStream> = tickwire_core::packet::PacketConnection<Link<S>>;
 
-impl<S: Transport> PacketConnection<S> {
-    /// Waits for the next request and returns its id and payload (borrowed until the next
-    /// call). Writes queued answers before it blocks. A request past the in-flight cap is
-    /// answered "busy" at once (a control packet, docs/PACKET.md "Transports") and not
-    /// returned. [`Error::Closed`] when the client closed the connection.
-    pub fn recv_request(&mut self) -> Result<(RequestId, &[u8]), Error> {
-        let header = self.next_request()?;
+impl<S: Transport> ServerIo for Link<S> {
+    type Request<'c>
+        = Result<(RequestId, &'c [u8]), Error>
+    where
+        S: 'c;
+    type Flush<'c>
+        = Result<(), Error>
+    where
+        S: 'c;
+    type Serve<'c, H>
+        = Result<(), Error>
+    where
+        S: 'c,
+        H: 'c;
+
+    /// Writes queued answers before it blocks.
+    fn recv_request<'c>(
+        &'c mut self,
+        core: &'c mut ServerCore,
+    ) -> Result<(RequestId, &'c [u8]), Error> {
+        let header = self.next_request(core)?;
+        let link: &'c Self = self;
         Ok((
             RequestId(header.request_id),
-            self.link.session().payload(&header),
+            link.session().payload(&header),
         ))
     }
 
-    /// Queues `payload` as the answer to request `id`, which must be in flight
-    /// ([`Error::Mux`] with [`mux::Error::NotInFlight`] otherwise, nothing queued). Written
-    /// by [`flush`](Self::flush) or before the next wait for a request.
-    pub fn respond(&mut self, id: RequestId, payload: &[u8]) -> Result<(), Error> {
-        self.core.check_answer(id).map_err(Error::Mux)?;
-        self.link.queue(id, payload)?;
-        self.core.answered(id).map_err(Error::Mux)
+    /// Blocking (bounded by the write timeout) and reading nothing meanwhile; waiting for
+    /// the next request writes what is queued while it reads.
+    fn flush_answers(&mut self) -> Result<(), Error> {
+        Link::flush(self)
     }
 
-    /// Writes every queued answer, blocking (bounded by the write timeout) and reading
-    /// nothing meanwhile; waiting for the next request writes what is queued while it reads.
-    pub fn flush(&mut self) -> Result<(), Error> {
-        self.link.flush()
-    }
-
-    /// Answers every request with `handler` until the client closes (then `Ok`) or the
-    /// connection fails. The handler answers through the [`Responder`]; a request it did
-    /// not answer gets an empty payload, so none stays in flight. Answers are written when
-    /// the connection next waits for a request, so requests that arrived together are
-    /// answered in one write.
-    pub fn serve<H>(&mut self, mut handler: H) -> Result<(), Error>
+    fn serve<'c, H>(
+        &'c mut self,
+        core: &'c mut ServerCore,
+        scratch: &'c mut Vec<u8>,
+        mut handler: H,
+    ) -> Result<(), Error>
     where
-        H: FnMut(RequestId, &[u8], &mut Responder<'_>),
+        H: FnMut(RequestId, &[u8], &mut Responder<'_>) + 'c,
     {
         loop {
-            let header = match self.next_request() {
+            let header = match self.next_request(core) {
                 Ok(header) => header,
                 Err(error) => return error.end_of_serve(),
             };
             let (id, parts) = (
                 RequestId(header.request_id),
-                self.link.payload_and_writer(&header),
+                self.payload_and_writer(&header),
             );
-            answer_with(&mut self.core, id, parts, &mut self.scratch, &mut handler)?;
+            answer_with(core, id, parts, scratch, &mut handler)?;
         }
     }
+}
 
-    /// Requests received and not answered.
-    pub fn in_flight(&self) -> usize {
-        self.core.in_flight()
-    }
-
-    /// The multiplexer's counters (answered, busy).
-    pub fn stats(&self) -> mux::ServerStats {
-        self.core.stats()
-    }
-
-    /// The stream underneath.
-    pub fn stream(&self) -> &S {
-        self.link.stream()
-    }
-
-    /// The next request the core accepts; busy refusals are queued on the way.
-    fn next_request(&mut self) -> Result<Header, Error> {
+impl<S: Transport> Link<S> {
+    /// The next request `core` accepts; busy refusals are queued on the way.
+    fn next_request(&mut self, core: &mut ServerCore) -> Result<Header, Error> {
         loop {
-            let incoming = (self.link.next(None)).map_err(|e| e.lost_on(&mut self.core))?;
-            match self.core.handle(incoming) {
+            let incoming = (self.next(None)).map_err(|e| e.lost_on(core))?;
+            match core.handle(incoming) {
                 Ok(ServerStep::Request(header)) => return Ok(header),
-                Ok(ServerStep::Reply(control)) => self.link.queue_control(control)?,
+                Ok(ServerStep::Reply(control)) => self.queue_control(control)?,
                 Ok(ServerStep::Wait) => {}
-                Err(failure) => return Err(self.link.fail(failure.into())),
+                Err(failure) => return Err(self.fail(failure.into())),
             }
         }
     }

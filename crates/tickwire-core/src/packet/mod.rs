@@ -7,6 +7,8 @@
 //! the transports'.
 
 mod builder;
+mod client;
+mod connection;
 mod error;
 #[cfg(any(feature = "serde-json", feature = "bincode"))]
 mod format;
@@ -18,6 +20,8 @@ pub use builder::{
     LendsIdleBuffers, PacketBuilder, PacketClientBuilder, PacketPoolBuilder, PacketServer,
     PacketStreams, PacketTransport,
 };
+pub use client::{AnswerWait, ClientIo, ConnectDefault, PacketClient, PacketLink};
+pub use connection::{PacketConnection, ServerIo};
 pub use error::Error;
 #[cfg(any(feature = "serde-json", feature = "bincode"))]
 pub use format::Format;

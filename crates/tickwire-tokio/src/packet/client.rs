@@ -1,15 +1,23 @@
 //! [`PacketClient`]: requests over one packet connection on tokio, one at a time
-//! ([`request`](PacketClient::request)) or many in flight
-//! ([`send_request`](PacketClient::send_request) /
-//! [`recv_response`](PacketClient::recv_response)): the async socket work around the codec's
-//! [`ClientCore`], which decides what each arrival means for which request. The same shape
-//! as the blocking `tickwire_blocking::packet::PacketClient`.
+//! (`request`) or many in flight (`send_request` / `recv_response`), tickwire-core's client
+//! over this transport's [`Link`]: the async socket work around the codec's [`ClientCore`],
+//! which decides what each arrival means for which request. The same type as the blocking
+//! `tickwire_blocking::packet::PacketClient`, over another link; the waits are the link's
+//! [`ClientIo`] impl, whose results are the named futures here ([`RequestFuture`],
+//! [`ResponseFuture`], [`FlushFuture`], [`PingFuture`]): each does nothing until polled,
+//! records what it did in the poll that did it (cancel safety: the module docs), and is
+//! `Send` when the stream is.
 
-use std::time::Duration;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
-use tickwire_codec::mux::{self, RequestId};
+use tickwire_codec::mux::RequestId;
 use tickwire_codec::packet::{ClientCore, ClientFailure};
-use tickwire_core::packet::PacketClientOptions;
+use tickwire_core::packet::{
+    AnswerWait, ClientIo, ConnectDefault, PacketClientOptions, PacketLink,
+};
 
 use super::link::Link;
 use super::{Error, Tokio};
@@ -63,184 +71,276 @@ pub(super) fn client_over<S: Transport>(
     options: &PacketClientOptions,
     stream: S,
 ) -> PacketClient<S> {
-    PacketClient {
-        link: Link::new(stream, &options.link),
-        core: ClientCore::new(options.mux, options.request_timeout),
-        pending_request: None,
-        scratch: Vec::new(),
-    }
+    PacketClient::from_parts(
+        Link::new(stream, &options.link),
+        ClientCore::new(options.mux, options.request_timeout),
+    )
 }
 
 /// A packet connection's client side on tokio: requests out, responses matched to them by
-/// id. Cancel safety of each method: the module docs.
+/// id. tickwire-core's client over this transport's [`Link`]; its methods and their errors
+/// are documented there, their cancel safety in the module docs.
 ///
 /// After a fatal error ([`Error::is_fatal`]) every request in flight is finished and every
 /// later call returns [`Error::Closed`].
+pub type PacketClient<S = MaybeTlsStream> = tickwire_core::packet::PacketClient<Link<S>>;
+
+impl ConnectDefault for Link<MaybeTlsStream> {
+    type Connect<'a> = super::Connecting<'a, PacketClient>;
+
+    fn connect(host: &str, port: u16) -> Self::Connect<'_> {
+        Box::pin(async move { PacketClientBuilder::new().connect(host, port).await })
+    }
+}
+
+impl<S: Transport> ClientIo for Link<S> {
+    type Request<'c, T>
+        = RequestFuture<'c, S, T>
+    where
+        S: 'c,
+        T: 'c;
+    type Response<'c>
+        = ResponseFuture<'c, S>
+    where
+        S: 'c;
+    type Flush<'c>
+        = FlushFuture<'c, S>
+    where
+        S: 'c;
+    type Ping<'c>
+        = PingFuture<'c, S>
+    where
+        S: 'c;
+
+    fn request<'c, T: 'c>(&'c mut self, wait: AnswerWait<'c, T>) -> RequestFuture<'c, S, T> {
+        let AnswerWait {
+            core,
+            pending,
+            sent,
+            decode,
+        } = wait;
+        let state = match sent {
+            Ok(id) => {
+                // Until the future completes: dropped part-way, the next call cancels it.
+                *pending = Some(id);
+                RequestState::Waiting(Wait::new(self, core), pending)
+            }
+            Err(error) => RequestState::Refused(error),
+        };
+        RequestFuture { state, decode }
+    }
+
+    fn recv_response<'c>(&'c mut self, core: &'c mut ClientCore) -> ResponseFuture<'c, S> {
+        ResponseFuture {
+            wait: Some(Wait::new(self, core)),
+        }
+    }
+
+    fn flush<'c>(&'c mut self, core: &'c mut ClientCore) -> FlushFuture<'c, S> {
+        FlushFuture { link: self, core }
+    }
+
+    fn ping<'c>(
+        &'c mut self,
+        core: &'c mut ClientCore,
+        allowed: Result<Instant, Error>,
+    ) -> PingFuture<'c, S> {
+        PingFuture {
+            wait: Wait::new(self, core),
+            start: allowed.map_err(Some),
+            sent: false,
+        }
+    }
+}
+
+/// A wait for packets on a client's link, shared by the futures: the link, the core, and
+/// whether a wait for the next packet is under way (its read timeout started).
 #[derive(Debug)]
-pub struct PacketClient<S = MaybeTlsStream> {
-    link: Link<S>,
-    /// What the client decides: which arrival answers which request, deadlines.
-    core: ClientCore,
-    /// The request of a [`request`](PacketClient::request) whose future was dropped: the
-    /// next call cancels it.
-    pending_request: Option<RequestId>,
-    /// Where typed requests are serialized, reused (features `serde-json`, `bincode`).
-    #[cfg_attr(
-        not(any(feature = "serde-json", feature = "bincode")),
-        expect(dead_code, reason = "only the typed requests use it")
-    )]
-    pub(super) scratch: Vec<u8>,
+struct Wait<'c, S> {
+    link: &'c mut Link<S>,
+    core: &'c mut ClientCore,
+    waiting: bool,
 }
 
-impl PacketClient {
-    /// Connects to `host:port` over plain TCP with the default [`PacketClientBuilder`].
-    /// Cancel safe: a dropped connect closes the half-open socket.
-    pub async fn connect(host: &str, port: u16) -> Result<Self, Error> {
-        PacketClientBuilder::new().connect(host, port).await
-    }
-}
-
-impl<S: Transport> PacketClient<S> {
-    /// Sends `payload` as the only request in flight and waits for its answer, borrowed
-    /// until the next call. [`Error::RequestsInFlight`] when pipelined requests are in
-    /// flight. Cancel safe: a dropped call's request is cancelled by the next call (its
-    /// answer, if it comes, is dropped).
-    pub async fn request(&mut self, payload: &[u8]) -> Result<&[u8], Error> {
-        self.cancel_abandoned();
-        if self.core.in_flight() > 0 {
-            return Err(Error::RequestsInFlight);
+impl<'c, S: Transport> Wait<'c, S> {
+    fn new(link: &'c mut Link<S>, core: &'c mut ClientCore) -> Self {
+        Self {
+            link,
+            core,
+            waiting: false,
         }
-        let id = self.send_request(payload)?;
-        self.pending_request = Some(id);
-        let result = self.recv_response().await.map(|(answered, _)| answered);
-        self.pending_request = None;
-        let answered = result?;
-        debug_assert_eq!(answered, id, "one request in flight");
-        Ok(self.core.last_response(self.link.session()).1)
     }
 
-    /// Queues `payload` as a request and returns its id; nothing is written until
-    /// [`flush`](Self::flush) or [`recv_response`](Self::recv_response). Refused with
-    /// nothing queued: past the in-flight cap or the request size ([`Error::Mux`], not
-    /// fatal), or past the packet limit ([`Error::Encode`]). Not async.
-    pub fn send_request(&mut self, payload: &[u8]) -> Result<RequestId, Error> {
-        if self.link.session().is_failed() {
-            return Err(Error::Closed);
+    /// The next packet from the link, the core told of a fatal error.
+    fn poll_incoming(
+        &mut self,
+        cx: &mut Context<'_>,
+        deadline: Option<Instant>,
+    ) -> Poll<Result<tickwire_codec::packet::Incoming, Error>> {
+        if !self.waiting {
+            self.link.wait_started();
+            self.waiting = true;
         }
-        let id = self.core.begin(now(), payload.len()).map_err(Error::Mux)?;
-        if let Err(error) = self.link.queue(id, payload) {
-            let _ = self.core.cancel(id);
-            return Err(error);
-        }
-        Ok(id)
+        let incoming = std::task::ready!(self.link.poll_incoming(cx, deadline));
+        self.waiting = false;
+        Poll::Ready(incoming.map_err(|e| e.lost_on(self.core)))
     }
 
-    /// Writes every queued request. Cancel safe: what the socket took is recorded; the rest
-    /// (a packet partly written first in line) goes out on the next flush or wait.
-    pub async fn flush(&mut self) -> Result<(), Error> {
-        let result = self.link.flush().await;
-        result.map_err(|e| e.lost_on(&mut self.core))
-    }
-
-    /// Waits for the next response to a request in flight, in whatever order the server
-    /// answers, and returns its id and payload (borrowed until the next call). Writes the
-    /// queued requests first. Responses to cancelled or timed-out requests are dropped.
-    /// [`Error::TimedOut`] and [`Error::Busy`] name their request and leave the connection
-    /// open; [`Error::NothingInFlight`] when no request is in flight.
-    ///
-    /// Cancel safe: bytes read stay in the connection's buffer, a response is taken only in
-    /// the poll that returns it, and the requests stay in flight for the next call.
-    pub async fn recv_response(&mut self) -> Result<(RequestId, &[u8]), Error> {
+    /// Polls until a response to a request in flight is the core's last one. An answer
+    /// already received wins over its deadline: the link reads what arrived before it
+    /// reports the deadline.
+    fn poll_response(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
         loop {
             if self.link.session().is_failed() {
-                return Err(Error::Closed);
+                return Poll::Ready(Err(Error::Closed));
             }
             if self.core.in_flight() == 0 {
-                return Err(Error::NothingInFlight);
+                return Poll::Ready(Err(Error::NothingInFlight));
             }
-            // An answer already received wins over its deadline: the link reads what
-            // arrived before it reports the deadline.
-            let incoming = self.link.next(self.core.poll_timeout()).await;
-            let incoming = incoming.map_err(|e| e.lost_on(&mut self.core))?;
+            let deadline = self.core.poll_timeout();
+            let incoming = match std::task::ready!(self.poll_incoming(cx, deadline)) {
+                Ok(incoming) => incoming,
+                Err(error) => return Poll::Ready(Err(error)),
+            };
             match self.core.handle(incoming, now()) {
-                Ok(Some(_)) => return Ok(self.core.last_response(self.link.session())),
+                Ok(Some(_)) => return Poll::Ready(Ok(())),
                 Ok(None) => {}
-                Err(failure) => return Err(self.failed(failure).await),
+                Err(failure) => return Poll::Ready(Err(self.failed(cx, failure))),
             }
         }
     }
 
-    /// Cancels a request in flight: its response, if one comes, is dropped.
-    /// [`Error::Mux`] ([`mux::Error::NotInFlight`]) when it is not in flight. Not async.
-    pub fn cancel(&mut self, id: RequestId) -> Result<(), Error> {
-        self.core.cancel(id).map_err(Error::Mux)
-    }
-
-    /// Sends a ping and waits for its pong (call it with nothing in flight). Returns the
-    /// round trip. A pong that does not come within the keepalive timeout (10 s without
-    /// keepalive) is [`Error::KeepaliveTimeout`], fatal. The request of a dropped
-    /// [`request`](Self::request) future is cancelled first. Cancel safe: the ping stays
-    /// sent and its deadline armed; a later pong is taken by the next wait.
-    pub async fn ping(&mut self) -> Result<Duration, Error> {
-        self.cancel_abandoned();
-        if self.core.in_flight() > 0 {
-            return Err(Error::RequestsInFlight);
-        }
-        let start = now();
-        self.link.ping().map_err(|e| e.lost_on(&mut self.core))?;
-        while self.link.session().awaits_pong() {
-            let incoming = self.link.next(None).await;
-            let incoming = incoming.map_err(|e| e.lost_on(&mut self.core))?;
-            if let Err(failure) = self.core.handle_while_pinging(incoming) {
-                return Err(self.failed(failure).await);
-            }
-        }
-        Ok(now().saturating_duration_since(start))
-    }
-
-    /// Requests in flight.
-    pub fn in_flight(&self) -> usize {
-        self.core.in_flight()
-    }
-
-    /// The multiplexer's counters.
-    pub fn stats(&self) -> mux::ClientStats {
-        self.core.stats()
-    }
-
-    /// Whether the connection is finished (after a fatal error).
-    pub fn is_closed(&self) -> bool {
-        self.link.session().is_failed()
-    }
-
-    /// Whether the connection's buffers are lent out while it idles (rule 11 of docs/ARCHITECTURE.md).
-    pub fn buffers_released(&self) -> bool {
-        self.link.buffers_released()
-    }
-
-    /// The stream underneath.
-    pub fn stream(&self) -> &S {
-        self.link.stream()
-    }
-
-    /// Cancels the request of a dropped [`request`](Self::request) future, if any.
-    fn cancel_abandoned(&mut self) {
-        if let Some(id) = self.pending_request.take() {
-            let _ = self.core.cancel(id);
-        }
-    }
-
-    /// An outcome the core decided: a peer violation closes the connection. Completes in
-    /// one poll (no cancellation point).
-    async fn failed(&mut self, failure: ClientFailure) -> Error {
+    /// An outcome the core decided: a peer violation closes the connection (its write side
+    /// shut in this poll).
+    fn failed(&mut self, cx: &mut Context<'_>, failure: ClientFailure) -> Error {
         let error = Error::from(failure);
         match failure {
-            ClientFailure::Close(_) => {
-                let error = self.link.fail(error);
-                self.link.start_shutdown().await;
-                error
-            }
+            ClientFailure::Close(_) => self.link.fail_and_shut(cx, error),
             _ => error,
         }
+    }
+
+    /// The core's last response, borrowed from the link for `'c`.
+    fn last_response(self) -> (RequestId, &'c [u8]) {
+        let link: &'c Link<S> = self.link;
+        self.core.last_response(link.session())
+    }
+}
+
+/// The future of [`PacketClient::request`] (and of the typed requests): the answer, decoded.
+#[must_use = "a request's answer is awaited only when its future is"]
+#[derive(Debug)]
+pub struct RequestFuture<'c, S, T> {
+    state: RequestState<'c, S>,
+    decode: fn(&'c [u8]) -> Result<T, Error>,
+}
+
+#[derive(Debug)]
+enum RequestState<'c, S> {
+    Waiting(Wait<'c, S>, &'c mut Option<RequestId>),
+    Refused(Error),
+    Done,
+}
+
+impl<S: Transport, T> Future for RequestFuture<'_, S, T> {
+    type Output = Result<T, Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        match std::mem::replace(&mut this.state, RequestState::Done) {
+            RequestState::Waiting(mut wait, pending) => match wait.poll_response(cx) {
+                Poll::Pending => {
+                    this.state = RequestState::Waiting(wait, pending);
+                    Poll::Pending
+                }
+                Poll::Ready(result) => {
+                    *pending = None;
+                    Poll::Ready(result.and_then(|()| (this.decode)(wait.last_response().1)))
+                }
+            },
+            RequestState::Refused(error) => Poll::Ready(Err(error)),
+            RequestState::Done => Poll::Ready(Err(Error::Closed)),
+        }
+    }
+}
+
+/// The future of [`PacketClient::recv_response`]: the next response's id and payload.
+#[must_use = "a response is awaited only when its future is"]
+#[derive(Debug)]
+pub struct ResponseFuture<'c, S> {
+    /// `None` once completed.
+    wait: Option<Wait<'c, S>>,
+}
+
+impl<'c, S: Transport> Future for ResponseFuture<'c, S> {
+    type Output = Result<(RequestId, &'c [u8]), Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(mut wait) = self.wait.take() else {
+            return Poll::Ready(Err(Error::Closed));
+        };
+        match wait.poll_response(cx) {
+            Poll::Pending => {
+                self.wait = Some(wait);
+                Poll::Pending
+            }
+            Poll::Ready(result) => Poll::Ready(result.map(|()| wait.last_response())),
+        }
+    }
+}
+
+/// The future of [`PacketClient::flush`].
+#[must_use = "queued bytes are written only when the future is awaited"]
+#[derive(Debug)]
+pub struct FlushFuture<'c, S> {
+    link: &'c mut Link<S>,
+    core: &'c mut ClientCore,
+}
+
+impl<S: Transport> Future for FlushFuture<'_, S> {
+    type Output = Result<(), Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let result = std::task::ready!(this.link.poll_flush_timed(cx));
+        Poll::Ready(result.map_err(|e| e.lost_on(this.core)))
+    }
+}
+
+/// The future of [`PacketClient::ping`]: the round trip.
+#[must_use = "a ping is sent only when its future is awaited"]
+#[derive(Debug)]
+pub struct PingFuture<'c, S> {
+    wait: Wait<'c, S>,
+    /// When the ping was started, or why it was refused (taken when reported).
+    start: Result<Instant, Option<Error>>,
+    sent: bool,
+}
+
+impl<S: Transport> Future for PingFuture<'_, S> {
+    type Output = Result<Duration, Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let start = match &mut this.start {
+            Ok(start) => *start,
+            Err(refused) => return Poll::Ready(Err(refused.take().unwrap_or(Error::Closed))),
+        };
+        if !this.sent {
+            this.sent = true;
+            if let Err(error) = this.wait.link.ping() {
+                return Poll::Ready(Err(error.lost_on(this.wait.core)));
+            }
+        }
+        while this.wait.link.session().awaits_pong() {
+            let incoming = match std::task::ready!(this.wait.poll_incoming(cx, None)) {
+                Ok(incoming) => incoming,
+                Err(error) => return Poll::Ready(Err(error)),
+            };
+            if let Err(failure) = this.wait.core.handle_while_pinging(incoming) {
+                return Poll::Ready(Err(this.wait.failed(cx, failure)));
+            }
+        }
+        Poll::Ready(Ok(now().saturating_duration_since(start)))
     }
 }

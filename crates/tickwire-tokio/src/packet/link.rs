@@ -28,7 +28,7 @@ use tickwire_codec::mux::RequestId;
 use tickwire_codec::packet::{
     Control, Expiry, Header, Incoming, LinkTimers, PacketWriter, Session, SessionBuffers,
 };
-use tickwire_core::packet::{Error, LinkOptions};
+use tickwire_core::packet::{Error, LinkOptions, PacketLink};
 
 use crate::Transport;
 use crate::core::{Timer, now};
@@ -44,8 +44,13 @@ const FREE_LIST_CAP: usize = 64;
 /// Buffers larger than this (grown by a large packet) are dropped rather than kept.
 const FREE_BUFFER_MAX: usize = 256 << 10;
 
+/// One packet connection's socket and session on tokio: the transport's side of a
+/// [`PacketClient`](super::PacketClient) (its [`ClientIo`], whose waits are named futures)
+/// and of a server connection. Made by the builders; its methods are the client's.
+///
+/// [`ClientIo`]: tickwire_core::packet::ClientIo
 #[derive(Debug)]
-pub(crate) struct Link<S> {
+pub struct Link<S> {
     stream: S,
     session: Session,
     /// The read and write timeouts, and which one counts (the codec's).
@@ -55,6 +60,30 @@ pub(crate) struct Link<S> {
     timer: Timer,
     /// The write side's shutdown was started after a failure.
     shut: bool,
+}
+
+impl<S: Transport> PacketLink for Link<S> {
+    type Stream = S;
+
+    fn now(&self) -> Instant {
+        now()
+    }
+
+    /// The session, to read its state (failed, a pong awaited, buffers lent out) and the
+    /// payload of the packet the last wait returned.
+    fn session(&self) -> &Session {
+        &self.session
+    }
+
+    fn stream(&self) -> &S {
+        &self.stream
+    }
+
+    /// Takes lent buffers back first; nothing is written until the next flush or wait.
+    fn queue(&mut self, id: RequestId, payload: &[u8]) -> Result<(), Error> {
+        self.take_back_buffers();
+        self.session.queue(id.0, payload).map_err(Error::from)
+    }
 }
 
 impl<S: Transport> Link<S> {
@@ -68,27 +97,6 @@ impl<S: Transport> Link<S> {
             timer: Timer::default(),
             shut: false,
         }
-    }
-
-    pub(crate) fn stream(&self) -> &S {
-        &self.stream
-    }
-
-    /// The session, to read its state (failed, a pong awaited) and the payload of the packet
-    /// [`next`](Self::next) returned last.
-    pub(crate) fn session(&self) -> &Session {
-        &self.session
-    }
-
-    /// Whether the session's buffers are lent out (an idle wait).
-    pub(crate) fn buffers_released(&self) -> bool {
-        self.session.buffers_released()
-    }
-
-    /// Queues one packet; nothing is written until [`flush`](Self::flush).
-    pub(crate) fn queue(&mut self, id: RequestId, payload: &[u8]) -> Result<(), Error> {
-        self.take_back_buffers();
-        self.session.queue(id.0, payload).map_err(Error::from)
     }
 
     /// Queues a control packet (request id 0, never compressed).
@@ -126,24 +134,21 @@ impl<S: Transport> Link<S> {
         self.session.payload_and_writer(header)
     }
 
-    /// Writes everything queued. Cancel safe: what the socket took is recorded, the rest
-    /// stays queued. Fails the link with a `TimedOut` [`Error::Io`] when the socket takes
-    /// none of it for the write timeout.
-    pub(crate) async fn flush(&mut self) -> Result<(), Error> {
-        std::future::poll_fn(|cx| {
-            let result = match self.poll_flush(cx) {
-                Poll::Ready(result) => result,
-                Poll::Pending => {
-                    let Some(at) = self.timers.write_deadline() else {
-                        return Poll::Pending;
-                    };
-                    ready!(self.timer.poll_at(at, cx));
-                    Err(self.write_timed_out())
-                }
-            };
-            Poll::Ready(self.shut_if_failed(cx, result))
-        })
-        .await
+    /// Writes everything queued, one poll of it (for a named future). What the socket took
+    /// is recorded, the rest stays queued. Fails the link with a `TimedOut` [`Error::Io`]
+    /// when the socket takes none of it for the write timeout.
+    pub(crate) fn poll_flush_timed(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        let result = match self.poll_flush(cx) {
+            Poll::Ready(result) => result,
+            Poll::Pending => {
+                let Some(at) = self.timers.write_deadline() else {
+                    return Poll::Pending;
+                };
+                ready!(self.timer.poll_at(at, cx));
+                Err(self.write_timed_out())
+            }
+        };
+        Poll::Ready(self.shut_if_failed(cx, result))
     }
 
     /// Fails the link: the socket took nothing for the write timeout.
@@ -151,25 +156,31 @@ impl<S: Transport> Link<S> {
         self.fail(Error::Io(ErrorKind::TimedOut.into()))
     }
 
-    /// The next packet on a request id, a busy refusal, a pong, or [`Incoming::Deadline`]
-    /// once `deadline` passes. Writes what is queued before it waits, answers pings, sends
-    /// keepalive pings and fails the link when a pong is overdue. Any error but
-    /// [`Error::ReadTimeout`] leaves the link failed. Cancel safe (module docs).
-    pub(crate) async fn next(&mut self, deadline: Option<Instant>) -> Result<Incoming, Error> {
+    /// Starts a wait for [`poll_incoming`](Self::poll_incoming) (the read timeout counts
+    /// from here).
+    pub(crate) fn wait_started(&mut self) {
         self.timers.wait_started(now());
-        std::future::poll_fn(|cx| {
-            let result = ready!(self.poll_next(cx, deadline));
-            Poll::Ready(self.shut_if_failed(cx, result))
-        })
-        .await
     }
 
-    /// After [`fail`](Self::fail), starts shutting the write side (best effort). Completes in
-    /// its first poll.
-    pub(crate) async fn start_shutdown(&mut self) {
-        std::future::poll_fn(|cx| Poll::Ready(self.shut_if_failed(cx, Ok(()))))
-            .await
-            .ok();
+    /// The next packet on a request id, a busy refusal, a pong, or [`Incoming::Deadline`]
+    /// once `deadline` passes, one poll of it after [`wait_started`](Self::wait_started) (for
+    /// a named future). Writes what is queued before it waits, answers pings, sends keepalive
+    /// pings and fails the link when a pong is overdue. Any error but
+    /// [`Error::ReadTimeout`] leaves the link failed. Cancel safe (module docs).
+    pub(crate) fn poll_incoming(
+        &mut self,
+        cx: &mut Context<'_>,
+        deadline: Option<Instant>,
+    ) -> Poll<Result<Incoming, Error>> {
+        let result = ready!(self.poll_next(cx, deadline));
+        Poll::Ready(self.shut_if_failed(cx, result))
+    }
+
+    /// [`fail`](Self::fail), then starts shutting the write side (best effort) in this poll.
+    pub(crate) fn fail_and_shut(&mut self, cx: &mut Context<'_>, error: Error) -> Error {
+        let error = self.fail(error);
+        let _ = self.shut_if_failed(cx, Ok(()));
+        error
     }
 
     /// After a fatal error, starts shutting the stream's write side (TLS close_notify, then

@@ -83,9 +83,15 @@ mod server;
 #[cfg(any(feature = "serde-json", feature = "bincode"))]
 mod typed;
 
-pub use client::{PacketClient, PacketClientBuilder};
+pub use client::{
+    FlushFuture, PacketClient, PacketClientBuilder, PingFuture, RequestFuture, ResponseFuture,
+};
+pub use link::Link;
 pub use pool::{PacketPool, PacketPoolBuilder};
-pub use server::{PacketConnection, PacketServer, ServerHandle};
+pub use server::{
+    AnswersFlushFuture, PacketConnection, PacketServer, RecvRequestFuture, ServeFuture,
+    ServerHandle,
+};
 pub use tickwire_codec::mux::RequestId;
 pub use tickwire_codec::packet::Keepalive;
 pub use tickwire_core::packet::{

@@ -10,7 +10,7 @@
 use tokio::sync::{Mutex, MutexGuard};
 
 use tickwire_codec::mux::BreakerState;
-use tickwire_core::packet::{PoolParts, PooledConnection};
+use tickwire_core::packet::PoolParts;
 
 use super::{Error, PacketClient, Tokio};
 use crate::core::now;
@@ -42,12 +42,6 @@ pub struct PacketPool {
 }
 
 type Slot = tickwire_core::packet::Slot<PacketClient>;
-
-impl PooledConnection for PacketClient {
-    fn is_closed(&self) -> bool {
-        PacketClient::is_closed(self)
-    }
-}
 
 impl PacketPool {
     /// A pool with the default [`PacketPoolBuilder`].

@@ -10,9 +10,13 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
-use tickwire_codec::mux::{self, RequestId};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tickwire_codec::mux::RequestId;
 use tickwire_codec::packet::{Header, ServerCore, ServerStep};
-use tickwire_core::packet::{PacketServerOptions, Responder, answer_with};
+use tickwire_core::packet::{PacketLink, PacketServerOptions, Responder, ServerIo, answer_with};
 
 use super::link::Link;
 use super::{Error, Tokio};
@@ -58,11 +62,10 @@ pub(super) fn connection_over<S: Transport>(
     options: &PacketServerOptions,
     stream: S,
 ) -> PacketConnection<S> {
-    PacketConnection {
-        link: Link::new(stream, &options.link),
-        core: ServerCore::new(options.mux),
-        scratch: Vec::new(),
-    }
+    PacketConnection::from_parts(
+        Link::new(stream, &options.link),
+        ServerCore::new(options.mux),
+    )
 }
 
 /// [`PacketServer::spawn`] on tasks (needs a tokio runtime): one accepting, one per
@@ -88,10 +91,11 @@ where
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 continue;
             };
-            let (server, handler) = (server.clone(), handler.clone());
+            let (server, mut handler) = (server.clone(), handler.clone());
             connections.spawn(async move {
                 if let Ok(mut connection) = server.accept(tcp).await {
-                    let _ = connection.serve(handler).await;
+                    // Served by reference: `&mut H` is `Unpin` whatever `H` is.
+                    let _ = connection.serve(&mut handler).await;
                 }
             });
         }
@@ -137,101 +141,186 @@ impl Drop for ServerHandle {
 }
 
 /// One accepted packet connection on tokio: requests in, answers out in any order.
-#[derive(Debug)]
-pub struct PacketConnection<S = MaybeTlsStream> {
-    link: Link<S>,
-    /// What the connection decides: which arrival is a request, busy, or a violation.
-    core: ServerCore,
-    /// Where typed answers are serialized, reused and lent to each [`Responder`].
-    scratch: Vec<u8>,
-}
+/// tickwire-core's connection over this transport's [`Link`]; its methods are documented
+/// there, their cancel safety in the module docs. Its waits are named futures
+/// ([`RecvRequestFuture`], [`AnswersFlushFuture`], [`ServeFuture`]), `Send` when the stream
+/// (and the handler) are.
+pub type PacketConnection<S = MaybeTlsStream> = tickwire_core::packet::PacketConnection<Link<S>>;
 
-impl<S: Transport> PacketConnection<S> {
-    /// Waits for the next request and returns its id and payload (borrowed until the next
-    /// call). Writes queued answers before it waits. A request past the in-flight cap is
-    /// answered "busy" at once and not returned. [`Error::Closed`] when the client closed
-    /// the connection. Cancel safe: bytes read stay buffered, a request is taken only in the
-    /// poll that returns it.
-    pub async fn recv_request(&mut self) -> Result<(RequestId, &[u8]), Error> {
-        let header = self.next_request().await?;
-        Ok((
-            RequestId(header.request_id),
-            self.link.session().payload(&header),
-        ))
-    }
-
-    /// Queues `payload` as the answer to request `id`, which must be in flight
-    /// ([`Error::Mux`] with [`mux::Error::NotInFlight`] otherwise, nothing queued). Written
-    /// by [`flush`](Self::flush) or before the next wait for a request. Not async.
-    pub fn respond(&mut self, id: RequestId, payload: &[u8]) -> Result<(), Error> {
-        self.core.check_answer(id).map_err(Error::Mux)?;
-        self.link.queue(id, payload)?;
-        self.core.answered(id).map_err(Error::Mux)
-    }
-
-    /// Writes every queued answer. Cancel safe: what the socket took is recorded, the rest
-    /// stays queued.
-    pub async fn flush(&mut self) -> Result<(), Error> {
-        self.link.flush().await
-    }
-
-    /// Answers every request with `handler` until the client closes (then `Ok`) or the
-    /// connection fails. The handler answers through the [`Responder`]; a request it did
-    /// not answer gets an empty payload. Answers are written when the connection next waits
-    /// for a request. Cancel safe: an answer is queued before the next `.await`, so a
-    /// dropped `serve` leaves no request half-handled (answers queued and not yet written
-    /// go out on the next flush, if the connection is used again).
-    pub async fn serve<H>(&mut self, mut handler: H) -> Result<(), Error>
+impl<S: Transport> ServerIo for Link<S> {
+    type Request<'c>
+        = RecvRequestFuture<'c, S>
     where
-        H: FnMut(RequestId, &[u8], &mut Responder<'_>),
-    {
-        loop {
-            let header = match self.next_request().await {
-                Ok(header) => header,
-                Err(error) => return error.end_of_serve(),
-            };
-            let (id, parts) = (
-                RequestId(header.request_id),
-                self.link.payload_and_writer(&header),
-            );
-            answer_with(&mut self.core, id, parts, &mut self.scratch, &mut handler)?;
+        S: 'c;
+    type Flush<'c>
+        = AnswersFlushFuture<'c, S>
+    where
+        S: 'c;
+    type Serve<'c, H>
+        = ServeFuture<'c, S, H>
+    where
+        S: 'c,
+        H: 'c;
+
+    fn recv_request<'c>(&'c mut self, core: &'c mut ServerCore) -> RecvRequestFuture<'c, S> {
+        RecvRequestFuture {
+            wait: Some(ServerWait::new(self, core)),
         }
     }
 
-    /// Requests received and not answered.
-    pub fn in_flight(&self) -> usize {
-        self.core.in_flight()
+    fn flush_answers(&mut self) -> AnswersFlushFuture<'_, S> {
+        AnswersFlushFuture { link: self }
     }
 
-    /// The multiplexer's counters (answered, busy).
-    pub fn stats(&self) -> mux::ServerStats {
-        self.core.stats()
+    fn serve<'c, H>(
+        &'c mut self,
+        core: &'c mut ServerCore,
+        scratch: &'c mut Vec<u8>,
+        handler: H,
+    ) -> ServeFuture<'c, S, H>
+    where
+        H: FnMut(RequestId, &[u8], &mut Responder<'_>) + 'c,
+    {
+        ServeFuture {
+            wait: ServerWait::new(self, core),
+            scratch,
+            handler,
+        }
+    }
+}
+
+/// A wait for requests on a connection's link: the link, the core, and whether a wait for
+/// the next packet is under way (its read timeout started).
+#[derive(Debug)]
+struct ServerWait<'c, S> {
+    link: &'c mut Link<S>,
+    core: &'c mut ServerCore,
+    waiting: bool,
+}
+
+impl<'c, S: Transport> ServerWait<'c, S> {
+    fn new(link: &'c mut Link<S>, core: &'c mut ServerCore) -> Self {
+        Self {
+            link,
+            core,
+            waiting: false,
+        }
     }
 
-    /// Whether the connection's buffers are lent out while it idles (rule 11 of docs/ARCHITECTURE.md).
-    pub fn buffers_released(&self) -> bool {
-        self.link.buffers_released()
-    }
-
-    /// The stream underneath.
-    pub fn stream(&self) -> &S {
-        self.link.stream()
-    }
-
-    /// The next request the core accepts; busy refusals are queued on the way.
-    async fn next_request(&mut self) -> Result<Header, Error> {
+    /// The next request the core accepts; busy refusals are queued on the way. A peer
+    /// violation closes the connection (its write side shut in this poll).
+    fn poll_request(&mut self, cx: &mut Context<'_>) -> Poll<Result<Header, Error>> {
         loop {
-            let incoming = (self.link.next(None).await).map_err(|e| e.lost_on(&mut self.core))?;
+            if !self.waiting {
+                self.link.wait_started();
+                self.waiting = true;
+            }
+            let incoming = std::task::ready!(self.link.poll_incoming(cx, None));
+            self.waiting = false;
+            let incoming = match incoming {
+                Ok(incoming) => incoming,
+                Err(error) => return Poll::Ready(Err(error.lost_on(self.core))),
+            };
             match self.core.handle(incoming) {
-                Ok(ServerStep::Request(header)) => return Ok(header),
-                Ok(ServerStep::Reply(control)) => self.link.queue_control(control)?,
+                Ok(ServerStep::Request(header)) => return Poll::Ready(Ok(header)),
+                Ok(ServerStep::Reply(control)) => {
+                    if let Err(error) = self.link.queue_control(control) {
+                        return Poll::Ready(Err(error));
+                    }
+                }
                 Ok(ServerStep::Wait) => {}
                 Err(failure) => {
-                    // A peer violation: close (completes in one poll, no cancellation point).
-                    let error = self.link.fail(failure.into());
-                    self.link.start_shutdown().await;
-                    return Err(error);
+                    return Poll::Ready(Err(self.link.fail_and_shut(cx, failure.into())));
                 }
+            }
+        }
+    }
+}
+
+/// The future of [`PacketConnection::recv_request`]: the next request's id and payload.
+#[must_use = "a request is awaited only when its future is"]
+#[derive(Debug)]
+pub struct RecvRequestFuture<'c, S> {
+    /// `None` once completed.
+    wait: Option<ServerWait<'c, S>>,
+}
+
+impl<'c, S: Transport> Future for RecvRequestFuture<'c, S> {
+    type Output = Result<(RequestId, &'c [u8]), Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(mut wait) = self.wait.take() else {
+            return Poll::Ready(Err(Error::Closed));
+        };
+        match wait.poll_request(cx) {
+            Poll::Pending => {
+                self.wait = Some(wait);
+                Poll::Pending
+            }
+            Poll::Ready(result) => Poll::Ready(result.map(|header| {
+                let link: &'c Link<S> = wait.link;
+                (
+                    RequestId(header.request_id),
+                    link.session().payload(&header),
+                )
+            })),
+        }
+    }
+}
+
+/// The future of [`PacketConnection::flush`].
+#[must_use = "queued answers are written only when the future is awaited"]
+#[derive(Debug)]
+pub struct AnswersFlushFuture<'c, S> {
+    link: &'c mut Link<S>,
+}
+
+impl<S: Transport> Future for AnswersFlushFuture<'_, S> {
+    type Output = Result<(), Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.link.poll_flush_timed(cx)
+    }
+}
+
+/// The future of [`PacketConnection::serve`]: `Ok` when the client closed. An answer is
+/// queued in the poll that took its request. A future only when the handler is `Unpin`
+/// (every closure that holds no pinned value; serve a `!Unpin` handler by `&mut`).
+#[must_use = "requests are served only when the future is awaited"]
+pub struct ServeFuture<'c, S, H> {
+    wait: ServerWait<'c, S>,
+    scratch: &'c mut Vec<u8>,
+    handler: H,
+}
+
+impl<S: std::fmt::Debug, H> std::fmt::Debug for ServeFuture<'_, S, H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeFuture")
+            .field("wait", &self.wait)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Transport, H> Future for ServeFuture<'_, S, H>
+where
+    H: FnMut(RequestId, &[u8], &mut Responder<'_>) + Unpin,
+{
+    type Output = Result<(), Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        loop {
+            let header = match std::task::ready!(this.wait.poll_request(cx)) {
+                Ok(header) => header,
+                Err(error) => return Poll::Ready(error.end_of_serve()),
+            };
+            let (id, parts) = (
+                RequestId(header.request_id),
+                this.wait.link.payload_and_writer(&header),
+            );
+            let answered = answer_with(this.wait.core, id, parts, this.scratch, &mut this.handler);
+            if let Err(error) = answered {
+                return Poll::Ready(Err(error));
             }
         }
     }
