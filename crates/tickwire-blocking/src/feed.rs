@@ -87,7 +87,7 @@ impl Feed {
     }
 
     /// The next event without waiting: `None` when there is none now (or the session ended:
-    /// see [`ended`](Self::ended)).
+    /// see [`ended`](FeedControl::ended)).
     pub fn try_next_event(&mut self) -> io::Result<Option<Event<'_>>> {
         if !self.pump(false)? {
             return Ok(None);

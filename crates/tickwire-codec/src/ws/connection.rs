@@ -425,8 +425,8 @@ impl Connection {
     /// the replies it owes (pong, close reply). Releases the previous message.
     ///
     /// The peer's close frame is never a message: it is answered and ends the reading with
-    /// [`Progress::Closed`], which every later call returns again ([`peer_close`]
-    /// (Self::peer_close) says what it carried).
+    /// [`Progress::Closed`], which every later call returns again
+    /// ([`peer_close`](Self::peer_close) says what it carried).
     #[inline]
     pub fn advance(&mut self, bufs: &mut Buffers) -> Result<Progress, Error> {
         // The buffer test first: with bytes buffered past the lent message (every message of

@@ -1,6 +1,6 @@
 //! What both feed drivers (blocking and tokio) share about their WebSocket connections:
 //! how a failed connect, a failed connection or a peer's close is reported to the sans-IO
-//! [`FeedSession`](tickwire_codec::feed::FeedSession), and the options each reconnect opens
+//! [`FeedSession`], and the options each reconnect opens
 //! with. The decisions themselves are the session's.
 
 use std::io;
