@@ -244,7 +244,6 @@ impl<T> Sender<T> {
             if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                 return Err(SendTimeoutError::Timeout(value));
             }
-            // Nested rather than a let chain: the crate builds on Rust 1.85 (its rust-version).
             if backoff.snooze() {
                 if let Some(fences) = self.wake {
                     let producer = &self.producer;
@@ -366,7 +365,6 @@ impl<T> Receiver<T> {
             if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                 return Err(RecvTimeoutError::Timeout);
             }
-            // Nested rather than a let chain: the crate builds on Rust 1.85 (its rust-version).
             if backoff.snooze() {
                 if let Some(fences) = self.wake {
                     let consumer = &self.consumer;
