@@ -128,11 +128,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if args.tokio {
-        if let Err(e) = client::use_tokio() {
-            eprintln!("http_conformance: {e}");
-            return ExitCode::FAILURE;
-        }
+    if args.tokio
+        && let Err(e) = client::use_tokio()
+    {
+        eprintln!("http_conformance: {e}");
+        return ExitCode::FAILURE;
     }
     let runtime = if args.tokio { "tokio" } else { "blocking" };
     println!("http-conformance: the {runtime} HttpClient");

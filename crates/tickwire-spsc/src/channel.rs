@@ -244,21 +244,21 @@ impl<T> Sender<T> {
             if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                 return Err(SendTimeoutError::Timeout(value));
             }
-            if backoff.snooze() {
-                if let Some(fences) = self.wake {
-                    let producer = &self.producer;
-                    let shared = producer.shared();
-                    park_unless(
-                        fences,
-                        &shared.flags.producer_parked,
-                        &shared.waiters.producer,
-                        || {
-                            !producer.is_full_relaxed()
-                                || shared.flags.consumer_gone.load(Ordering::Relaxed)
-                        },
-                        deadline,
-                    );
-                }
+            if backoff.snooze()
+                && let Some(fences) = self.wake
+            {
+                let producer = &self.producer;
+                let shared = producer.shared();
+                park_unless(
+                    fences,
+                    &shared.flags.producer_parked,
+                    &shared.waiters.producer,
+                    || {
+                        !producer.is_full_relaxed()
+                            || shared.flags.consumer_gone.load(Ordering::Relaxed)
+                    },
+                    deadline,
+                );
             }
         }
     }
@@ -365,21 +365,21 @@ impl<T> Receiver<T> {
             if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                 return Err(RecvTimeoutError::Timeout);
             }
-            if backoff.snooze() {
-                if let Some(fences) = self.wake {
-                    let consumer = &self.consumer;
-                    let shared = consumer.shared();
-                    park_unless(
-                        fences,
-                        &shared.flags.consumer_parked,
-                        &shared.waiters.consumer,
-                        || {
-                            consumer.has_values_relaxed()
-                                || shared.flags.producer_gone.load(Ordering::Relaxed)
-                        },
-                        deadline,
-                    );
-                }
+            if backoff.snooze()
+                && let Some(fences) = self.wake
+            {
+                let consumer = &self.consumer;
+                let shared = consumer.shared();
+                park_unless(
+                    fences,
+                    &shared.flags.consumer_parked,
+                    &shared.waiters.consumer,
+                    || {
+                        consumer.has_values_relaxed()
+                            || shared.flags.producer_gone.load(Ordering::Relaxed)
+                    },
+                    deadline,
+                );
             }
         }
     }

@@ -334,17 +334,17 @@ impl RecordTracker {
                 bytes = &bytes[take..];
                 continue;
             }
-            if self.header_len == 0 {
-                if let Some(header) = bytes.first_chunk::<5>() {
-                    // A whole header at hand (a read that starts on a record boundary, the
-                    // usual case): checked where it is, without assembling it.
-                    if !tls_header_start(header[0], Some(header[1])) {
-                        return false;
-                    }
-                    self.body_left = u16::from_be_bytes([header[3], header[4]]) as usize;
-                    bytes = &bytes[5..];
-                    continue;
+            if self.header_len == 0
+                && let Some(header) = bytes.first_chunk::<5>()
+            {
+                // A whole header at hand (a read that starts on a record boundary, the
+                // usual case): checked where it is, without assembling it.
+                if !tls_header_start(header[0], Some(header[1])) {
+                    return false;
                 }
+                self.body_left = u16::from_be_bytes([header[3], header[4]]) as usize;
+                bytes = &bytes[5..];
+                continue;
             }
             let want = 5 - self.header_len as usize;
             let take = want.min(bytes.len());

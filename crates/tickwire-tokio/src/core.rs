@@ -281,26 +281,25 @@ impl Core {
             }
             // About to wait for the peer: write what is owed. A full socket is no reason
             // to stop reading; the bytes stay queued.
-            if self.conn.wants_write(&self.bufs) {
-                if let Poll::Ready(Err(e)) =
+            if self.conn.wants_write(&self.bufs)
+                && let Poll::Ready(Err(e)) =
                     self.poll_write_out(stream, write_waker.unwrap_or(cx.waker()))
-                {
-                    return Poll::Ready(Err(e));
-                }
+            {
+                return Poll::Ready(Err(e));
             }
             // The clock is read only when a deadline is set (no keepalive, idle or close
             // timer: no read at all).
-            if let Some(at) = self.conn.poll_timeout() {
-                if at <= now() || timer.poll_at(at, cx).is_ready() {
-                    if let Err(e) = self.conn.handle_timeout(&mut self.bufs, now()) {
-                        return Poll::Ready(Err(self.failed(
-                            stream,
-                            write_waker.unwrap_or(cx.waker()),
-                            e,
-                        )));
-                    }
-                    continue;
+            if let Some(at) = self.conn.poll_timeout()
+                && (at <= now() || timer.poll_at(at, cx).is_ready())
+            {
+                if let Err(e) = self.conn.handle_timeout(&mut self.bufs, now()) {
+                    return Poll::Ready(Err(self.failed(
+                        stream,
+                        write_waker.unwrap_or(cx.waker()),
+                        e,
+                    )));
                 }
+                continue;
             }
             let mut buf = ReadBuf::new(self.conn.spare(&mut self.bufs));
             match Pin::new(&mut *stream).poll_read(cx, &mut buf) {

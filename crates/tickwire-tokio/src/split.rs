@@ -282,15 +282,15 @@ impl<S: Transport> WebSocketReader<S> {
                     }
                 }
                 // The clock is read only when a deadline is set.
-                if let Some(at) = self.half.poll_timeout(half) {
-                    if at <= now() || self.timer.poll_at(at, cx).is_ready() {
-                        let timed_out = self.half.handle_timeout(half, now());
-                        drop(sending);
-                        if let Err(error) = timed_out {
-                            return Poll::Ready(Err(self.failed(cx, error)));
-                        }
-                        continue;
+                if let Some(at) = self.half.poll_timeout(half)
+                    && (at <= now() || self.timer.poll_at(at, cx).is_ready())
+                {
+                    let timed_out = self.half.handle_timeout(half, now());
+                    drop(sending);
+                    if let Err(error) = timed_out {
+                        return Poll::Ready(Err(self.failed(cx, error)));
                     }
+                    continue;
                 }
             }
             let mut stream = lock(&shared.stream);

@@ -225,10 +225,10 @@ impl AsyncWrite for TlsStream {
         let n = this.codec.write_plaintext(buf).map_err(TlsError::into_io)?;
         // Push the new records now. Whatever the socket does not take stays queued (the
         // bytes are accepted: they are encrypted) and goes first on the next write or flush.
-        if let Poll::Ready(Err(e)) = this.poll_write_queued(cx) {
-            if n == 0 {
-                return Poll::Ready(Err(e));
-            }
+        if let Poll::Ready(Err(e)) = this.poll_write_queued(cx)
+            && n == 0
+        {
+            return Poll::Ready(Err(e));
         }
         Poll::Ready(Ok(n))
     }

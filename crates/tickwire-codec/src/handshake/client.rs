@@ -361,15 +361,14 @@ impl ClientHandshake {
             return Err(HandshakeError::UnofferedSubprotocol(selected.join(", ")));
         }
         let subprotocol = selected.pop();
-        if let Some(protocol) = &subprotocol {
-            if !self
+        if let Some(protocol) = &subprotocol
+            && !self
                 .options
                 .subprotocols
                 .iter()
                 .any(|offered| offered == protocol)
-            {
-                return Err(HandshakeError::UnofferedSubprotocol(protocol.clone()));
-            }
+        {
+            return Err(HandshakeError::UnofferedSubprotocol(protocol.clone()));
         }
         let offers = self.offers();
         for extension in &extensions {

@@ -174,10 +174,10 @@ impl Output {
     /// What goes out next. `control_allowed` is false once the close is written.
     #[inline]
     fn next(&self, control_allowed: bool) -> Next<'_> {
-        if let Some(q) = self.due() {
-            if q.sent > 0 {
-                return Next::InProgress(&q.frame.wire()[q.sent..]);
-            }
+        if let Some(q) = self.due()
+            && q.sent > 0
+        {
+            return Next::InProgress(&q.frame.wire()[q.sent..]);
         }
         if self.data_frame_left > 0 {
             return Next::InProgress(&self.data.as_slice()[..self.data_frame_left]);

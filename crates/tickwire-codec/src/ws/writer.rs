@@ -186,11 +186,10 @@ impl FrameWriter {
     #[cfg(feature = "deflate")]
     pub fn prepared(&mut self, out: &mut WriteBuf, message: &PreparedMessage) {
         if let (Some(compressed), Some(extension)) = (message.compressed(), self.extension.as_mut())
+            && let Some(rsv) = extension.accept_prepared(message.window_bits())
         {
-            if let Some(rsv) = extension.accept_prepared(message.window_bits()) {
-                self.fragments(out, message.opcode(), rsv, compressed);
-                return;
-            }
+            self.fragments(out, message.opcode(), rsv, compressed);
+            return;
         }
         self.message_general(out, message.opcode(), message.payload(), Compression::Never);
     }

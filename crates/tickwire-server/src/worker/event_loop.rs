@@ -71,10 +71,8 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             }
             self.now = Instant::now();
             worked = !events.is_empty();
-            if worked {
-                if let Some(since) = idle_since.take() {
-                    spin.observe(self.now.saturating_duration_since(since));
-                }
+            if worked && let Some(since) = idle_since.take() {
+                spin.observe(self.now.saturating_duration_since(since));
             }
             self.dispatch(&events);
             self.events = events;
@@ -120,11 +118,11 @@ impl<H: Handler, T: Transport> Worker<H, T> {
             self.accept();
         }
         self.run_timers();
-        if let Some(at) = self.shutdown_at {
-            if self.now >= at {
-                self.end_all(DisconnectKind::Shutdown);
-                return true;
-            }
+        if let Some(at) = self.shutdown_at
+            && self.now >= at
+        {
+            self.end_all(DisconnectKind::Shutdown);
+            return true;
         }
         false
     }

@@ -292,10 +292,10 @@ impl<S, T: Transport> Peer<S, T> {
 
     /// A TLS handshake whose messages the socket did not take at once: writes the rest.
     pub(super) fn flush_handshake(&mut self) -> Result<(), HandshakeFailure> {
-        if let Some(stream) = self.stream.as_mut() {
-            if let Err(error) = stream.flush_pending() {
-                return Err(stream.failure(error));
-            }
+        if let Some(stream) = self.stream.as_mut()
+            && let Err(error) = stream.flush_pending()
+        {
+            return Err(stream.failure(error));
         }
         Ok(())
     }

@@ -269,13 +269,13 @@ impl<H: Handler, T: Transport> Worker<H, T> {
         let SlowConsumer::Close(code) = topic.policy() else {
             return;
         };
-        if let Some(slot) = self.slots.get_mut(id.slot() as usize) {
-            if slot.generation == id.generation() {
-                slot.marks.record(End {
-                    kind: DisconnectKind::Failed,
-                    code: Some(code),
-                });
-            }
+        if let Some(slot) = self.slots.get_mut(id.slot() as usize)
+            && slot.generation == id.generation()
+        {
+            slot.marks.record(End {
+                kind: DisconnectKind::Failed,
+                code: Some(code),
+            });
         }
     }
 

@@ -245,10 +245,10 @@ impl Drop for Checkout {
 /// (and reports the error), so a server that is down is not retried in a loop.
 async fn refill(mut place: Checkout) {
     let opened = tokio::time::timeout(REFILL_LIMIT, place.shared.open()).await;
-    if let Ok(Ok(conn)) = opened {
-        if Arc::strong_count(&place.shared) > 1 {
-            place.conn = Some(conn);
-        }
+    if let Ok(Ok(conn)) = opened
+        && Arc::strong_count(&place.shared) > 1
+    {
+        place.conn = Some(conn);
     }
 }
 

@@ -294,10 +294,11 @@ impl<S: Transport> Link<S> {
                     Some(Err(e)) => return Poll::Ready(Err(self.io_failed(e))),
                     None => {}
                 }
-                if self.release_idle && self.stream.can_signal_read_ready() {
-                    if let Some(buffers) = self.session.release_buffers() {
-                        lend(buffers);
-                    }
+                if self.release_idle
+                    && self.stream.can_signal_read_ready()
+                    && let Some(buffers) = self.session.release_buffers()
+                {
+                    lend(buffers);
                 }
                 Poll::Pending
             }

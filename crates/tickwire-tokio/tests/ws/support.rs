@@ -136,7 +136,7 @@ async fn forward(
             break;
         }
         pieces += 1;
-        if pieces % pace.pause_every == 0 {
+        if pieces.is_multiple_of(pace.pause_every) {
             tokio::time::sleep(pace.pause).await;
         }
     }

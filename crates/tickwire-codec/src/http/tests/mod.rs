@@ -100,11 +100,11 @@ fn read_responses(
     let mut finals = 0;
     reader.expect(expect.first().copied().unwrap_or(Method::Get));
     let record = |reader: &mut ResponseReader, s: Seen, finals: &mut usize| {
-        if let Seen::Msg(msg) = &s {
-            if !msg.start.starts_with('1') || msg.start.starts_with("101") {
-                *finals += 1;
-                reader.expect(expect.get(*finals).copied().unwrap_or(Method::Get));
-            }
+        if let Seen::Msg(msg) = &s
+            && (!msg.start.starts_with('1') || msg.start.starts_with("101"))
+        {
+            *finals += 1;
+            reader.expect(expect.get(*finals).copied().unwrap_or(Method::Get));
         }
         s
     };

@@ -244,18 +244,18 @@ impl Link {
         }
         if self.send.close_queued {
             self.note_close_started(now);
-            if let Some(started) = self.close_started_at {
-                if now >= started + config.close_timeout {
-                    self.state = ConnectionState::Closed;
-                    return Err(Error::CloseTimeout);
-                }
+            if let Some(started) = self.close_started_at
+                && now >= started + config.close_timeout
+            {
+                self.state = ConnectionState::Closed;
+                return Err(Error::CloseTimeout);
             }
         }
-        if let Some(idle) = config.idle_timeout {
-            if now >= last_received + idle {
-                self.fail_with(out, CloseCode::GOING_AWAY);
-                return Err(Error::IdleTimeout);
-            }
+        if let Some(idle) = config.idle_timeout
+            && now >= last_received + idle
+        {
+            self.fail_with(out, CloseCode::GOING_AWAY);
+            return Err(Error::IdleTimeout);
         }
         if let Some(interval) = config.ping_interval {
             match self.ping_sent_at {

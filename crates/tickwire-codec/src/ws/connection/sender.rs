@@ -101,11 +101,11 @@ impl Sender<'_> {
             let compressed = message
                 .compressed_frame()
                 .filter(|frame| !writer.would_fragment(frame.payload().len()));
-            if let Some(frame) = compressed {
-                if writer.accept_prepared(message.window_bits()).is_some() {
-                    self.out.push_shared(frame, label);
-                    return;
-                }
+            if let Some(frame) = compressed
+                && writer.accept_prepared(message.window_bits()).is_some()
+            {
+                self.out.push_shared(frame, label);
+                return;
             }
             // Plain: no extension, a window too small, or left uncompressed by the policy.
             let plain = message.plain_frame();
