@@ -28,27 +28,36 @@ use crate::{MaybeTlsStream, Transport};
 /// [`ClientConfig::new`]: tickwire_codec::mux::ClientConfig::new
 pub type PacketClientBuilder = tickwire_core::packet::PacketClientBuilder<Blocking>;
 
-/// Connects to `host:port` (TCP, then TLS when configured, checked against `host`).
-pub(super) fn connect(
-    options: &PacketClientOptions,
-    host: &str,
-    port: u16,
-) -> Result<PacketClient, Error> {
-    let deadline = Instant::now() + options.connect_timeout;
-    let tcp = crate::net::tcp_connect(host, port, Some(options.connect_timeout))
-        .map_err(Error::connect_failed)?;
-    tcp.set_nodelay(options.link.nodelay)?;
-    #[cfg(feature = "tls")]
-    let stream = match &options.tls {
-        Some(tls) => crate::net::tls_connect(tcp, host, Some(tls), deadline)?,
-        None => MaybeTlsStream::plain(tcp),
-    };
-    #[cfg(not(feature = "tls"))]
-    let stream = {
-        let _ = deadline;
-        MaybeTlsStream::plain(tcp)
-    };
-    client_over(options, stream)
+/// The blocking client side: a connect runs on the calling thread; a pool's slots are
+/// `std` mutexes.
+impl tickwire_core::packet::PacketTransport for Blocking {
+    type Connect<'a> = Result<PacketClient, Error>;
+    type Pool = super::PacketPool;
+    type PoolSlot = std::sync::Mutex<tickwire_core::packet::Slot<PacketClient>>;
+
+    /// Connects to `host:port` (TCP, then TLS when configured, checked against `host`).
+    fn connect<'a>(
+        builder: &'a PacketClientBuilder,
+        host: &'a str,
+        port: u16,
+    ) -> Self::Connect<'a> {
+        let options = builder.options();
+        let deadline = Instant::now() + options.connect_timeout;
+        let tcp = crate::net::tcp_connect(host, port, Some(options.connect_timeout))
+            .map_err(Error::connect_failed)?;
+        tcp.set_nodelay(options.link.nodelay)?;
+        #[cfg(feature = "tls")]
+        let stream = match &options.tls {
+            Some(tls) => crate::net::tls_connect(tcp, host, Some(tls), deadline)?,
+            None => MaybeTlsStream::plain(tcp),
+        };
+        #[cfg(not(feature = "tls"))]
+        let stream = {
+            let _ = deadline;
+            MaybeTlsStream::plain(tcp)
+        };
+        client_over(options, stream)
+    }
 }
 
 /// A client over an already connected stream (socket options are the caller's, except

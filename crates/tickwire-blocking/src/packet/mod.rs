@@ -72,7 +72,10 @@ mod typed;
 
 pub use client::{PacketClient, PacketClientBuilder};
 pub use link::Link;
-pub use pool::{PacketPool, PacketPoolBuilder};
+pub use pool::PacketPool;
+
+/// Options for a [`PacketPool`]: the shared builder, its defaults and its pool policy.
+pub type PacketPoolBuilder = tickwire_core::packet::PacketPoolBuilder<Blocking>;
 pub use server::{PacketConnection, PacketServer, ServerHandle};
 pub use tickwire_codec::mux::RequestId;
 pub use tickwire_codec::packet::Keepalive;
@@ -85,36 +88,6 @@ pub use tickwire_core::packet::{decode_bincode, encode_bincode};
 pub use tickwire_core::packet::{decode_json, encode_json};
 
 pub use crate::Blocking;
-
-impl tickwire_core::packet::PacketTransport for Blocking {
-    type Connect<'a> = Result<PacketClient, Error>;
-    type Socket = std::net::TcpStream;
-    type Accept<'a> = Result<PacketConnection, Error>;
-    type Listener = std::net::TcpListener;
-    type Handle = ServerHandle;
-    type Pool = PacketPool;
-    type PoolSlot = pool::PoolSlot;
-
-    fn connect<'a>(
-        builder: &'a PacketClientBuilder,
-        host: &'a str,
-        port: u16,
-    ) -> Self::Connect<'a> {
-        client::connect(builder.options(), host, port)
-    }
-
-    fn accept(server: &PacketServer, tcp: Self::Socket) -> Self::Accept<'_> {
-        server::accept(server, tcp)
-    }
-
-    fn spawn<H: Handler>(
-        server: &PacketServer,
-        listener: Self::Listener,
-        handler: H,
-    ) -> Result<ServerHandle, Error> {
-        server::spawn(server, listener, handler)
-    }
-}
 
 impl<S: crate::Transport> tickwire_core::packet::PacketStreams<S> for Blocking {
     type Client = Result<PacketClient<S>, Error>;

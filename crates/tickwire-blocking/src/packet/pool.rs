@@ -16,12 +16,7 @@ use std::time::Instant;
 use tickwire_codec::mux::BreakerState;
 use tickwire_core::packet::PoolParts;
 
-use super::{Blocking, Error, PacketClient, lock};
-
-/// Options for a [`PacketPool`] on the blocking transport: the shared
-/// [`PacketPoolBuilder`](tickwire_core::packet::PacketPoolBuilder), its defaults and
-/// `build`'s pool policy.
-pub type PacketPoolBuilder = tickwire_core::packet::PacketPoolBuilder<Blocking>;
+use super::{Blocking, Error, PacketClient, PacketPoolBuilder, lock};
 
 /// A pool of packet connections to one address, for many threads: see
 /// [`PacketPoolBuilder::build`](tickwire_core::packet::PacketPoolBuilder::build) for how a
@@ -29,16 +24,6 @@ pub type PacketPoolBuilder = tickwire_core::packet::PacketPoolBuilder<Blocking>;
 #[derive(Debug)]
 pub struct PacketPool {
     parts: PoolParts<Blocking, Mutex<Slot>>,
-}
-
-type Slot = tickwire_core::packet::Slot<PacketClient>;
-/// A pool slot: the mutex around it.
-pub(super) type PoolSlot = Mutex<Slot>;
-
-impl From<PoolParts<Blocking, Mutex<Slot>>> for PacketPool {
-    fn from(parts: PoolParts<Blocking, Mutex<Slot>>) -> Self {
-        Self { parts }
-    }
 }
 
 impl PacketPool {
@@ -120,5 +105,15 @@ impl PacketPool {
             client.request(payload).map(read)
         });
         slot.finished(result)
+    }
+}
+
+type Slot = tickwire_core::packet::Slot<PacketClient>;
+
+/// The pool [`PacketPoolBuilder::build`](tickwire_core::packet::PacketPoolBuilder::build)
+/// makes.
+impl From<PoolParts<Blocking, Mutex<Slot>>> for PacketPool {
+    fn from(parts: PoolParts<Blocking, Mutex<Slot>>) -> Self {
+        Self { parts }
     }
 }

@@ -14,7 +14,7 @@ use tickwire_core::packet::Handler;
 
 use tickwire_codec::mux::RequestId;
 use tickwire_codec::packet::{Header, ServerCore, ServerStep};
-use tickwire_core::packet::{PacketLink, Responder, ServerIo, answer_with};
+use tickwire_core::packet::{PacketLink, PacketServe, Responder, ServerIo, answer_with};
 
 #[cfg(feature = "tls")]
 use tickwire_tls::TlsCodec;
@@ -34,23 +34,73 @@ use crate::{MaybeTlsStream, Transport};
 /// [`ServerConfig::new`]: tickwire_codec::mux::ServerConfig::new
 pub type PacketServer = tickwire_core::packet::PacketServer<Blocking>;
 
-/// Sets up an accepted connection: socket options, then the TLS handshake when
-/// configured (bounded by the handshake timeout).
-pub(super) fn accept(server: &PacketServer, tcp: TcpStream) -> Result<PacketConnection, Error> {
-    let options = server.options();
-    tcp.set_nodelay(options.link.nodelay)?;
-    #[cfg(feature = "tls")]
-    let stream = match &options.tls {
-        Some(tls) => {
-            let mut stream = crate::TlsStream::new(tcp, TlsCodec::server(tls)?);
-            stream.handshake(std::time::Instant::now() + options.handshake_timeout)?;
-            MaybeTlsStream::tls_over(stream)
-        }
-        None => MaybeTlsStream::plain(tcp),
-    };
-    #[cfg(not(feature = "tls"))]
-    let stream = MaybeTlsStream::plain(tcp);
-    connection_over(options, stream)
+/// The blocking server side: an accepted `std` socket set up on the calling thread, a
+/// listener served on threads.
+impl PacketServe for Blocking {
+    type Socket = TcpStream;
+    type Accept<'a> = Result<PacketConnection, Error>;
+    type Listener = TcpListener;
+    type Handle = ServerHandle;
+
+    /// Sets up an accepted connection: socket options, then the TLS handshake when
+    /// configured (bounded by the handshake timeout).
+    fn accept(server: &PacketServer, tcp: TcpStream) -> Self::Accept<'_> {
+        let options = server.options();
+        tcp.set_nodelay(options.link.nodelay)?;
+        #[cfg(feature = "tls")]
+        let stream = match &options.tls {
+            Some(tls) => {
+                let mut stream = crate::TlsStream::new(tcp, TlsCodec::server(tls)?);
+                stream.handshake(std::time::Instant::now() + options.handshake_timeout)?;
+                MaybeTlsStream::tls_over(stream)
+            }
+            None => MaybeTlsStream::plain(tcp),
+        };
+        #[cfg(not(feature = "tls"))]
+        let stream = MaybeTlsStream::plain(tcp);
+        connection_over(options, stream)
+    }
+
+    /// [`PacketServer::spawn`] on threads: one accepting, one per connection; shutdown wakes
+    /// the accept with a connection of its own and shuts each open socket down.
+    fn spawn<H: Handler>(
+        server: &PacketServer,
+        listener: TcpListener,
+        handler: H,
+    ) -> Result<ServerHandle, Error> {
+        let addr = listener.local_addr()?;
+        let stopping = Arc::new(AtomicBool::new(false));
+        let sockets = Arc::new(Mutex::new(HashMap::new()));
+        let server = server.clone();
+        let (stop, open) = (Arc::clone(&stopping), Arc::clone(&sockets));
+        let thread = thread::spawn(move || {
+            for (key, tcp) in (0u64..).zip(listener.incoming()) {
+                if stop.load(Ordering::Acquire) {
+                    break;
+                }
+                let Ok(tcp) = tcp else { continue };
+                // A second handle on the socket, for shutdown: removed (and closed) when
+                // the connection ends, so a finished connection holds no descriptor.
+                if let Ok(clone) = tcp.try_clone() {
+                    lock(&open).insert(key, clone);
+                }
+                let (server, mut handler, open) =
+                    (server.clone(), handler.clone(), Arc::clone(&open));
+                thread::spawn(move || {
+                    if let Ok(mut connection) = server.accept(tcp) {
+                        let _ = connection.serve(&mut handler);
+                    }
+                    lock(&open).remove(&key);
+                });
+            }
+        });
+        Ok(ServerHandle {
+            addr,
+            stopping,
+            sockets,
+            thread: Some(thread),
+        })
+    }
 }
 
 /// A connection over an already set-up stream (the write timeout is set here).
@@ -62,46 +112,6 @@ pub(super) fn connection_over<S: Transport>(
         Link::new(stream, &options.link)?,
         ServerCore::new(options.mux),
     ))
-}
-
-/// [`PacketServer::spawn`] on threads: one accepting, one per connection; shutdown wakes
-/// the accept with a connection of its own and shuts each open socket down.
-pub(super) fn spawn<H: Handler>(
-    server: &PacketServer,
-    listener: TcpListener,
-    handler: H,
-) -> Result<ServerHandle, Error> {
-    let addr = listener.local_addr()?;
-    let stopping = Arc::new(AtomicBool::new(false));
-    let sockets = Arc::new(Mutex::new(HashMap::new()));
-    let server = server.clone();
-    let (stop, open) = (Arc::clone(&stopping), Arc::clone(&sockets));
-    let thread = thread::spawn(move || {
-        for (key, tcp) in (0u64..).zip(listener.incoming()) {
-            if stop.load(Ordering::Acquire) {
-                break;
-            }
-            let Ok(tcp) = tcp else { continue };
-            // A second handle on the socket, for shutdown: removed (and closed) when
-            // the connection ends, so a finished connection holds no descriptor.
-            if let Ok(clone) = tcp.try_clone() {
-                lock(&open).insert(key, clone);
-            }
-            let (server, mut handler, open) = (server.clone(), handler.clone(), Arc::clone(&open));
-            thread::spawn(move || {
-                if let Ok(mut connection) = server.accept(tcp) {
-                    let _ = connection.serve(&mut handler);
-                }
-                lock(&open).remove(&key);
-            });
-        }
-    });
-    Ok(ServerHandle {
-        addr,
-        stopping,
-        sockets,
-        thread: Some(thread),
-    })
 }
 
 /// A server started by [`PacketServer::spawn`].

@@ -32,23 +32,14 @@ use super::{
     PoolParts,
 };
 
-/// What a transport does with a packet builder: connect a client, accept and serve
-/// connections, build a pool. Implemented by each transport's marker type.
+/// What a transport does with a packet client builder and a pool builder: connect a
+/// client, hold a pool's slots. Implemented by each transport's marker type (its client
+/// module); the server side is [`PacketServe`].
 pub trait PacketTransport: Sized {
     /// What [`PacketClientBuilder::connect`] returns (tokio: a future of it).
     type Connect<'a>
     where
         Self: 'a;
-    /// An accepted TCP socket.
-    type Socket;
-    /// What [`PacketServer::accept`] returns (tokio: a future of it).
-    type Accept<'a>
-    where
-        Self: 'a;
-    /// What [`PacketServer::spawn`] accepts on.
-    type Listener;
-    /// A spawned server.
-    type Handle;
     /// A pool, made from its parts by [`PacketPoolBuilder::build`].
     type Pool: From<PoolParts<Self, Self::PoolSlot>>;
     /// A pool's slot: a lock (the transport's mutex) around an empty [`Slot`](super::Slot).
@@ -60,6 +51,21 @@ pub trait PacketTransport: Sized {
         host: &'a str,
         port: u16,
     ) -> Self::Connect<'a>;
+}
+
+/// What a transport does with a [`PacketServer`]: accept a connection, serve a listener.
+/// Implemented by each transport's marker type in its server module.
+pub trait PacketServe: Sized {
+    /// An accepted TCP socket.
+    type Socket;
+    /// What [`PacketServer::accept`] returns (tokio: a future of it).
+    type Accept<'a>
+    where
+        Self: 'a;
+    /// What [`PacketServer::spawn`] accepts on.
+    type Listener;
+    /// A spawned server.
+    type Handle;
 
     /// Sets up an accepted connection as `server` says.
     fn accept(server: &PacketServer<Self>, tcp: Self::Socket) -> Self::Accept<'_>;
@@ -242,7 +248,7 @@ impl<T> PacketServer<T> {
     }
 }
 
-impl<T: PacketTransport> PacketServer<T> {
+impl<T: PacketServe> PacketServer<T> {
     /// Sets up an accepted connection: socket options, then the TLS handshake when
     /// configured (bounded by the handshake timeout). Tokio: a future, cancel safe.
     pub fn accept(&self, tcp: T::Socket) -> T::Accept<'_> {

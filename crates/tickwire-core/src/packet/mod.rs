@@ -17,8 +17,8 @@ mod pool;
 mod responder;
 
 pub use builder::{
-    LendsIdleBuffers, PacketBuilder, PacketClientBuilder, PacketPoolBuilder, PacketServer,
-    PacketStreams, PacketTransport,
+    LendsIdleBuffers, PacketBuilder, PacketClientBuilder, PacketPoolBuilder, PacketServe,
+    PacketServer, PacketStreams, PacketTransport,
 };
 pub use client::{AnswerWait, ClientIo, ConnectDefault, PacketClient, PacketLink};
 pub use connection::{PacketConnection, ServerIo};

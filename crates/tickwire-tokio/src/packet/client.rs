@@ -37,9 +37,24 @@ use crate::{MaybeTlsStream, Transport};
 /// [`ClientConfig::new`]: tickwire_codec::mux::ClientConfig::new
 pub type PacketClientBuilder = tickwire_core::packet::PacketClientBuilder<Tokio>;
 
+/// The tokio client side: a connect is a boxed future; a pool's slots are tokio mutexes.
+impl tickwire_core::packet::PacketTransport for Tokio {
+    type Connect<'a> = super::Connecting<'a, PacketClient>;
+    type Pool = super::PacketPool;
+    type PoolSlot = tokio::sync::Mutex<tickwire_core::packet::Slot<PacketClient>>;
+
+    fn connect<'a>(
+        builder: &'a PacketClientBuilder,
+        host: &'a str,
+        port: u16,
+    ) -> Self::Connect<'a> {
+        Box::pin(connect(builder.options(), host, port))
+    }
+}
+
 /// Connects to `host:port` (TCP, then TLS when configured, checked against `host`).
 /// Cancel safe: a dropped connect closes the half-open socket.
-pub(super) async fn connect(
+async fn connect(
     options: &PacketClientOptions,
     host: &str,
     port: u16,

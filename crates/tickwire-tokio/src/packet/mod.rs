@@ -87,7 +87,10 @@ pub use client::{
     FlushFuture, PacketClient, PacketClientBuilder, PingFuture, RequestFuture, ResponseFuture,
 };
 pub use link::Link;
-pub use pool::{PacketPool, PacketPoolBuilder};
+pub use pool::PacketPool;
+
+/// Options for a [`PacketPool`]: the shared builder, its defaults and its pool policy.
+pub type PacketPoolBuilder = tickwire_core::packet::PacketPoolBuilder<Tokio>;
 pub use server::{
     AnswersFlushFuture, PacketConnection, PacketServer, RecvRequestFuture, ServeFuture,
     ServerHandle,
@@ -102,36 +105,6 @@ pub use crate::Tokio;
 
 /// A boxed `Send` future of a connect or an accept.
 type Connecting<'a, T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send + 'a>>;
-
-impl tickwire_core::packet::PacketTransport for Tokio {
-    type Connect<'a> = Connecting<'a, PacketClient>;
-    type Socket = tokio::net::TcpStream;
-    type Accept<'a> = Connecting<'a, PacketConnection>;
-    type Listener = tokio::net::TcpListener;
-    type Handle = ServerHandle;
-    type Pool = PacketPool;
-    type PoolSlot = pool::PoolSlot;
-
-    fn connect<'a>(
-        builder: &'a PacketClientBuilder,
-        host: &'a str,
-        port: u16,
-    ) -> Self::Connect<'a> {
-        Box::pin(client::connect(builder.options(), host, port))
-    }
-
-    fn accept(server: &PacketServer, tcp: Self::Socket) -> Self::Accept<'_> {
-        Box::pin(server::accept(server.options(), tcp))
-    }
-
-    fn spawn<H: Handler>(
-        server: &PacketServer,
-        listener: Self::Listener,
-        handler: H,
-    ) -> Result<ServerHandle, Error> {
-        server::spawn(server, listener, handler)
-    }
-}
 
 impl<S: crate::Transport> tickwire_core::packet::PacketStreams<S> for Tokio {
     type Client = PacketClient<S>;

@@ -12,30 +12,17 @@ use tokio::sync::{Mutex, MutexGuard};
 use tickwire_codec::mux::BreakerState;
 use tickwire_core::packet::PoolParts;
 
-use super::{Error, PacketClient, Tokio};
+use super::{Error, PacketClient, PacketPoolBuilder, Tokio};
 use crate::core::now;
 
-/// Options for a [`PacketPool`] on the tokio transport: the shared
-/// [`PacketPoolBuilder`](tickwire_core::packet::PacketPoolBuilder), its defaults and
-/// `build`'s pool policy.
-pub type PacketPoolBuilder = tickwire_core::packet::PacketPoolBuilder<Tokio>;
-
-/// A pool of packet connections to one address, for many tasks (share it in an `Arc`): see
-/// [`PacketPoolBuilder::build`](tickwire_core::packet::PacketPoolBuilder::build) for how a
-/// request picks its connection and what the circuit breaker does.
+/// A pool of packet connections to one address. Share it between tasks in an `Arc`; a
+/// request waits for its connection without blocking the runtime (each slot is a tokio
+/// mutex), and a dropped request future gives its connection back (the module docs list
+/// what each call does when cancelled). How a request picks its connection and what the
+/// circuit breaker does: [`PacketPoolBuilder::build`](tickwire_core::packet::PacketPoolBuilder::build).
 #[derive(Debug)]
 pub struct PacketPool {
     parts: PoolParts<Tokio, Mutex<Slot>>,
-}
-
-type Slot = tickwire_core::packet::Slot<PacketClient>;
-/// A pool slot: the mutex around it.
-pub(super) type PoolSlot = Mutex<Slot>;
-
-impl From<PoolParts<Tokio, Mutex<Slot>>> for PacketPool {
-    fn from(parts: PoolParts<Tokio, Mutex<Slot>>) -> Self {
-        Self { parts }
-    }
 }
 
 impl PacketPool {
@@ -135,5 +122,15 @@ impl PacketPool {
         };
         let result = client.request(payload).await.map(read);
         slot.finished(result)
+    }
+}
+
+type Slot = tickwire_core::packet::Slot<PacketClient>;
+
+/// The pool [`PacketPoolBuilder::build`](tickwire_core::packet::PacketPoolBuilder::build)
+/// makes.
+impl From<PoolParts<Tokio, Mutex<Slot>>> for PacketPool {
+    fn from(parts: PoolParts<Tokio, Mutex<Slot>>) -> Self {
+        Self { parts }
     }
 }

@@ -17,7 +17,9 @@ use std::task::{Context, Poll};
 
 use tickwire_codec::mux::RequestId;
 use tickwire_codec::packet::{Header, ServerCore, ServerStep};
-use tickwire_core::packet::{PacketLink, PacketServerOptions, Responder, ServerIo, answer_with};
+use tickwire_core::packet::{
+    PacketLink, PacketServe, PacketServerOptions, Responder, ServerIo, answer_with,
+};
 
 use super::link::Link;
 use super::{Error, Tokio};
@@ -40,10 +42,7 @@ pub type PacketServer = tickwire_core::packet::PacketServer<Tokio>;
 /// Sets up an accepted connection: socket options, then the TLS handshake when
 /// configured (bounded by the handshake timeout). Cancel safe: a dropped accept closes
 /// the socket.
-pub(super) async fn accept(
-    options: &PacketServerOptions,
-    tcp: TcpStream,
-) -> Result<PacketConnection, Error> {
+async fn accept(options: &PacketServerOptions, tcp: TcpStream) -> Result<PacketConnection, Error> {
     tcp.set_nodelay(options.link.nodelay)?;
     #[cfg(feature = "tls")]
     let stream = match &options.tls {
@@ -69,39 +68,51 @@ pub(super) fn connection_over<S: Transport>(
     )
 }
 
-/// [`PacketServer::spawn`] on tasks (needs a tokio runtime): one accepting, one per
-/// connection, in a set that aborting the accept task (shutdown, or dropping the handle)
-/// aborts with it.
-pub(super) fn spawn<H: Handler>(
-    server: &PacketServer,
-    listener: TcpListener,
-    handler: H,
-) -> Result<ServerHandle, Error> {
-    let addr = listener.local_addr()?;
-    let server = server.clone();
-    let task = tokio::spawn(async move {
-        // Dropping the set (when this task is aborted) aborts every connection's task.
-        let mut connections = JoinSet::new();
-        loop {
-            while connections.try_join_next().is_some() {}
-            let Ok((tcp, _)) = listener.accept().await else {
-                // Out of descriptors and the like: try again shortly.
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            };
-            let (server, mut handler) = (server.clone(), handler.clone());
-            connections.spawn(async move {
-                if let Ok(mut connection) = server.accept(tcp).await {
-                    // Served by reference: `&mut H` is `Unpin` whatever `H` is.
-                    let _ = connection.serve(&mut handler).await;
-                }
-            });
-        }
-    });
-    Ok(ServerHandle {
-        addr,
-        task: Some(task),
-    })
+/// The tokio server side: an accepted socket set up by a future, a listener served on tasks.
+impl PacketServe for Tokio {
+    type Socket = TcpStream;
+    type Accept<'a> = super::Connecting<'a, PacketConnection>;
+    type Listener = TcpListener;
+    type Handle = ServerHandle;
+
+    fn accept(server: &PacketServer, tcp: TcpStream) -> Self::Accept<'_> {
+        Box::pin(accept(server.options(), tcp))
+    }
+
+    /// [`PacketServer::spawn`] on tasks (needs a tokio runtime): one accepting, one per
+    /// connection, in a set that aborting the accept task (shutdown, or dropping the handle)
+    /// aborts with it.
+    fn spawn<H: Handler>(
+        server: &PacketServer,
+        listener: TcpListener,
+        handler: H,
+    ) -> Result<ServerHandle, Error> {
+        let addr = listener.local_addr()?;
+        let server = server.clone();
+        let task = tokio::spawn(async move {
+            // Dropping the set (when this task is aborted) aborts every connection's task.
+            let mut connections = JoinSet::new();
+            loop {
+                while connections.try_join_next().is_some() {}
+                let Ok((tcp, _)) = listener.accept().await else {
+                    // Out of descriptors and the like: try again shortly.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
+                let (server, mut handler) = (server.clone(), handler.clone());
+                connections.spawn(async move {
+                    if let Ok(mut connection) = server.accept(tcp).await {
+                        // Served by reference: `&mut H` is `Unpin` whatever `H` is.
+                        let _ = connection.serve(&mut handler).await;
+                    }
+                });
+            }
+        });
+        Ok(ServerHandle {
+            addr,
+            task: Some(task),
+        })
+    }
 }
 
 /// A server started by [`PacketServer::spawn`]. Dropping it stops the server too (without
