@@ -40,9 +40,14 @@ start_sim() {
   [ -n "$feed" ] && [ -n "$control" ] || { cat "$out/sim.out"; echo "FAILED feed-examples: exchange-sim $*"; exit 1; }
 }
 
+# get TARGET: a control request (python3, which CI has for module-cycles, rather than curl).
+get() {
+  python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "$control$1"
+}
+
 # counter EXPR: a Python expression over the counters `c` (JSON), printed.
 counter() {
-  curl -sf "$control/counters" | python3 -c "import json, sys; c = json.load(sys.stdin); print($1)"
+  get /counters | python3 -c "import json, sys; c = json.load(sys.stdin); print($1)"
 }
 
 fail() {
@@ -73,9 +78,9 @@ stop_sim
 start_sim --style okx --rate 5 --keys BTC-USDT,ETH-USDT --idle-close 3s
 run_example okx "$feed/ws/v5/public" 7
 sleep 1
-curl -sf "$control/stall?conn=0" > /dev/null
+get "/stall?conn=0" > /dev/null
 sleep 4
-curl -sf "$control/resume?conn=0" > /dev/null
+get "/resume?conn=0" > /dev/null
 wait_example okx
 pings=$(counter 'c["connections"][0]["app_pings_answered"]')
 ended=$(counter 'c["connections"][0]["ended"]')
@@ -88,7 +93,7 @@ stop_sim
 start_sim --style coinbase --rate 5 --keys BTC-USD,ETH-USD
 run_example coinbase "$feed/" 3
 sleep 1
-curl -sf "$control/gap?key=BTC-USD&size=3" > /dev/null
+get "/gap?key=BTC-USD&size=3" > /dev/null
 wait_example coinbase
 grep -qE '^gap: BTC-USD [0-9]+\.\.=[0-9]+ missed' "$out/coinbase.out" || fail coinbase "no gap for BTC-USD"
 grep -q '^resync BTC-USD' "$out/coinbase.out" || fail coinbase "no resync for BTC-USD"
