@@ -7,6 +7,7 @@
 #   okx       a 4 s stall with a 3 s idle limit: answered pings kept the connection open,
 #             and the numbers the stall lost came as one gap per key
 #   coinbase  three numbers skipped by the simulator: one gap and one resync for BTC-USD
+# and that the guide's excerpts of the examples are still in the files.
 #
 #   .ci/feed-examples.sh [debug|release]   # the profile whose binaries to run (default debug)
 #
@@ -22,6 +23,17 @@ mkdir -p "$out"
 for file in "$bin/tickwire" "$bin/examples/feed_binance" "$bin/examples/feed_okx" "$bin/examples/feed_coinbase"; do
   [ -x "$file" ] || { echo "FAILED feed-examples: $file is not built"; exit 1; }
 done
+
+# docs/FEEDS.md quotes the examples: every excerpt must still be in its file, word for word.
+python3 - <<'PY' || exit 1
+import re, sys
+guide = open("docs/FEEDS.md").read()
+excerpts = re.findall(r"From `(crates/tickwire/examples/[^`]+)`.*?```rust\n(.*?)```", guide, re.S)
+stale = [path for path, text in excerpts if text not in open(path).read()]
+if len(excerpts) < 3 or stale:
+    sys.exit(f"FAILED feed-examples: docs/FEEDS.md quotes {len(excerpts)} excerpts; not in their file: {stale}")
+print(f"feed-examples: the guide's {len(excerpts)} excerpts are in their files")
+PY
 
 sim_pid=""
 stop_sim() { [ -z "$sim_pid" ] || { kill "$sim_pid" 2>/dev/null || true; wait "$sim_pid" 2>/dev/null || true; }; sim_pid=""; }
