@@ -1,33 +1,36 @@
-//! The blocking driver of a [`FeedSession`](tickwire_codec::feed::FeedSession): [`Feed`] owns one WebSocket connection per
-//! [`ConnId`], turns the session's actions into socket calls and the sockets' messages
-//! into the session's events. Every decision (when to connect, what to send, what to
-//! deliver) is the session's; this module has sockets, waiting and the clock.
+//! The blocking driver of a [`FeedSession`](tickwire_codec::feed::FeedSession): [`Feed`]
+//! over [`Connections`], one WebSocket connection per [`ConnId`]. What the session's
+//! actions and the sockets' outcomes mean is written once in
+//! [`tickwire_core::feed`]; this module has sockets, waiting and the clock.
 //!
 //! The connections' sockets are non-blocking once open, and one `poll(2)` over all of them
-//! waits for the first readable one or the earliest timer (the session's, or a
-//! connection's keepalive). A connect blocks the loop for at most the feed's
-//! `connect_timeout`.
+//! waits for the first readable one, the earliest timer (the session's, or a connection's
+//! keepalive), or a connect finishing. A connect runs on a thread of its own, so one slow
+//! connect (a black-holed endpoint, a TLS handshake) never holds up the messages of the
+//! connections already open.
 
-use std::io;
+use std::io::{self, Read};
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use std::time::{Duration, Instant};
 
-use std::sync::Arc;
-use tickwire_codec::feed::{
-    Action, ConfigError, ConnId, Event, FeedConfig, MAX_CONNECTIONS, SendError,
+use tickwire_codec::feed::{ConnId, Event, MAX_CONNECTIONS};
+use tickwire_codec::ws::CloseCode;
+use tickwire_core::feed::{
+    FeedControl, FeedIo, FeedSocket, Received, Slot, Slots, StampCell, StampedStream, Stamping,
 };
-
-use tickwire_codec::ws::{CloseCode, Message};
-use tickwire_core::feed::{StampCell, connect_failure, connection_failure, peer_closed};
 use tickwire_core::ws::ClientOptions;
 
-use crate::stamp::Stamped;
-use crate::{ClientBuilder, Error, Recv, WebSocket};
+pub use crate::stamp::Stamped;
+use crate::{Error, WebSocket};
 
-pub use tickwire_core::feed::{FeedControl, Timestamps};
+pub use tickwire_core::feed::Timestamps;
 
 type Socket = WebSocket<Stamped>;
 
-/// A feed over blocking sockets: see [`FeedSession`](tickwire_codec::feed::FeedSession) for what it decides.
+/// A feed over blocking sockets: see [`FeedSession`](tickwire_codec::feed::FeedSession) for
+/// what it decides, and [`tickwire_core::feed::Feed`] for its calls.
 ///
 /// ```no_run
 /// use tickwire_blocking::ClientBuilder;
@@ -43,93 +46,117 @@ type Socket = WebSocket<Stamped>;
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct Feed {
-    control: FeedControl,
-    options: ClientOptions,
-    conns: [Option<Conn>; MAX_CONNECTIONS],
+pub type Feed = tickwire_core::feed::Feed<Connections>;
+
+/// The blocking feed's connections: the `X` of [`Feed`], made by `Feed::new`.
+pub struct Connections {
+    slots: Slots<(), Socket>,
     /// Where the next round of reads starts, so every connection gets its turn.
     next_read: usize,
+    /// Connects finished on their threads, and the socket they wake `poll(2)` through.
+    done: Receiver<(ConnId, Result<Socket, Error>)>,
+    done_tx: Sender<(ConnId, Result<Socket, Error>)>,
+    wake: UnixStream,
+    wake_tx: UnixStream,
 }
 
-tickwire_core::feed_control_deref!(Feed);
+impl FeedIo for Connections {
+    type Next<'a> = io::Result<Option<Event<'a>>>;
+    /// The connect runs on a thread of its own.
+    type Connecting = ();
+    type Socket = Socket;
 
-impl Feed {
-    /// A feed that connects as `config` says, each connection opened with `client`'s
-    /// options (TLS, deflate, headers, keepalive; the feed's `connect_timeout` caps its
-    /// connect and handshake timeouts).
-    pub fn new(config: FeedConfig, client: ClientBuilder) -> Result<Self, ConfigError> {
-        Self::with_timestamps(config, client, Timestamps::User)
-    }
-
-    /// [`new`](Self::new), with the receive timestamps asked for ([`Timestamps::Kernel`]:
-    /// the kernel's too, on `ws://` connections on Linux).
-    pub fn with_timestamps(
-        config: FeedConfig,
-        client: ClientBuilder,
-        timestamps: Timestamps,
-    ) -> Result<Self, ConfigError> {
-        Ok(Self {
-            control: FeedControl::new(config, timestamps)?,
-            options: client.into_options(),
-            conns: Default::default(),
+    fn new() -> Self {
+        let (done_tx, done) = channel();
+        let (wake, wake_tx) = UnixStream::pair().expect("a socket pair for the feed's waker");
+        let _ = wake.set_nonblocking(true);
+        Self {
+            slots: Default::default(),
             next_read: 0,
-        })
+            done,
+            done_tx,
+            wake,
+            wake_tx,
+        }
     }
 
-    /// Blocks until the next event (the session's timers run meanwhile). `None` once the
-    /// session has ended and its last event ([`Event::Ended`]) was handed out. `Err` only
-    /// when waiting itself failed (`poll(2)`); connection failures are the session's events.
-    pub fn next_event(&mut self) -> io::Result<Option<Event<'_>>> {
-        if !self.pump(true)? {
+    fn next_event<'a>(control: &'a mut FeedControl, io: &'a mut Self) -> Self::Next<'a> {
+        if !io.pump(control, true)? {
             return Ok(None);
         }
-        Ok(self.control.poll_event())
+        Ok(control.poll_event())
     }
 
-    /// The next event without waiting: `None` when there is none now (or the session ended:
-    /// see [`ended`](FeedControl::ended)).
-    pub fn try_next_event(&mut self) -> io::Result<Option<Event<'_>>> {
-        if !self.pump(false)? {
-            return Ok(None);
-        }
-        Ok(self.control.poll_event())
+    fn pump_now(control: &mut FeedControl, io: &mut Self) -> io::Result<bool> {
+        io.pump(control, false)
     }
 
-    /// Sends `text` on `conn` if its send quota allows `weight` now (queued, written by the
-    /// next `next_event`); else the quota's answer, and nothing is sent.
-    pub fn send(&mut self, conn: ConnId, text: &str, weight: u32) -> Result<(), SendError> {
-        let Some(Conn { socket, .. }) = self.conns.get_mut(conn.index()).and_then(Option::as_mut)
-        else {
-            return Err(SendError::NotOpen);
-        };
-        self.control
-            .session_mut()
-            .try_send(conn, weight, Instant::now())?;
-        socket.send_text(text).map_err(|_| SendError::NotOpen)
+    fn connect(&mut self, conn: ConnId, url: &str, options: ClientOptions, stamping: Stamping) {
+        let (url, done, wake) = (
+            url.to_owned(),
+            self.done_tx.clone(),
+            self.wake_tx.try_clone(),
+        );
+        std::thread::spawn(move || {
+            let opened = open(&url, options, stamping);
+            let _ = done.send((conn, opened));
+            if let Ok(mut wake) = wake {
+                let _ = io::Write::write(&mut wake, &[1]);
+            }
+        });
     }
 
+    fn slots(&mut self) -> &mut Slots<(), Socket> {
+        &mut self.slots
+    }
+}
+
+impl FeedSocket for Socket {
+    fn send_text(&mut self, text: &str) -> Result<(), Error> {
+        WebSocket::send_text(self, text)
+    }
+
+    fn close_now(&mut self, code: u16) {
+        let _ = self.close(CloseCode(code), "");
+    }
+
+    fn stamps(&self) -> &Arc<StampCell> {
+        self.stream().stamps().cell()
+    }
+}
+
+/// Opens a feed connection (on a connect's thread): TCP, TLS, the upgrade, its reads
+/// stamped, then non-blocking.
+fn open(url: &str, options: ClientOptions, stamping: Stamping) -> Result<Socket, Error> {
+    let (stream, url, deadline) = crate::client::open_stream(&options, url)?;
+    let stamps = stamping.arm(stream.is_tls(), stream.tcp())?;
+    let stream = Stamped(StampedStream {
+        inner: stream,
+        stamps,
+    });
+    let mut options = options;
+    let socket = crate::client::upgrade(options.opening(&url)?, options, stream, deadline)?;
+    socket.stream().tcp().set_nonblocking(true)?;
+    Ok(socket)
+}
+
+impl Connections {
     /// Runs the session until it has an event to give (`true`) or, not `blocking`, until
     /// nothing more can be done now; `false` also once the session ended and was drained.
-    fn pump(&mut self, blocking: bool) -> io::Result<bool> {
+    fn pump(&mut self, control: &mut FeedControl, blocking: bool) -> io::Result<bool> {
         loop {
-            self.run_actions();
-            if self.control.session_mut().has_event() {
-                return Ok(true);
+            control.run_actions(self);
+            self.flush_all(control);
+            if let Some(ready) = control.ready() {
+                return Ok(ready);
             }
-            if self.control.ended().is_some() {
-                return Ok(false);
-            }
-            if self.read_round() {
-                self.run_actions();
-                if self.control.session_mut().has_event() {
-                    return Ok(true);
-                }
+            if self.take_connects(control) || self.read_round(control) {
                 continue;
             }
             let now = Instant::now();
-            let timer = self.control.session_mut().poll_timeout();
+            let timer = control.session_mut().poll_timeout();
             if timer.is_some_and(|at| at <= now) {
-                self.control.session_mut().handle_timeout(now);
+                control.session_mut().handle_timeout(now);
                 continue;
             }
             if !blocking {
@@ -139,108 +166,64 @@ impl Feed {
         }
     }
 
-    /// Turns the session's actions into socket calls, reporting what came of them.
-    fn run_actions(&mut self) {
-        while let Some(action) = self.control.session_mut().poll_action(Instant::now()) {
-            match action {
-                Action::Connect { conn, endpoint, .. } => self.connect(conn, endpoint),
-                Action::Send { conn, text } => {
-                    if let Some(Conn { socket, .. }) = self.conns[conn.index()].as_mut()
-                        && let Err(error) = socket.send_text(&text)
-                    {
-                        self.lost(conn, &error);
-                    }
-                }
-                Action::Close { conn, code } => {
-                    if let Some(Conn { mut socket, .. }) = self.conns[conn.index()].take()
-                        && let Some(code) = code
-                    {
-                        // Best effort, without waiting for the reply: the session counts
-                        // the connection as gone already.
-                        let _ = socket.close(CloseCode(code), "");
-                    }
-                }
-                _ => {}
-            }
+    /// Hands the connects that finished to the session; `true` if any did.
+    fn take_connects(&mut self, control: &mut FeedControl) -> bool {
+        let mut any = false;
+        loop {
+            let (conn, opened) = match self.done.try_recv() {
+                Ok(done) => done,
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            };
+            control.connected(conn, opened, &mut self.slots[conn.index()]);
+            any = true;
         }
+        if any {
+            let mut drained = [0u8; 64];
+            while matches!((&self.wake).read(&mut drained), Ok(n) if n > 0) {}
+        }
+        any
+    }
+
+    /// Writes what each open connection has queued; a connection whose write failed is
+    /// dropped and reported.
+    fn flush_all(&mut self, control: &mut FeedControl) {
         for index in 0..MAX_CONNECTIONS {
-            if let Some(Conn { socket, .. }) = self.conns[index].as_mut()
-                && socket.connection().wants_write(socket.buffers())
-                && let Err(error) = socket.flush()
-                && !error.is_timeout()
-            {
-                self.lost(ConnId(index as u8), &error);
-            }
-        }
-    }
-
-    fn connect(&mut self, conn: ConnId, endpoint: usize) {
-        let mut options = self
-            .options
-            .for_feed_connection(self.control.session().config().connect_timeout);
-        let url = &self.control.session().config().endpoints[endpoint];
-        let stamp = Arc::new(StampCell::new(self.control.epoch()));
-        let timestamps = self.control.timestamps();
-        let opened =
-            crate::client::open_stream(&options, url).and_then(|(stream, url, deadline)| {
-                let stream = Stamped::new(stream, Arc::clone(&stamp), timestamps)?;
-                let socket =
-                    crate::client::upgrade(options.opening(&url)?, options, stream, deadline)?;
-                socket.stream().tcp().set_nonblocking(true)?;
-                Ok(socket)
-            });
-        let now = Instant::now();
-        match opened {
-            Ok(socket) => {
-                self.conns[conn.index()] = Some(Conn { socket, stamp });
-                self.control.session_mut().on_open(conn, now);
-            }
-            Err(error) => {
-                self.control
-                    .session_mut()
-                    .on_connect_failed(conn, connect_failure(&error), now)
-            }
-        }
-    }
-
-    /// An open connection failed: dropped and reported.
-    fn lost(&mut self, conn: ConnId, error: &Error) {
-        self.conns[conn.index()] = None;
-        self.control
-            .session_mut()
-            .on_closed(conn, connection_failure(error), Instant::now());
-    }
-
-    /// Reads every open connection, from `next_read` on, until one gives a data message or
-    /// closes; `true` when the session has something new.
-    fn read_round(&mut self) -> bool {
-        for turn in 0..MAX_CONNECTIONS {
-            let index = (self.next_read + turn) % MAX_CONNECTIONS;
-            let Some(Conn { socket, stamp }) = self.conns[index].as_mut() else {
+            let Slot::Open(socket, _) = &mut self.slots[index] else {
                 continue;
             };
             let conn = ConnId(index as u8);
-            let received = loop {
-                match socket.try_recv() {
-                    Ok(Recv::Message(Message::Text(text))) => break Ok(text.as_bytes()),
-                    Ok(Recv::Message(Message::Binary(bytes))) => break Ok(bytes),
-                    // Pings are answered by the connection; pongs and closes are its own.
-                    Ok(Recv::Message(_)) => {}
-                    Ok(Recv::Closed(frame)) => break Err(Some(peer_closed(frame))),
-                    Ok(_) => break Err(None),
-                    Err(error) if error.is_timeout() => break Err(None),
-                    Err(error) => break Err(Some(connection_failure(&error))),
+            if socket.connection().wants_write(socket.buffers())
+                && let Err(error) = socket.flush()
+                && !error.is_timeout()
+            {
+                self.slots[index] = Slot::Empty;
+                control.lost(conn, &error);
+                continue;
+            }
+            control.sent_control(conn, socket.buffers());
+        }
+    }
+
+    /// Reads every open connection, from `next_read` on, until one gives a data message or
+    /// ends; `true` when the session has something new.
+    fn read_round(&mut self, control: &mut FeedControl) -> bool {
+        for turn in 0..MAX_CONNECTIONS {
+            let index = (self.next_read + turn) % MAX_CONNECTIONS;
+            let Slot::Open(socket, cell) = &mut self.slots[index] else {
+                continue;
+            };
+            let conn = ConnId(index as u8);
+            let outcome = loop {
+                let outcome = control.on_recv(conn, socket.try_recv(), cell);
+                control.sent_control(conn, socket.buffers());
+                if outcome != Received::Control {
+                    break outcome;
                 }
             };
-            match received {
-                Ok(payload) => self.control.received(conn, payload, stamp.get()),
-                Err(Some(why)) => {
-                    self.conns[index] = None;
-                    self.control
-                        .session_mut()
-                        .on_closed(conn, why, Instant::now());
-                }
-                Err(None) => continue,
+            match outcome {
+                Received::Data => {}
+                Received::Ended => self.slots[index] = Slot::Empty,
+                _ => continue,
             }
             self.next_read = index + 1;
             return true;
@@ -248,15 +231,15 @@ impl Feed {
         false
     }
 
-    /// Waits for a readable (or, with output queued, writable) connection or the earliest
-    /// timer: the session's `timer`, or a connection's keepalive.
+    /// Waits for a readable (or, with output queued, writable) connection, a connect
+    /// finishing, or the earliest timer: the session's `timer`, or a connection's keepalive.
     fn wait(&mut self, timer: Option<Instant>, now: Instant) -> io::Result<()> {
         use rustix::event::{PollFd, PollFlags, Timespec, poll};
         let mut earliest = timer;
-        let mut first = None;
-        for conn in self.conns.iter().flatten() {
-            first.get_or_insert(conn.socket.stream().tcp());
-            if let Some(at) = conn.socket.connection().poll_timeout() {
+        for slot in &self.slots {
+            if let Slot::Open(socket, _) = slot
+                && let Some(at) = socket.connection().poll_timeout()
+            {
                 earliest = Some(earliest.map_or(at, |e| e.min(at)));
             }
         }
@@ -264,23 +247,20 @@ impl Feed {
             at.saturating_duration_since(now)
                 .max(Duration::from_micros(50))
         });
-        let Some(first) = first else {
-            if let Some(timeout) = timeout {
-                std::thread::sleep(timeout);
+        // The waker first; unused entries only fill the array: the slice polled ends
+        // before them.
+        let mut fds: [PollFd<'_>; MAX_CONNECTIONS + 1] =
+            core::array::from_fn(|_| PollFd::new(&self.wake, PollFlags::IN));
+        let mut used = 1;
+        for slot in &self.slots {
+            if let Slot::Open(socket, _) = slot {
+                let mut interest = PollFlags::IN;
+                if socket.connection().wants_write(socket.buffers()) {
+                    interest |= PollFlags::OUT;
+                }
+                fds[used] = PollFd::new(socket.stream().tcp(), interest);
+                used += 1;
             }
-            return Ok(());
-        };
-        // Unused entries only fill the array: the slice polled ends before them.
-        let mut fds: [PollFd<'_>; MAX_CONNECTIONS] =
-            core::array::from_fn(|_| PollFd::new(first, PollFlags::empty()));
-        let mut used = 0;
-        for conn in self.conns.iter().flatten() {
-            let mut interest = PollFlags::IN;
-            if conn.socket.connection().wants_write(conn.socket.buffers()) {
-                interest |= PollFlags::OUT;
-            }
-            fds[used] = PollFd::new(conn.socket.stream().tcp(), interest);
-            used += 1;
         }
         let timeout = timeout.and_then(|t| Timespec::try_from(t).ok());
         match poll(&mut fds[..used], timeout.as_ref()) {
@@ -288,10 +268,4 @@ impl Feed {
             Err(e) => Err(e.into()),
         }
     }
-}
-
-/// One open connection and the cell its reads are stamped into.
-struct Conn {
-    socket: Socket,
-    stamp: Arc<StampCell>,
 }

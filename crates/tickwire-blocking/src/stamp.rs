@@ -3,65 +3,47 @@
 //! clock.
 
 use std::io::{self, Read, Write};
-use std::sync::Arc;
 use std::time::Duration;
 
-use tickwire_core::feed::{StampCell, Timestamps};
+use tickwire_core::feed::{ReadStamps, StampedStream};
 
 use crate::{MaybeTlsStream, Readiness, Transport};
 
-/// A feed connection's stream, its reads stamped into a shared [`StampCell`].
+/// A blocking feed connection's stream: each read that returns bytes is stamped as its
+/// [`ReadStamps`] say (the kernel's time with `recvmsg`, where they take it).
 #[derive(Debug)]
-pub(crate) struct Stamped {
-    inner: MaybeTlsStream,
-    cell: Arc<StampCell>,
-    /// Kernel timestamps on (a plain TCP stream on Linux): `recvmsg` replaces `read`.
-    kernel: bool,
-}
+pub struct Stamped(pub(crate) StampedStream<MaybeTlsStream>);
 
 impl Stamped {
-    /// Wraps `inner`; with [`Timestamps::Kernel`] on a `ws://` stream (Linux), turns the
-    /// socket's receive timestamps on.
-    pub(crate) fn new(
-        inner: MaybeTlsStream,
-        cell: Arc<StampCell>,
-        timestamps: Timestamps,
-    ) -> io::Result<Self> {
-        let kernel = tickwire_core::feed::kernel_reads(timestamps, inner.is_tls(), inner.tcp())?;
-        Ok(Self {
-            inner,
-            cell,
-            kernel,
-        })
+    pub(crate) fn tcp(&self) -> &std::net::TcpStream {
+        self.0.inner.tcp()
     }
 
-    pub(crate) fn tcp(&self) -> &std::net::TcpStream {
-        self.inner.tcp()
+    pub(crate) fn stamps(&self) -> &ReadStamps {
+        &self.0.stamps
     }
 
     /// One `recvmsg` with the kernel's time of what it read.
     #[cfg(target_os = "linux")]
     fn read_kernel(&mut self, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
-        tickwire_core::feed::kernel::recv(self.inner.tcp(), buf)
+        tickwire_core::feed::kernel::recv(self.0.inner.tcp(), buf)
     }
 
     #[cfg(not(target_os = "linux"))]
     fn read_kernel(&mut self, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
-        self.inner.read(buf).map(|n| (n, None))
+        self.0.inner.read(buf).map(|n| (n, None))
     }
 }
 
 impl Read for Stamped {
     #[inline]
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let (n, kernel) = if self.kernel {
+        let (n, kernel) = if self.0.stamps.kernel() {
             self.read_kernel(buf)?
         } else {
-            (self.inner.read(buf)?, None)
+            (self.0.inner.read(buf)?, None)
         };
-        if n > 0 {
-            self.cell.record(kernel);
-        }
+        self.0.stamps.record(n, kernel);
         Ok(n)
     }
 }
@@ -69,52 +51,50 @@ impl Read for Stamped {
 impl Write for Stamped {
     #[inline]
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.inner.write(buf)
+        self.0.inner.write(buf)
     }
 
     fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        self.inner.write_vectored(bufs)
+        self.0.inner.write_vectored(bufs)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
+        self.0.inner.flush()
     }
 }
 
 impl Transport for Stamped {
     fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        self.inner.set_read_timeout(timeout)
+        self.0.inner.set_read_timeout(timeout)
     }
 
     fn set_write_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        self.inner.set_write_timeout(timeout)
+        self.0.inner.set_write_timeout(timeout)
     }
 
     fn shutdown_write(&mut self) -> io::Result<()> {
-        self.inner.shutdown_write()
+        self.0.inner.shutdown_write()
     }
 
     fn failure(&self) -> Option<crate::TransportError> {
-        self.inner.failure()
+        self.0.inner.failure()
     }
 
     fn try_write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.inner.try_write(buf)
+        self.0.inner.try_write(buf)
     }
 
     fn has_pending_write(&self) -> bool {
-        self.inner.has_pending_write()
+        self.0.inner.has_pending_write()
     }
 
     fn read_ready(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read_ready(buf)?;
-        if n > 0 {
-            self.cell.record(None);
-        }
+        let n = self.0.inner.read_ready(buf)?;
+        self.0.stamps.record(n, None);
         Ok(n)
     }
 
     fn wait_duplex(&mut self, write: bool, timeout: Option<Duration>) -> io::Result<Readiness> {
-        self.inner.wait_duplex(write, timeout)
+        self.0.inner.wait_duplex(write, timeout)
     }
 }

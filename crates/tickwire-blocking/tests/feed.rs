@@ -36,3 +36,13 @@ fn two_redundant_connections_one_closed_deliver_each_number_once() {
 fn a_refused_handshake_is_reported_with_its_status() {
     feed_support::a_refused_handshake_is_reported_with_its_status::<Feed>();
 }
+
+#[test]
+fn a_connect_that_hangs_does_not_hold_up_the_open_connection() {
+    feed_support::a_connect_that_hangs_does_not_hold_up_the_open_connection::<Feed>();
+}
+
+#[test]
+fn pongs_count_against_a_quota_that_counts_control_frames() {
+    feed_support::pongs_count_against_a_quota_that_counts_control_frames::<Feed>();
+}

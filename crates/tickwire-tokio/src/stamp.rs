@@ -4,45 +4,26 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use tickwire_core::TransportError;
-use tickwire_core::feed::{StampCell, Timestamps};
+use tickwire_core::feed::{ReadStamps, StampedStream};
 
 use crate::{MaybeTlsStream, Transport};
 
-/// A feed connection's stream, its reads stamped into a shared [`StampCell`].
+/// A tokio feed connection's stream: each poll that reads bytes is stamped as its
+/// [`ReadStamps`] say (the kernel's time with `recvmsg` on the ready socket, where they
+/// take it).
 #[derive(Debug)]
-pub(crate) struct Stamped {
-    inner: MaybeTlsStream,
-    cell: Arc<StampCell>,
-    /// Kernel timestamps on (a plain TCP stream on Linux): `recvmsg` replaces `read`.
-    kernel: bool,
-}
+pub struct Stamped(pub(crate) StampedStream<MaybeTlsStream>);
 
 impl Stamped {
-    /// Wraps `inner`; with [`Timestamps::Kernel`] on a `ws://` stream (Linux), turns the
-    /// socket's receive timestamps on.
-    pub(crate) fn new(
-        inner: MaybeTlsStream,
-        cell: Arc<StampCell>,
-        timestamps: Timestamps,
-    ) -> io::Result<Self> {
-        let kernel = tickwire_core::feed::kernel_reads(timestamps, inner.is_tls(), inner.tcp())?;
-        Ok(Self {
-            inner,
-            cell,
-            kernel,
-        })
-    }
-
     /// One `recvmsg` on the ready socket, with the kernel's time of what it read.
     #[cfg(target_os = "linux")]
     fn read_kernel(&self, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
-        let tcp = self.inner.tcp();
+        let tcp = self.0.inner.tcp();
         tcp.try_io(tokio::io::Interest::READABLE, || {
             tickwire_core::feed::kernel::recv(tcp, buf)
         })
@@ -53,39 +34,35 @@ impl Stamped {
         Err(io::ErrorKind::Unsupported.into())
     }
 
-    /// Where its reads are stamped.
-    pub(crate) fn cell(&self) -> &Arc<StampCell> {
-        &self.cell
+    /// How its reads are stamped.
+    pub(crate) fn stamps(&self) -> &ReadStamps {
+        &self.0.stamps
     }
 }
 
 impl Transport for Stamped {
     fn failure(&self) -> Option<TransportError> {
-        self.inner.failure()
+        self.0.inner.failure()
     }
 
     fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Option<Poll<io::Result<()>>> {
-        self.inner.poll_read_ready(cx)
+        self.0.inner.poll_read_ready(cx)
     }
 
     fn can_signal_read_ready(&self) -> bool {
-        self.inner.can_signal_read_ready()
+        self.0.inner.can_signal_read_ready()
     }
 
     fn read_now(&mut self, buf: &mut [u8]) -> Option<io::Result<usize>> {
-        if self.kernel {
+        if self.0.stamps.kernel() {
             return Some(self.read_kernel(buf).map(|(n, kernel)| {
-                if n > 0 {
-                    self.cell.record(kernel);
-                }
+                self.0.stamps.record(n, kernel);
                 n
             }));
         }
-        let read = self.inner.read_now(buf);
-        if let Some(Ok(n)) = read
-            && n > 0
-        {
-            self.cell.record(None);
+        let read = self.0.inner.read_now(buf);
+        if let Some(Ok(n)) = read {
+            self.0.stamps.record(n, None);
         }
         read
     }
@@ -99,12 +76,10 @@ impl Stamped {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         loop {
-            std::task::ready!(self.inner.tcp().poll_read_ready(cx))?;
+            std::task::ready!(self.0.inner.tcp().poll_read_ready(cx))?;
             match self.read_kernel(buf.initialize_unfilled()) {
                 Ok((n, kernel)) => {
-                    if n > 0 {
-                        self.cell.record(kernel);
-                    }
+                    self.0.stamps.record(n, kernel);
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
                 }
@@ -123,13 +98,13 @@ impl AsyncRead for Stamped {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.kernel {
+        if this.0.stamps.kernel() {
             return this.poll_read_kernel(cx, buf);
         }
         let before = buf.filled().len();
-        let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            this.cell.record(None);
+        let polled = Pin::new(&mut this.0.inner).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) {
+            this.0.stamps.record(buf.filled().len() - before, None);
         }
         polled
     }
@@ -142,7 +117,7 @@ impl AsyncWrite for Stamped {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+        Pin::new(&mut self.get_mut().0.inner).poll_write(cx, buf)
     }
 
     #[inline]
@@ -151,18 +126,18 @@ impl AsyncWrite for Stamped {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+        Pin::new(&mut self.get_mut().0.inner).poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
+        self.0.inner.is_write_vectored()
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+        Pin::new(&mut self.get_mut().0.inner).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+        Pin::new(&mut self.get_mut().0.inner).poll_shutdown(cx)
     }
 }

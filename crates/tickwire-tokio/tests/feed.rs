@@ -46,6 +46,16 @@ fn a_refused_handshake_is_reported_with_its_status() {
 }
 
 #[test]
+fn a_connect_that_hangs_does_not_hold_up_the_open_connection() {
+    feed_support::a_connect_that_hangs_does_not_hold_up_the_open_connection::<OnTokio>();
+}
+
+#[test]
+fn pongs_count_against_a_quota_that_counts_control_frames() {
+    feed_support::pongs_count_against_a_quota_that_counts_control_frames::<OnTokio>();
+}
+
+#[test]
 fn next_event_is_cancel_safe() {
     use std::time::Duration;
     use tickwire_tokio::codec::feed::Event;

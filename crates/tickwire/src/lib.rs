@@ -91,8 +91,9 @@ pub mod packet {
 pub mod feed {
     //! Exchange feed sessions: one state machine ([`FeedSession`]) that keeps a market-data
     //! feed connected and correct through disconnects, stalls, gaps and rate limits, over
-    //! one or several WebSocket connections, and what its drivers share ([`Timestamps`],
-    //! [`FeedControl`]). The drivers are `blocking::feed::Feed` and `tokio::feed::Feed`:
+    //! one or several WebSocket connections, and the feed its drivers are ([`Feed`] over a
+    //! transport's [`FeedIo`], derefs to [`FeedControl`]). The drivers are
+    //! `blocking::feed::Feed` and `tokio::feed::Feed`:
     //!
     //! ```no_run
     //! # #[cfg(feature = "blocking")]
@@ -101,8 +102,10 @@ pub mod feed {
     //! use tickwire::blocking::feed::Feed;
     //! use tickwire::feed::{Event, FeedConfig, Timestamps};
     //!
-    //! let config = FeedConfig::new("ws://127.0.0.1:9001/feed").with_subscription("BTC");
-    //! let mut feed = Feed::with_timestamps(config, ClientBuilder::new(), Timestamps::Kernel)?;
+    //! let config = FeedConfig::new("ws://127.0.0.1:9001/feed")
+    //!     .with_subscription("BTC")
+    //!     .with_timestamps(Timestamps::Kernel);
+    //! let mut feed = Feed::new(config, ClientBuilder::new())?;
     //! while let Some(event) = feed.next_event()? {
     //!     if let Event::Message(message) = event {
     //!         println!("{:?} {:?}", message.stamp.kernel_ns, message.payload);
@@ -114,7 +117,7 @@ pub mod feed {
     //! ```
 
     pub use tickwire_codec::feed::*;
-    pub use tickwire_core::feed::{FeedControl, Timestamps};
+    pub use tickwire_core::feed::{Feed, FeedControl, FeedIo};
 }
 
 #[cfg(feature = "tls")]

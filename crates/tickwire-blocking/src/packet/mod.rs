@@ -77,7 +77,7 @@ pub use server::{PacketConnection, PacketServer, ServerHandle};
 pub use tickwire_codec::mux::RequestId;
 pub use tickwire_codec::packet::Keepalive;
 pub use tickwire_core::packet::{
-    Error, PacketClientOptions, PacketPoolOptions, PacketServerOptions, Responder,
+    Error, Handler, PacketClientOptions, PacketPoolOptions, PacketServerOptions, Responder,
 };
 #[cfg(feature = "bincode")]
 pub use tickwire_core::packet::{decode_bincode, encode_bincode};
@@ -93,6 +93,7 @@ impl tickwire_core::packet::PacketTransport for Blocking {
     type Listener = std::net::TcpListener;
     type Handle = ServerHandle;
     type Pool = PacketPool;
+    type PoolSlot = pool::PoolSlot;
 
     fn connect<'a>(
         builder: &'a PacketClientBuilder,
@@ -106,19 +107,12 @@ impl tickwire_core::packet::PacketTransport for Blocking {
         server::accept(server, tcp)
     }
 
-    fn spawn<H>(
+    fn spawn<H: Handler>(
         server: &PacketServer,
         listener: Self::Listener,
         handler: H,
-    ) -> Result<ServerHandle, Error>
-    where
-        H: FnMut(RequestId, &[u8], &mut Responder<'_>) + Clone + Send + 'static,
-    {
+    ) -> Result<ServerHandle, Error> {
         server::spawn(server, listener, handler)
-    }
-
-    fn build_pool(builder: PacketPoolBuilder, host: &str, port: u16) -> PacketPool {
-        pool::build(builder, host, port)
     }
 }
 

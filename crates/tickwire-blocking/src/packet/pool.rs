@@ -18,34 +18,28 @@ use tickwire_core::packet::PoolParts;
 
 use super::{Blocking, Error, PacketClient, lock};
 
-/// Options for a [`PacketPool`]: the shared builder on the blocking transport. Defaults: 4
-/// connections, the default [`PacketClientBuilder`](super::PacketClientBuilder),
-/// [`BreakerConfig::new`] (open after 5 consecutive failures, 1 s cool-down doubling to
-/// 30 s), reconnect backoff from 50 ms doubling to 5 s.
-///
-/// [`BreakerConfig::new`]: tickwire_codec::mux::BreakerConfig::new
+/// Options for a [`PacketPool`] on the blocking transport: the shared
+/// [`PacketPoolBuilder`](tickwire_core::packet::PacketPoolBuilder), its defaults and
+/// `build`'s pool policy.
 pub type PacketPoolBuilder = tickwire_core::packet::PacketPoolBuilder<Blocking>;
 
-/// A pool for `host:port`. Connects lazily: the first request on each slot connects.
-pub(super) fn build(builder: PacketPoolBuilder, host: &str, port: u16) -> PacketPool {
-    let parts = PoolParts::new(builder, host, port, || Mutex::new(Slot::default()));
-    PacketPool { parts }
-}
-
-/// A pool of packet connections to one address, for many threads.
-///
-/// Each request takes one connection for its round trip: an idle one if any (round-robin
-/// from the last one used, so it is also least-in-flight), else it waits for the
-/// round-robin one. A connection that fails fatally is dropped and reconnected by the next
-/// request on its slot; a failed connection attempt backs the slot off. Every request first
-/// asks the circuit breaker: while it is open, requests fail at once with
-/// [`Error::CircuitOpen`]; half-open, one probe goes through (ignoring the slot's backoff).
+/// A pool of packet connections to one address, for many threads: see
+/// [`PacketPoolBuilder::build`](tickwire_core::packet::PacketPoolBuilder::build) for how a
+/// request picks its connection and what the circuit breaker does.
 #[derive(Debug)]
 pub struct PacketPool {
     parts: PoolParts<Blocking, Mutex<Slot>>,
 }
 
 type Slot = tickwire_core::packet::Slot<PacketClient>;
+/// A pool slot: the mutex around it.
+pub(super) type PoolSlot = Mutex<Slot>;
+
+impl From<PoolParts<Blocking, Mutex<Slot>>> for PacketPool {
+    fn from(parts: PoolParts<Blocking, Mutex<Slot>>) -> Self {
+        Self { parts }
+    }
+}
 
 impl PacketPool {
     /// A pool with the default [`PacketPoolBuilder`].

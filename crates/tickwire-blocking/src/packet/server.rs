@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
+use tickwire_core::packet::Handler;
 
 use tickwire_codec::mux::RequestId;
 use tickwire_codec::packet::{Header, ServerCore, ServerStep};
@@ -65,14 +66,11 @@ pub(super) fn connection_over<S: Transport>(
 
 /// [`PacketServer::spawn`] on threads: one accepting, one per connection; shutdown wakes
 /// the accept with a connection of its own and shuts each open socket down.
-pub(super) fn spawn<H>(
+pub(super) fn spawn<H: Handler>(
     server: &PacketServer,
     listener: TcpListener,
     handler: H,
-) -> Result<ServerHandle, Error>
-where
-    H: FnMut(RequestId, &[u8], &mut Responder<'_>) + Clone + Send + 'static,
-{
+) -> Result<ServerHandle, Error> {
     let addr = listener.local_addr()?;
     let stopping = Arc::new(AtomicBool::new(false));
     let sockets = Arc::new(Mutex::new(HashMap::new()));

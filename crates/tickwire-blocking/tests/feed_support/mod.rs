@@ -2,7 +2,8 @@
 //! (the tokio one includes this file): a small in-test WebSocket server on the blocking
 //! server API, and the cases, each run on a [`Driver`]: connect, subscribe, stamped
 //! messages, reconnect after a close with the back-off, a gap across it, a stale connection
-//! replaced, two redundant connections, a refused handshake's status.
+//! replaced, two redundant connections, a refused handshake's status, a connect that hangs
+//! beside an open connection, pongs charged to a quota that counts control frames.
 
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
@@ -11,6 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tickwire_blocking::codec::feed::{
     ConnId, Counters, Disconnect, Event, FeedConfig, ReconnectPolicy, ReconnectReason, SendError,
+    SendQuota,
 };
 use tickwire_blocking::codec::handshake::Response;
 use tickwire_blocking::codec::mux::Backoff;
@@ -136,7 +138,7 @@ pub(crate) trait Driver {
 impl Driver for tickwire_blocking::feed::Feed {
     fn start(config: FeedConfig, timestamps: Timestamps) -> Self {
         let client = tickwire_blocking::ClientBuilder::new();
-        Self::with_timestamps(config, client, timestamps).unwrap()
+        Self::new(config.with_timestamps(timestamps), client).unwrap()
     }
 
     fn next(&mut self) -> Seen {
@@ -368,4 +370,61 @@ pub(crate) fn kernel_timestamps_are_taken_after_the_send<D: Driver>() {
         }
     }
     assert_eq!(stamps, 3);
+}
+
+pub(crate) fn a_connect_that_hangs_does_not_hold_up_the_open_connection<D: Driver>() {
+    let server = serve(&[], |_, ws| {
+        for n in 1..=20 {
+            send(ws, "BTC", [n]);
+            thread::sleep(Duration::from_millis(10));
+        }
+        hold(ws, Duration::from_secs(3));
+    });
+    // Accepted by the kernel, never answered: the second connection's handshake waits
+    // out its 5 s timeout.
+    let black_hole = TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent = format!("ws://{}/feed", black_hole.local_addr().unwrap());
+    let config = config(&server.url)
+        .with_endpoint(silent)
+        .with_connections(2)
+        .with_connect_timeout(Duration::from_secs(5));
+    let started = std::time::Instant::now();
+    let mut feed = D::start(config, Timestamps::User);
+    let seen = collect(&mut feed, |seen| numbers(seen).len() == 20);
+    assert_eq!(numbers(&seen), (1..=20).collect::<Vec<_>>());
+    assert!(!seen.contains(&Seen::Connected(1)), "{seen:?}");
+    // Some 200 ms of sending; a driver that waited for the other connect would take 5 s.
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(2500),
+        "took {took:?}: {seen:?}"
+    );
+}
+
+pub(crate) fn pongs_count_against_a_quota_that_counts_control_frames<D: Driver>() {
+    for counts in [true, false] {
+        let server = serve(&[], |_, ws| {
+            for _ in 0..4 {
+                ws.ping(b"hb").unwrap();
+            }
+            send(ws, "BTC", [1]);
+            hold(ws, Duration::from_secs(3));
+        });
+        // 4 units per 10 s: the four pongs use them all when they count.
+        let quota =
+            SendQuota::per_window(4, Duration::from_secs(10)).with_count_control_frames(counts);
+        let config = config(&server.url).with_send_quota(Some(quota));
+        let mut feed = D::start(config, Timestamps::User);
+        let seen = collect(&mut feed, |seen| numbers(seen).len() == 1);
+        assert_eq!(numbers(&seen), [1]);
+        let sent = feed.send(ConnId(0), "order");
+        if counts {
+            assert!(
+                matches!(sent, Err(SendError::RateLimited { .. })),
+                "{sent:?} after four pongs"
+            );
+        } else {
+            assert_eq!(sent, Ok(()), "pongs do not count");
+        }
+    }
 }

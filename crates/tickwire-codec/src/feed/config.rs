@@ -145,6 +145,24 @@ pub struct FeedConfig {
     pub rotate_after: Option<Duration>,
     /// Each connection's send quota. Default none.
     pub send_quota: Option<SendQuota>,
+    /// Which receive timestamps the driver takes. Default [`Timestamps::User`].
+    pub timestamps: Timestamps,
+}
+
+/// Which receive timestamps a feed's driver takes for each delivered message
+/// ([`RecvStamp`](super::RecvStamp)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Timestamps {
+    /// The monotonic and the wall clock, read right after the read that completed the
+    /// message (before it is parsed): `recv_ns` and `wall_ns`.
+    #[default]
+    User,
+    /// Also the kernel's software receive time of the segment that completed the message
+    /// (`kernel_ns`): `SO_TIMESTAMPNS` on the socket, and one `recvmsg(2)` in place of each
+    /// `read(2)` (over TLS, of the read that completed the record). Linux; elsewhere
+    /// `kernel_ns` stays `None`.
+    Kernel,
 }
 
 impl FeedConfig {
@@ -173,6 +191,7 @@ impl FeedConfig {
             max_held_bytes: 4 << 20,
             rotate_after: None,
             send_quota: None,
+            timestamps: Timestamps::User,
         }
     }
 
@@ -241,6 +260,7 @@ impl FeedConfig {
         set with_max_held_bytes => max_held_bytes: usize,
         set with_rotate_after => rotate_after: Option<Duration>,
         set with_send_quota => send_quota: Option<SendQuota>,
+        set with_timestamps => timestamps: Timestamps,
     }
 }
 
@@ -259,6 +279,7 @@ impl fmt::Debug for FeedConfig {
             .field("merge_wait", &self.merge_wait)
             .field("rotate_after", &self.rotate_after)
             .field("send_quota", &self.send_quota)
+            .field("timestamps", &self.timestamps)
             .finish_non_exhaustive()
     }
 }

@@ -145,6 +145,7 @@ mod tests;
 
 pub use config::{
     BuildFn, ConfigError, FeedConfig, Heartbeat, MatchFn, ReconnectPolicy, ReplyFn, SequenceFn,
+    Timestamps,
 };
 pub use event::{
     Action, ConnFigures, ConnId, ConnState, Counters, Delivery, Disconnect, Disposition, Event,

@@ -210,6 +210,14 @@ impl Buffers {
         self.out.len()
     }
 
+    /// Pings and pongs queued since these buffers were made, a wrapping count: what a driver
+    /// reads before and after a call to learn how many control frames it sent (an exchange
+    /// that counts them against a message quota; a pong that replaced one not yet written is
+    /// not counted twice).
+    pub fn control_frames_queued(&self) -> u32 {
+        self.out.control_frames
+    }
+
     /// Bytes of data output queued (own data frames, the close and shared frames). Pings and
     /// pongs are left out; they are few and never dropped.
     pub fn queued_data(&self) -> usize {

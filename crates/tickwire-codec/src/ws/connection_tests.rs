@@ -343,6 +343,38 @@ fn ping_flood_from_a_peer_that_never_reads_stays_bounded() {
     assert_eq!(pair.server.output()[..10], *b"\x8a\x08old ping");
 }
 
+/// A feed whose exchange counts control frames against its message quota reads this count:
+/// every pong the connection queued, every keepalive ping, none for a pong that replaced one
+/// still queued.
+#[test]
+fn control_frames_queued_counts_pongs_and_keepalive_pings() {
+    let client = Config {
+        ping_interval: Some(Duration::from_secs(5)),
+        ..Config::client()
+    };
+    let mut pair = Pair::with(client, Config::server());
+    assert_eq!(pair.server.bufs.control_frames_queued(), 0);
+    pair.client.sender().ping(b"a").unwrap();
+    assert_eq!(pair.client.bufs.control_frames_queued(), 1);
+    pair.client_writes(pair.at(1));
+    assert_eq!(events(&mut pair.server), [Got::Ping(b"a".to_vec())]);
+    assert_eq!(pair.server.bufs.control_frames_queued(), 1);
+    assert_eq!(pair.client.handle_timeout(pair.at(5001)), Ok(()));
+    assert_eq!(pair.client.bufs.control_frames_queued(), 2);
+
+    // A flood from a peer that never reads: the pongs past the queue's bound replace each
+    // other, and only those that went into the queue count.
+    let ping = masked(0x89, b"old ping");
+    for _ in 0..10_000 {
+        pair.server.feed(&ping, pair.at(2));
+    }
+    assert_eq!(events(&mut pair.server).len(), 10_000);
+    let counted = pair.server.bufs.control_frames_queued();
+    let queued = pair.server.sender().queued() as u32;
+    assert_eq!(counted, 1 + queued / 10, "{queued} bytes queued");
+    assert!(counted < 10_000);
+}
+
 /// RFC 6455 §5.5.2 requires a pong for every ping; §5.5.3 only lets an endpoint skip pongs
 /// for pings older than the most recent one. After a flood the newest ping must be answered.
 #[test]

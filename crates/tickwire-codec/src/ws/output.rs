@@ -56,6 +56,9 @@ pub(crate) struct Output {
     /// Length of the pong at the end of `control` that answers the most recent ping seen
     /// while `control` was full, replaced by the next such pong (0: none).
     pub(crate) latest_pong: u8,
+    /// Pings and pongs queued since the buffers were made (wrapping): a pong that replaces
+    /// one not yet written is not counted again.
+    pub(crate) control_frames: u32,
 }
 
 /// One run of bytes to write, in order.
@@ -77,7 +80,20 @@ impl Output {
             data_written: 0,
             data_frame_left: 0,
             latest_pong: 0,
+            control_frames: 0,
         }
+    }
+
+    /// Counts one more ping or pong queued.
+    #[inline]
+    pub(crate) fn counted_control(
+        &mut self,
+        queued: Result<(), crate::ws::Error>,
+    ) -> Result<(), crate::ws::Error> {
+        if queued.is_ok() {
+            self.control_frames = self.control_frames.wrapping_add(1);
+        }
+        queued
     }
 
     /// Drops everything queued.

@@ -1,40 +1,30 @@
-//! What both feed drivers (blocking and tokio) share about their WebSocket connections:
-//! how a failed connect, a failed connection or a peer's close is reported to the sans-IO
-//! [`FeedSession`], and the options each reconnect opens
-//! with. The decisions themselves are the session's.
+//! The feed both drivers (blocking and tokio) are: [`Feed`], over a transport's
+//! [`FeedIo`] (its sockets and how it waits). What is decided about the connections is
+//! written here once: how the session's actions become socket calls, what each receive
+//! outcome means (a message, nothing, a peer's close, a failure, the control frames sent
+//! that a quota counts), how a failed connect is reported, and the options each reconnect
+//! opens with. The feed's own decisions are the sans-IO [`FeedSession`]'s.
 
 use std::io;
-
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tickwire_codec::feed::{
-    ConfigError, ConnId, Disconnect, Disposition, Event, FeedConfig, FeedError, FeedSession,
-    RecvStamp,
+    Action, ConfigError, ConnId, Disconnect, Disposition, Event, FeedConfig, FeedError,
+    FeedSession, MAX_CONNECTIONS, RecvStamp, SendError,
 };
 use tickwire_codec::handshake::HandshakeError;
-use tickwire_codec::ws::{CloseFrame, Fault};
+use tickwire_codec::ws::{Buffers, CloseFrame, Fault, Message};
 
-use crate::Error;
-use crate::ws::ClientOptions;
+use crate::ws::{ClientBuilder, ClientOptions};
+use crate::{Error, Recv};
+
+pub use tickwire_codec::feed::Timestamps;
 
 #[cfg(target_os = "linux")]
 pub mod kernel;
-
-/// Which receive timestamps a feed takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Timestamps {
-    /// The monotonic and the wall clock, read right after the read that completed the
-    /// message (before it is parsed): `recv_ns` and `wall_ns`.
-    #[default]
-    User,
-    /// Also the kernel's software receive time of the segment that completed the message
-    /// (`kernel_ns`): `SO_TIMESTAMPNS` on the socket, and one `recvmsg(2)` in place of each
-    /// `read(2)`. Linux, `ws://` connections; over TLS (and elsewhere) `kernel_ns` stays
-    /// `None`.
-    Kernel,
-}
 
 /// How a connect attempt that failed before the connection opened is reported: the HTTP
 /// status of a refused handshake (429, 503, ...), a timeout, or a failed connect.
@@ -72,6 +62,13 @@ fn is_timeout(error: &io::Error) -> bool {
         error.kind(),
         io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
     )
+}
+
+impl<T> From<ClientBuilder<T>> for ClientOptions {
+    /// A builder's options, for a feed's connections.
+    fn from(builder: ClientBuilder<T>) -> Self {
+        builder.into_options()
+    }
 }
 
 impl ClientOptions {
@@ -184,6 +181,225 @@ pub fn jitter_seed() -> u64 {
     hasher.finish()
 }
 
+/// A feed: a [`FeedSession`] driven over WebSocket connections by a transport's
+/// [`FeedIo`]. Use the transport's alias (`tickwire_blocking::feed::Feed`,
+/// `tickwire_tokio::feed::Feed`); it derefs to its [`FeedControl`] for what a user changes
+/// and reads while it runs (`feed.subscribe("ETH")`, `feed.session().counters(now)`).
+pub struct Feed<X> {
+    control: FeedControl,
+    io: X,
+}
+
+/// A transport's side of a [`Feed`]: its connections' sockets, in [`Slots`], and how it
+/// waits for them. Everything it reports goes to the [`FeedControl`] it is handed, through
+/// its driver calls ([`FeedControl::run_actions`], [`FeedControl::on_recv`], ...).
+pub trait FeedIo: Sized {
+    /// What [`Feed::next_event`] returns: the event (or `None` at the end), or a future of
+    /// it.
+    type Next<'a>
+    where
+        Self: 'a;
+    /// A connect in progress (a future, or nothing where a thread runs it).
+    type Connecting;
+    /// An open connection.
+    type Socket: FeedSocket;
+
+    /// The transport's side of a new feed, no connection open (tokio: called within a
+    /// runtime).
+    fn new() -> Self;
+
+    /// Waits for the next event: runs the session's actions and timers and reads the
+    /// connections until the session has an event to hand out, or ended.
+    fn next_event<'a>(control: &'a mut FeedControl, io: &'a mut Self) -> Self::Next<'a>;
+
+    /// Does what can be done now without waiting; `true` when an event is ready.
+    fn pump_now(control: &mut FeedControl, io: &mut Self) -> io::Result<bool>;
+
+    /// Starts connecting `conn` to `url` with `options`, its reads to be stamped as
+    /// `stamping` says; the outcome goes to [`FeedControl::connected`].
+    fn connect(
+        &mut self,
+        conn: ConnId,
+        url: &str,
+        options: ClientOptions,
+        stamping: Stamping,
+    ) -> Self::Connecting;
+
+    /// The connections.
+    fn slots(&mut self) -> &mut Slots<Self::Connecting, Self::Socket>;
+}
+
+/// An open feed connection, as the feed uses it.
+pub trait FeedSocket {
+    /// Queues `text`.
+    fn send_text(&mut self, text: &str) -> Result<(), Error>;
+
+    /// Queues a close frame with `code` and writes what it can now, without waiting for
+    /// the reply (the connection is dropped after).
+    fn close_now(&mut self, code: u16);
+
+    /// Where its reads are stamped.
+    fn stamps(&self) -> &Arc<StampCell>;
+}
+
+/// One connection slot of a feed: nothing, a connect in progress, or the open connection
+/// and the cell its reads are stamped into.
+#[derive(Default)]
+pub enum Slot<C, S> {
+    /// No connection.
+    #[default]
+    Empty,
+    /// A connect in progress.
+    Connecting(C),
+    /// The open connection, and where its reads are stamped.
+    Open(S, Arc<StampCell>),
+}
+
+/// A feed's connection slots, one per [`ConnId`].
+pub type Slots<C, S> = [Slot<C, S>; MAX_CONNECTIONS];
+
+impl<X> Deref for Feed<X> {
+    type Target = FeedControl;
+
+    fn deref(&self) -> &FeedControl {
+        &self.control
+    }
+}
+
+impl<X> DerefMut for Feed<X> {
+    fn deref_mut(&mut self) -> &mut FeedControl {
+        &mut self.control
+    }
+}
+
+impl<X: FeedIo> Feed<X> {
+    /// A feed that connects as `config` says (its receive timestamps included), each
+    /// connection opened with `client`'s options (a `ClientBuilder`'s: TLS, deflate,
+    /// headers, keepalive); the feed's `connect_timeout` caps their connect and handshake
+    /// timeouts. On tokio, call from within a runtime (with time).
+    pub fn new(config: FeedConfig, client: impl Into<ClientOptions>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            control: FeedControl::new(config, client.into())?,
+            io: X::new(),
+        })
+    }
+
+    /// The next event (the session's timers run meanwhile); `None` once the session ended
+    /// and its last event ([`Event::Ended`]) was handed out. Blocking: waits, `Err` only
+    /// when waiting itself failed (`poll(2)`). Tokio: a future, cancel safe (what a wait
+    /// gathered is given to the session before it returns; a connect in progress stays in
+    /// the feed). Connection failures are the session's events, not errors.
+    pub fn next_event(&mut self) -> X::Next<'_> {
+        X::next_event(&mut self.control, &mut self.io)
+    }
+
+    /// The next event without waiting: `None` when there is none now (or the session ended:
+    /// see [`ended`](FeedControl::ended)).
+    pub fn try_next_event(&mut self) -> io::Result<Option<Event<'_>>> {
+        if X::pump_now(&mut self.control, &mut self.io)? {
+            return Ok(self.control.poll_event());
+        }
+        Ok(None)
+    }
+
+    /// Sends `text` on `conn` if its send quota allows `weight` now (queued, written by the
+    /// next `next_event`); else the quota's answer, and nothing is sent.
+    pub fn send(&mut self, conn: ConnId, text: &str, weight: u32) -> Result<(), SendError> {
+        if !matches!(self.io.slots()[conn.index()], Slot::Open(..)) {
+            return Err(SendError::NotOpen);
+        }
+        self.control
+            .session
+            .try_send(conn, weight, Instant::now())?;
+        self.control.send(&mut self.io, conn, text);
+        Ok(())
+    }
+}
+
+/// What a receive on a feed connection came to, for its driver (the session was told).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Received {
+    /// A data message went to the session: stop reading this connection if it has an event.
+    Data,
+    /// A ping or pong (a ping answered by the connection): read on.
+    Control,
+    /// Nothing now (the socket would block, a read timeout): read another, or wait.
+    Nothing,
+    /// The connection ended (the peer's close, a failure): drop it.
+    Ended,
+}
+
+/// A feed connection's read stamping: the cell its reads are stamped into, and whether they
+/// take the kernel's time (`recvmsg` in place of `read`).
+#[derive(Debug, Clone)]
+pub struct ReadStamps {
+    cell: Arc<StampCell>,
+    kernel: bool,
+}
+
+/// A feed connection's stream and how its reads are stamped: what each transport's
+/// `Stamped` stream wraps (its reads call [`ReadStamps::record`]).
+#[derive(Debug)]
+pub struct StampedStream<S> {
+    /// The stream read.
+    pub inner: S,
+    /// Where and how its reads are stamped.
+    pub stamps: ReadStamps,
+}
+
+/// How a new feed connection will stamp its reads, before its stream exists:
+/// [`arm`](Self::arm) it on the stream once open.
+#[derive(Debug)]
+pub struct Stamping {
+    cell: Arc<StampCell>,
+    timestamps: Timestamps,
+}
+
+impl Stamping {
+    /// The stamping of a stream over `socket` (TLS or not): the kernel's time too when
+    /// [`kernel_reads`] says so, which turns it on.
+    #[cfg(target_os = "linux")]
+    pub fn arm(self, tls: bool, socket: &impl std::os::fd::AsFd) -> io::Result<ReadStamps> {
+        let kernel = kernel_reads(self.timestamps, tls, socket)?;
+        Ok(ReadStamps {
+            cell: self.cell,
+            kernel,
+        })
+    }
+
+    /// The stamping of a stream: user timestamps only (no kernel timestamps off Linux).
+    #[cfg(not(target_os = "linux"))]
+    pub fn arm<S>(self, tls: bool, socket: &S) -> io::Result<ReadStamps> {
+        let kernel = kernel_reads(self.timestamps, tls, socket)?;
+        Ok(ReadStamps {
+            cell: self.cell,
+            kernel,
+        })
+    }
+}
+
+impl ReadStamps {
+    /// Whether reads take the kernel's time (`recvmsg`).
+    #[inline]
+    pub fn kernel(&self) -> bool {
+        self.kernel
+    }
+
+    /// Where the reads are stamped.
+    pub fn cell(&self) -> &Arc<StampCell> {
+        &self.cell
+    }
+
+    /// Records a read of `n` bytes (none recorded for 0), with the kernel's time if taken.
+    #[inline]
+    pub fn record(&self, n: usize, kernel_ns: Option<u64>) {
+        if n > 0 {
+            self.cell.record(kernel_ns);
+        }
+    }
+}
+
 /// What a feed's user changes and reads while it runs, the same for the blocking and the
 /// tokio feed (each derefs to it: `feed.subscribe("ETH")`): the subscription set, rotation,
 /// the end, the session's figures. It also keeps, for the driver, the payload of the message
@@ -192,7 +408,9 @@ pub struct FeedControl {
     session: FeedSession,
     current: Vec<u8>,
     epoch: Instant,
-    timestamps: Timestamps,
+    options: ClientOptions,
+    /// Per connection, the control frames its buffers had queued when last looked at.
+    control_seen: [u32; MAX_CONNECTIONS],
     /// With kernel timestamps, keeps the kernel's timestamping on (see its docs).
     #[cfg(target_os = "linux")]
     _keeper: Option<kernel::Keeper>,
@@ -231,55 +449,175 @@ impl FeedControl {
         &self.session
     }
 
-    /// A driver's: the control of a new session (jitter seeded per session) taking
-    /// `timestamps`.
-    #[doc(hidden)]
-    pub fn new(config: FeedConfig, timestamps: Timestamps) -> Result<Self, ConfigError> {
+    fn new(config: FeedConfig, options: ClientOptions) -> Result<Self, ConfigError> {
         let epoch = Instant::now();
+        let timestamps = config.timestamps;
         Ok(Self {
             session: FeedSession::new(config, jitter_seed(), epoch)?,
             current: Vec::with_capacity(4 << 10),
             epoch,
-            timestamps,
+            options,
+            control_seen: [0; MAX_CONNECTIONS],
             #[cfg(target_os = "linux")]
             _keeper: match timestamps {
                 // Without it a connection's first messages may come unstamped: best effort.
                 Timestamps::Kernel => kernel::Keeper::new().ok(),
-                Timestamps::User => None,
+                _ => None,
             },
         })
     }
 
-    /// A driver's: the timestamps asked for.
-    #[doc(hidden)]
-    pub fn timestamps(&self) -> Timestamps {
-        self.timestamps
-    }
-
-    /// A driver's: the session, to drive.
+    /// A driver's: the session, to drive (its timers).
     #[doc(hidden)]
     pub fn session_mut(&mut self) -> &mut FeedSession {
         &mut self.session
     }
 
-    /// A driver's: the origin of `RecvStamp::recv_ns`.
+    /// A driver's: whether the session has an event to hand out, or ended (`Some(false)`:
+    /// ended and drained; `None`: neither, keep going).
     #[doc(hidden)]
-    pub fn epoch(&self) -> Instant {
-        self.epoch
+    pub fn ready(&self) -> Option<bool> {
+        if self.session.has_event() {
+            return Some(true);
+        }
+        self.session.ended().map(|_| false)
     }
 
-    /// A driver's: a data message received on `conn`, read at `stamp`. Called only once
-    /// every event was handed out (so never `Undrained`); the payload is kept when the
-    /// session delivers it.
+    /// A driver's: turns the session's actions into `io`'s socket calls (a connect is
+    /// started; its outcome is reported later).
     #[doc(hidden)]
-    pub fn received(&mut self, conn: ConnId, payload: &[u8], stamp: RecvStamp) {
+    pub fn run_actions<X: FeedIo>(&mut self, io: &mut X) {
+        while let Some(action) = self.session.poll_action(Instant::now()) {
+            match action {
+                Action::Connect { conn, endpoint, .. } => {
+                    let options = self
+                        .options
+                        .for_feed_connection(self.session.config().connect_timeout);
+                    let stamping = Stamping {
+                        cell: Arc::new(StampCell::new(self.epoch)),
+                        timestamps: self.session.config().timestamps,
+                    };
+                    let url = &self.session.config().endpoints[endpoint];
+                    self.control_seen[conn.index()] = 0;
+                    let connecting = io.connect(conn, url, options, stamping);
+                    io.slots()[conn.index()] = Slot::Connecting(connecting);
+                }
+                Action::Send { conn, text } => self.send(io, conn, &text),
+                Action::Close { conn, code } => {
+                    let slot = core::mem::take(&mut io.slots()[conn.index()]);
+                    if let (Slot::Open(mut socket, _), Some(code)) = (slot, code) {
+                        // Best effort, without waiting for the reply: the session counts
+                        // the connection as gone already.
+                        socket.close_now(code);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Queues `text` on `conn` if it is open; a failed send drops the connection and is
+    /// reported.
+    fn send<X: FeedIo>(&mut self, io: &mut X, conn: ConnId, text: &str) {
+        let slot = &mut io.slots()[conn.index()];
+        if let Slot::Open(socket, _) = slot
+            && let Err(error) = socket.send_text(text)
+        {
+            *slot = Slot::Empty;
+            self.lost(conn, &error);
+        }
+    }
+
+    /// A driver's: `conn`'s connect completed with `opened`, which goes into its `slot`
+    /// (unless the slot was closed meanwhile: then it is dropped); a failure is reported to
+    /// the session (with the refusal's status, a timeout, ...).
+    #[doc(hidden)]
+    pub fn connected<C, S: FeedSocket>(
+        &mut self,
+        conn: ConnId,
+        opened: Result<S, Error>,
+        slot: &mut Slot<C, S>,
+    ) {
+        if !matches!(slot, Slot::Connecting(_)) {
+            return;
+        }
+        let now = Instant::now();
+        *slot = match opened {
+            Ok(socket) => {
+                self.session.on_open(conn, now);
+                let cell = Arc::clone(socket.stamps());
+                Slot::Open(socket, cell)
+            }
+            Err(error) => {
+                self.session
+                    .on_connect_failed(conn, connect_failure(&error), now);
+                Slot::Empty
+            }
+        };
+    }
+
+    /// A driver's: an open connection failed (a write, a flush): reported to the session.
+    /// The driver drops the connection.
+    #[doc(hidden)]
+    pub fn lost(&mut self, conn: ConnId, error: &Error) {
+        self.session
+            .on_closed(conn, connection_failure(error), Instant::now());
+    }
+
+    /// A driver's: what a receive on `conn` returned, its reads stamped into `stamps`.
+    /// Called only once every event was handed out; a data message's payload is kept when
+    /// the session delivers it. Then call [`sent_control`](Self::sent_control).
+    #[doc(hidden)]
+    #[inline]
+    pub fn on_recv(
+        &mut self,
+        conn: ConnId,
+        received: Result<Recv<'_>, Error>,
+        stamps: &StampCell,
+    ) -> Received {
+        let payload = match received {
+            Ok(Recv::Message(Message::Text(text))) => text.as_bytes(),
+            Ok(Recv::Message(Message::Binary(bytes))) => bytes,
+            // Pings are answered by the connection; pongs and closes are its own.
+            Ok(Recv::Message(_)) => return Received::Control,
+            Ok(Recv::Closed(frame)) => {
+                self.session
+                    .on_closed(conn, peer_closed(frame), Instant::now());
+                return Received::Ended;
+            }
+            Ok(_) => return Received::Nothing,
+            Err(error) if error.is_timeout() => return Received::Nothing,
+            Err(error) => {
+                self.lost(conn, &error);
+                return Received::Ended;
+            }
+        };
         let disposition = self
             .session
-            .on_message(conn, payload, stamp, Instant::now());
+            .on_message(conn, payload, stamps.get(), Instant::now());
         if disposition == Ok(Disposition::Deliver) {
             self.current.clear();
             self.current.extend_from_slice(payload);
         }
+        Received::Data
+    }
+
+    /// A driver's: after each receive and flush on `conn`, its buffers: the control frames
+    /// its connection queued since (its keepalive pings, its pongs) are charged to its send
+    /// quota, where the quota counts them.
+    #[doc(hidden)]
+    #[inline]
+    pub fn sent_control(&mut self, conn: ConnId, bufs: &Buffers) {
+        let queued = bufs.control_frames_queued();
+        let seen = &mut self.control_seen[conn.index()];
+        if queued == *seen {
+            return;
+        }
+        let now = Instant::now();
+        for _ in 0..queued.wrapping_sub(*seen).min(64) {
+            self.session.on_control_sent(conn, now);
+        }
+        *seen = queued;
     }
 
     /// A driver's: the next event to hand out.
@@ -287,28 +625,6 @@ impl FeedControl {
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
         self.session.poll_event(&self.current)
     }
-}
-
-/// A driver's: `Deref` and `DerefMut` of a feed type (with a `control: FeedControl` field)
-/// to its [`FeedControl`], so both feeds offer the same user calls.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! feed_control_deref {
-    ($feed:ty) => {
-        impl ::core::ops::Deref for $feed {
-            type Target = $crate::feed::FeedControl;
-
-            fn deref(&self) -> &$crate::feed::FeedControl {
-                &self.control
-            }
-        }
-
-        impl ::core::ops::DerefMut for $feed {
-            fn deref_mut(&mut self) -> &mut $crate::feed::FeedControl {
-                &mut self.control
-            }
-        }
-    };
 }
 
 #[cfg(test)]

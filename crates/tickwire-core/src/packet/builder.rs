@@ -24,11 +24,12 @@
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use tickwire_codec::mux::{Backoff, BreakerConfig, ClientConfig, RequestId, ServerConfig};
+use tickwire_codec::mux::{Backoff, BreakerConfig, ClientConfig, ServerConfig};
 use tickwire_codec::packet::{Keepalive, PacketConfig};
 
 use super::{
-    Error, HasLinkOptions, PacketClientOptions, PacketPoolOptions, PacketServerOptions, Responder,
+    Error, Handler, HasLinkOptions, PacketClientOptions, PacketPoolOptions, PacketServerOptions,
+    PoolParts,
 };
 
 /// What a transport does with a packet builder: connect a client, accept and serve
@@ -48,8 +49,10 @@ pub trait PacketTransport: Sized {
     type Listener;
     /// A spawned server.
     type Handle;
-    /// A pool.
-    type Pool;
+    /// A pool, made from its parts by [`PacketPoolBuilder::build`].
+    type Pool: From<PoolParts<Self, Self::PoolSlot>>;
+    /// A pool's slot: a lock (the transport's mutex) around an empty [`Slot`](super::Slot).
+    type PoolSlot: Default;
 
     /// Connects to `host:port` as `builder` says.
     fn connect<'a>(
@@ -62,16 +65,11 @@ pub trait PacketTransport: Sized {
     fn accept(server: &PacketServer<Self>, tcp: Self::Socket) -> Self::Accept<'_>;
 
     /// Accepts and serves connections on `listener` with clones of `handler`.
-    fn spawn<H>(
+    fn spawn<H: Handler>(
         server: &PacketServer<Self>,
         listener: Self::Listener,
         handler: H,
-    ) -> Result<Self::Handle, Error>
-    where
-        H: FnMut(RequestId, &[u8], &mut Responder<'_>) + Clone + Send + 'static;
-
-    /// A pool for `host:port` as `builder` says.
-    fn build_pool(builder: PacketPoolBuilder<Self>, host: &str, port: u16) -> Self::Pool;
+    ) -> Result<Self::Handle, Error>;
 }
 
 /// A packet client or server connection over a stream of type `S` the caller set up.
@@ -255,10 +253,7 @@ impl<T: PacketTransport> PacketServer<T> {
     /// (`PacketConnection::serve`), on a thread (blocking) or task (tokio) of its own.
     /// Returns at once; the handle's `shutdown` stops accepting and closes every
     /// connection.
-    pub fn spawn<H>(&self, listener: T::Listener, handler: H) -> Result<T::Handle, Error>
-    where
-        H: FnMut(RequestId, &[u8], &mut Responder<'_>) + Clone + Send + 'static,
-    {
+    pub fn spawn<H: Handler>(&self, listener: T::Listener, handler: H) -> Result<T::Handle, Error> {
         T::spawn(self, listener, handler)
     }
 }
@@ -321,7 +316,15 @@ impl<T> PacketPoolBuilder<T> {
 
 impl<T: PacketTransport> PacketPoolBuilder<T> {
     /// A pool for `host:port`. Connects lazily: the first request on each slot connects.
+    ///
+    /// Each request takes one connection for its round trip: an idle one if any
+    /// (round-robin from the last one used, so it is also least-in-flight), else it waits
+    /// for the round-robin one. A connection that fails fatally is dropped and reconnected
+    /// by the next request on its slot; a failed connection attempt backs the slot off.
+    /// Every request first asks the circuit breaker: while it is open, requests fail at once
+    /// with [`Error::CircuitOpen`]; half-open, one probe goes through (ignoring the slot's
+    /// backoff).
     pub fn build(self, host: &str, port: u16) -> T::Pool {
-        T::build_pool(self, host, port)
+        PoolParts::new(self, host, port, T::PoolSlot::default).into()
     }
 }

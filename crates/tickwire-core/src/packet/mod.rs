@@ -33,6 +33,6 @@ pub use options::{
     HasLinkOptions, LinkOptions, PacketClientOptions, PacketPoolOptions, PacketServerOptions,
 };
 pub use pool::{PoolGate, PoolParts, PooledConnection, Slot, SlotOrder, Turn};
-pub use responder::{Responder, answer_with};
+pub use responder::{Handler, Responder, answer_with};
 pub use tickwire_codec::mux::RequestId;
 pub use tickwire_codec::packet::Keepalive;

@@ -67,6 +67,13 @@ impl Responder<'_> {
     }
 }
 
+/// A handler a packet server spawns with: called for each request with its id, payload
+/// and the [`Responder`] its answer goes through; cloned for each connection, which runs on
+/// a thread or task of its own. Every such closure is one.
+pub trait Handler: FnMut(RequestId, &[u8], &mut Responder<'_>) + Clone + Send + 'static {}
+
+impl<H> Handler for H where H: FnMut(RequestId, &[u8], &mut Responder<'_>) + Clone + Send + 'static {}
+
 /// Runs `handler` on request `id` (its `payload` borrowed from the session, with the
 /// session's `writer` and `queued` output), then gives the request an empty answer if the
 /// handler gave none, and tells `core` it was answered. For the transports' `serve` loops;

@@ -95,7 +95,7 @@ pub use server::{
 pub use tickwire_codec::mux::RequestId;
 pub use tickwire_codec::packet::Keepalive;
 pub use tickwire_core::packet::{
-    Error, PacketClientOptions, PacketPoolOptions, PacketServerOptions, Responder,
+    Error, Handler, PacketClientOptions, PacketPoolOptions, PacketServerOptions, Responder,
 };
 
 pub use crate::Tokio;
@@ -110,6 +110,7 @@ impl tickwire_core::packet::PacketTransport for Tokio {
     type Listener = tokio::net::TcpListener;
     type Handle = ServerHandle;
     type Pool = PacketPool;
+    type PoolSlot = pool::PoolSlot;
 
     fn connect<'a>(
         builder: &'a PacketClientBuilder,
@@ -123,19 +124,12 @@ impl tickwire_core::packet::PacketTransport for Tokio {
         Box::pin(server::accept(server.options(), tcp))
     }
 
-    fn spawn<H>(
+    fn spawn<H: Handler>(
         server: &PacketServer,
         listener: Self::Listener,
         handler: H,
-    ) -> Result<ServerHandle, Error>
-    where
-        H: FnMut(RequestId, &[u8], &mut Responder<'_>) + Clone + Send + 'static,
-    {
+    ) -> Result<ServerHandle, Error> {
         server::spawn(server, listener, handler)
-    }
-
-    fn build_pool(builder: PacketPoolBuilder, host: &str, port: u16) -> PacketPool {
-        pool::build(builder, host, port)
     }
 }
 

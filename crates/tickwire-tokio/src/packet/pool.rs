@@ -15,33 +15,28 @@ use tickwire_core::packet::PoolParts;
 use super::{Error, PacketClient, Tokio};
 use crate::core::now;
 
-/// Options for a [`PacketPool`]: the shared builder on the tokio transport. Defaults: 4
-/// connections, the default [`PacketClientBuilder`](super::PacketClientBuilder),
-/// [`BreakerConfig::new`] (open after 5 consecutive failures, 1 s cool-down doubling to
-/// 30 s), reconnect backoff from 50 ms doubling to 5 s.
-///
-/// [`BreakerConfig::new`]: tickwire_codec::mux::BreakerConfig::new
+/// Options for a [`PacketPool`] on the tokio transport: the shared
+/// [`PacketPoolBuilder`](tickwire_core::packet::PacketPoolBuilder), its defaults and
+/// `build`'s pool policy.
 pub type PacketPoolBuilder = tickwire_core::packet::PacketPoolBuilder<Tokio>;
 
-/// A pool for `host:port`. Connects lazily: the first request on each slot connects.
-pub(super) fn build(builder: PacketPoolBuilder, host: &str, port: u16) -> PacketPool {
-    let parts = PoolParts::new(builder, host, port, || Mutex::new(Slot::default()));
-    PacketPool { parts }
-}
-
-/// A pool of packet connections to one address, for many tasks (share it in an `Arc`).
-///
-/// Each request takes one connection for its round trip: an idle one if any (round-robin),
-/// else it waits for the round-robin one. A connection that fails fatally is dropped and
-/// reconnected by the next request on its slot; a failed connection attempt backs the slot
-/// off. Every request first asks the circuit breaker: while it is open, requests fail at once
-/// with [`Error::CircuitOpen`]; half-open, one probe goes through.
+/// A pool of packet connections to one address, for many tasks (share it in an `Arc`): see
+/// [`PacketPoolBuilder::build`](tickwire_core::packet::PacketPoolBuilder::build) for how a
+/// request picks its connection and what the circuit breaker does.
 #[derive(Debug)]
 pub struct PacketPool {
     parts: PoolParts<Tokio, Mutex<Slot>>,
 }
 
 type Slot = tickwire_core::packet::Slot<PacketClient>;
+/// A pool slot: the mutex around it.
+pub(super) type PoolSlot = Mutex<Slot>;
+
+impl From<PoolParts<Tokio, Mutex<Slot>>> for PacketPool {
+    fn from(parts: PoolParts<Tokio, Mutex<Slot>>) -> Self {
+        Self { parts }
+    }
+}
 
 impl PacketPool {
     /// A pool with the default [`PacketPoolBuilder`].

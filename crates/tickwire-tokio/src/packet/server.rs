@@ -6,6 +6,7 @@
 
 use std::net::SocketAddr;
 use std::time::Duration;
+use tickwire_core::packet::Handler;
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
@@ -71,14 +72,11 @@ pub(super) fn connection_over<S: Transport>(
 /// [`PacketServer::spawn`] on tasks (needs a tokio runtime): one accepting, one per
 /// connection, in a set that aborting the accept task (shutdown, or dropping the handle)
 /// aborts with it.
-pub(super) fn spawn<H>(
+pub(super) fn spawn<H: Handler>(
     server: &PacketServer,
     listener: TcpListener,
     handler: H,
-) -> Result<ServerHandle, Error>
-where
-    H: FnMut(RequestId, &[u8], &mut Responder<'_>) + Clone + Send + 'static,
-{
+) -> Result<ServerHandle, Error> {
     let addr = listener.local_addr()?;
     let server = server.clone();
     let task = tokio::spawn(async move {

@@ -20,7 +20,7 @@ impl Driver for OnTokio {
             .unwrap();
         let feed = {
             let _entered = runtime.enter();
-            Feed::with_timestamps(config, ClientBuilder::new(), timestamps).unwrap()
+            Feed::new(config.with_timestamps(timestamps), ClientBuilder::new()).unwrap()
         };
         Self { runtime, feed }
     }

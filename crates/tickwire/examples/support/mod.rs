@@ -21,11 +21,8 @@ pub(crate) fn args(default_url: &str) -> (String, Duration) {
 /// Opens the feed, with the kernel's receive timestamps where it takes them (`ws://` on
 /// Linux), the user's otherwise.
 pub(crate) fn open(config: FeedConfig) -> Result<Feed, Box<dyn Error>> {
-    Ok(Feed::with_timestamps(
-        config,
-        ClientBuilder::new(),
-        Timestamps::Kernel,
-    )?)
+    let config = config.with_timestamps(Timestamps::Kernel);
+    Ok(Feed::new(config, ClientBuilder::new())?)
 }
 
 /// Prints every event for `run_for`, calling `on_subscribed` each time a connection has

@@ -266,7 +266,8 @@ impl Link {
                 None if now >= last_received + interval && !self.send.close_queued => {
                     self.pings_sent = self.pings_sent.wrapping_add(1);
                     let payload = u64::from(self.pings_sent).to_be_bytes();
-                    self.send.writer.ping(&mut out.control, &payload)?;
+                    let queued = self.send.writer.ping(&mut out.control, &payload);
+                    out.counted_control(queued)?;
                     self.ping_sent_at = Some(now);
                 }
                 _ => {}

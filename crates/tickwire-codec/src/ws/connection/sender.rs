@@ -124,7 +124,8 @@ impl Sender<'_> {
         if self.state.close_queued {
             return Err(Error::SendAfterClose);
         }
-        self.state.writer.ping(&mut self.out.control, payload)
+        let queued = self.state.writer.ping(&mut self.out.control, payload);
+        self.out.counted_control(queued)
     }
 
     /// Queues a pong (at most 125 bytes), ahead of data not yet started.
@@ -132,7 +133,8 @@ impl Sender<'_> {
         if self.state.close_queued {
             return Err(Error::SendAfterClose);
         }
-        self.state.writer.pong(&mut self.out.control, payload)
+        let queued = self.state.writer.pong(&mut self.out.control, payload);
+        self.out.counted_control(queued)
     }
 
     /// Queues a close after any queued data. The close timeout starts at the connection's
@@ -206,15 +208,20 @@ impl Sender<'_> {
         let control = &mut self.out.control;
         if control.len() < MAX_QUEUED_CONTROL {
             self.out.latest_pong = 0;
-            let _ = self.state.writer.pong(control, payload);
+            let queued = self.state.writer.pong(control, payload);
+            let _ = self.out.counted_control(queued);
             return;
         }
         // The bound is far above one pong, so the one being replaced has not started going
         // out.
-        control.truncate(control.len() - usize::from(self.out.latest_pong));
+        let replaced = self.out.latest_pong;
+        control.truncate(control.len() - usize::from(replaced));
         let before = control.len();
-        let _ = self.state.writer.pong(control, payload);
+        let queued = self.state.writer.pong(control, payload);
         self.out.latest_pong = (control.len() - before) as u8;
+        if replaced == 0 {
+            let _ = self.out.counted_control(queued);
+        }
     }
 
     #[inline]
