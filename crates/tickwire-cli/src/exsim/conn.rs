@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use tickwire::blocking::{CloseCode, Message, Recv, TlsStream, Transport, WebSocket};
 
-use super::{CloseHow, Nanos, Sent, Sim, data_message};
+use super::style::{Opening, Request};
+use super::{CloseHow, Nanos, Sent, Sim};
 
 /// How long a receive waits before the connection's timers and queue are looked at: the
 /// most a published message waits before it is written.
@@ -100,16 +101,26 @@ impl Tcp for TlsStream<TcpStream> {
     }
 }
 
-/// Registers the connection and serves it until it ends.
-pub(crate) fn run<S: Tcp>(sim: &Arc<Sim>, mut ws: WebSocket<S>, peer: Option<SocketAddr>) {
+/// Registers the connection and serves it until it ends; `opening` is what its opening
+/// request subscribed to.
+pub(crate) fn run<S: Tcp>(
+    sim: &Arc<Sim>,
+    mut ws: WebSocket<S>,
+    peer: Option<SocketAddr>,
+    opening: Opening,
+) {
     let conn = {
         let mut state = sim.lock();
+        let mut subscribed = vec![false; sim.args.keys.len()];
+        for &key in &opening.keys {
+            subscribed[key] = true;
+        }
         let conn = Arc::new(Conn {
             id: state.conns.len() as u64,
             peer,
             opened: sim.now(),
             shared: Mutex::new(Shared {
-                subscribed: vec![false; sim.args.keys.len()],
+                subscribed,
                 ..Shared::default()
             }),
         });
@@ -117,7 +128,7 @@ pub(crate) fn run<S: Tcp>(sim: &Arc<Sim>, mut ws: WebSocket<S>, peer: Option<Soc
         conn
     };
     ws.set_read_timeout(Some(TICK));
-    let mut session = Session::new(sim, &conn);
+    let mut session = Session::new(sim, &conn, opening);
     let ended = session.serve(&mut ws);
     let ending = match ended {
         End::Close(how, code) => close(&mut ws, how, code),
@@ -159,7 +170,9 @@ struct Session<'a> {
     sim: &'a Sim,
     conn: &'a Conn,
     opened: Instant,
-    last_from_client: Instant,
+    /// Since when the connection counts as idle for `--idle-close`: the client's last
+    /// message (and, in a style whose exchange counts them, the last message pushed).
+    idle_since: Instant,
     next_server_ping: Option<Instant>,
     pong_due: Option<Instant>,
     /// Messages to leave out, per key (`/gap` with `conn`).
@@ -168,21 +181,23 @@ struct Session<'a> {
     /// Whether the client has subscribed at all (the subscription deadline then no longer
     /// applies, also after it unsubscribed).
     subscribed_once: bool,
+    opening: Opening,
 }
 
 impl<'a> Session<'a> {
-    fn new(sim: &'a Sim, conn: &'a Conn) -> Self {
+    fn new(sim: &'a Sim, conn: &'a Conn, opening: Opening) -> Self {
         let now = Instant::now();
         Self {
             sim,
             conn,
             opened: now,
-            last_from_client: now,
+            idle_since: now,
             next_server_ping: sim.args.server_ping_every.map(|every| now + every),
             pong_due: None,
             gaps: vec![0; sim.args.keys.len()],
             history: VecDeque::new(),
-            subscribed_once: false,
+            subscribed_once: !opening.keys.is_empty(),
+            opening,
         }
     }
 
@@ -205,7 +220,7 @@ impl<'a> Session<'a> {
                 Err(e) => return End::Peer(format!("peer error: {e}")),
             };
             if let Some(text) = text {
-                self.last_from_client = Instant::now();
+                self.idle_since = Instant::now();
                 self.conn.lock().received.push(self.sim.now());
                 if let Err(end) = self.on_text(ws, &text) {
                     return end;
@@ -234,6 +249,7 @@ impl<'a> Session<'a> {
             return Ok(());
         }
         let request: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+        // A login is the simulator's own shape in every style.
         let op = request["op"].as_str().unwrap_or_default();
         let logged_in = self.conn.lock().logged_in;
         if let Some(token) = &args.login_token
@@ -248,40 +264,64 @@ impl<'a> Session<'a> {
             self.conn.lock().logged_in = true;
             return Ok(());
         }
-        match op {
-            "subscribe" | "unsubscribe" => self.subscribe(ws, &request, op == "subscribe"),
-            _ => {
-                let reply = serde_json::json!({"event": "error", "conn": self.conn.id,
-                    "msg": format!("unknown request {text:?}")});
-                self.send(ws, &reply.to_string())
+        let style = args.style;
+        match style.request(&request) {
+            Request::Subscribe { on, topics, id } => self.subscribe(ws, &topics, on, &id),
+            Request::List { id } => {
+                let now = self.subscribed_keys();
+                self.send(ws, &style.list(&now, &id))
+            }
+            Request::Unknown => {
+                let problem = format!("unknown request {text:?}");
+                let reply = style.error(self.conn.id, &problem, true, &request["id"]);
+                self.send(ws, &reply)
             }
         }
     }
 
+    /// The keys the connection is subscribed to, in the order of `--keys`.
+    fn subscribed_keys(&self) -> Vec<&'a str> {
+        let keys = &self.sim.args.keys;
+        let shared = self.conn.lock();
+        keys.iter()
+            .zip(&shared.subscribed)
+            .filter(|(_, on)| **on)
+            .map(|(key, _)| key.as_str())
+            .collect()
+    }
+
+    /// Subscribes to (`on`) or unsubscribes from the keys the topics name, and answers.
     fn subscribe<S: Tcp>(
         &mut self,
         ws: &mut WebSocket<S>,
-        request: &serde_json::Value,
+        topics: &[String],
         on: bool,
+        id: &serde_json::Value,
     ) -> Result<(), End> {
-        let names: Vec<&str> = request["args"]
-            .as_array()
-            .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
-            .unwrap_or_default();
-        let unknown: Vec<&str> = names
+        let (keys, style) = (&self.sim.args.keys, self.sim.args.style);
+        let named: Vec<Option<usize>> = topics
             .iter()
-            .copied()
-            .filter(|name| self.sim.key_index(name).is_none())
+            .map(|topic| style.key_index(keys, topic))
             .collect();
-        if names.is_empty() || !unknown.is_empty() {
-            let reply = serde_json::json!({"event": "error", "conn": self.conn.id,
-                "msg": format!("unknown keys {unknown:?} (or none named)")});
-            return self.send(ws, &reply.to_string());
+        let unknown: Vec<&str> = topics
+            .iter()
+            .zip(&named)
+            .filter(|(_, key)| key.is_none())
+            .map(|(topic, _)| topic.as_str())
+            .collect();
+        if topics.is_empty() || !unknown.is_empty() {
+            let problem = format!("unknown keys {unknown:?} (or none named)");
+            return self.send(ws, &style.error(self.conn.id, &problem, false, id));
         }
         self.subscribed_once |= on;
+        let named: Vec<&str> = named
+            .into_iter()
+            .flatten()
+            .map(|key| keys[key].as_str())
+            .collect();
         {
             let mut shared = self.conn.lock();
-            for name in &names {
+            for &name in &named {
                 if let Some(key) = self.sim.key_index(name) {
                     shared.subscribed[key] = on;
                 }
@@ -290,9 +330,11 @@ impl<'a> Session<'a> {
         if self.sim.args.no_ack {
             return Ok(());
         }
-        let event = if on { "subscribed" } else { "unsubscribed" };
-        let reply = serde_json::json!({"event": event, "conn": self.conn.id, "args": names});
-        self.send(ws, &reply.to_string())
+        let now = self.subscribed_keys();
+        for ack in style.acks(self.conn.id, on, &named, &now, id) {
+            self.send(ws, &ack)?;
+        }
+        Ok(())
     }
 
     /// Between reads: commands, timers, then the queued messages.
@@ -334,7 +376,7 @@ impl<'a> Session<'a> {
             return Err(End::Close(args.age_close, 1000));
         }
         if let Some(idle) = args.idle_close
-            && now >= self.last_from_client + idle
+            && now >= self.idle_since + idle
         {
             return Err(End::Close(CloseHow::Ws, 4000));
         }
@@ -383,7 +425,10 @@ impl<'a> Session<'a> {
         let mut written = Vec::with_capacity(messages.len());
         let mut failed = Ok(());
         for &(key, seq) in messages {
-            if let Err(e) = ws.send_text(&data_message(&args.keys[key], seq, args.size)) {
+            let text = args
+                .style
+                .data(&args.keys[key], seq, args.size, &self.opening);
+            if let Err(e) = ws.send_text(&text) {
                 failed = Err(End::Peer(format!("peer error: {e}")));
                 break;
             }
@@ -399,6 +444,9 @@ impl<'a> Session<'a> {
                 }
                 self.history.push_back((key, seq));
             }
+        }
+        if args.style.idle_counts_pushes() && !written.is_empty() {
+            self.idle_since = Instant::now();
         }
         self.conn.lock().sent += written.len() as u64;
         self.sim.record_sent(written);

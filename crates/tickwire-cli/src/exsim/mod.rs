@@ -11,6 +11,7 @@
 
 mod conn;
 mod control;
+mod style;
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -24,6 +25,7 @@ use clap::{Args, ValueEnum};
 use tickwire::blocking::{Response, ServerBuilder, ServerTlsConfig};
 
 use crate::print_listening;
+use style::Style;
 
 #[derive(Args, Clone)]
 pub(crate) struct ExsimArgs {
@@ -42,6 +44,9 @@ pub(crate) struct ExsimArgs {
     /// Messages per second on each key (0: none).
     #[arg(long, default_value_t = 100)]
     rate: u32,
+    /// The exchange whose message shapes the feed speaks (subscribe, acknowledgements, data).
+    #[arg(long, value_enum, default_value_t = Style::Plain)]
+    style: Style,
     /// Pad every data message with a `pad` field to at least this many bytes.
     #[arg(long, default_value_t = 0)]
     size: usize,
@@ -317,21 +322,27 @@ fn handshake(
     stream: TcpStream,
     refused: Option<u16>,
 ) {
-    let decide = move |request: &tickwire::blocking::Request| match refused {
+    // The request's target, for the styles that subscribe by URL (Binance).
+    let target = std::cell::RefCell::new(String::new());
+    let decide = |request: &tickwire::blocking::Request| match refused {
         Some(status) => Response::reject(status).header("Retry-After", "1"),
-        None => Response::accept(request),
+        None => {
+            request.path().clone_into(&mut target.borrow_mut());
+            Response::accept(request)
+        }
     };
+    let opening = || sim.args.style.opening(&target.borrow(), &sim.args.keys);
     // A refused or failed handshake is counted as an attempt already; nothing more to do.
     let peer = stream.peer_addr().ok();
     match tls {
         Some(tls) => {
             if let Ok(ws) = builder.accept_tls_with(stream, tls, decide) {
-                conn::run(sim, ws, peer);
+                conn::run(sim, ws, peer, opening());
             }
         }
         None => {
             if let Ok(ws) = builder.accept_with(stream, decide) {
-                conn::run(sim, ws, peer);
+                conn::run(sim, ws, peer, opening());
             }
         }
     }
@@ -367,25 +378,6 @@ fn publish(sim: &Sim) {
     }
 }
 
-/// A data message: `{"key":K,"seq":N,"px":P}`, padded to `size` bytes with a `pad` field.
-fn data_message(key: &str, seq: u64, size: usize) -> String {
-    let mut text = format!(
-        r#"{{"key":"{key}","seq":{seq},"px":{}.{:02}"#,
-        100 + seq % 1000,
-        seq % 100
-    );
-    // A pad field makes the message at least 9 bytes longer (`,"pad":""`):
-    // exactly `size` from there on, the least above `size` below it.
-    if size > text.len() + 1 {
-        text.push_str(r#","pad":""#);
-        let pad = size.saturating_sub(text.len() + 2);
-        text.extend(std::iter::repeat_n('x', pad));
-        text.push('"');
-    }
-    text.push('}');
-    text
-}
-
 fn nanos(duration: Duration) -> Nanos {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
@@ -418,23 +410,6 @@ mod tests {
         assert_eq!(parse_budget("5/1s"), Ok((5, Duration::from_secs(1))));
         assert!(parse_budget("5").is_err());
         assert!(parse_budget("5/0s").is_err());
-    }
-
-    #[test]
-    fn data_messages_are_padded_to_the_size_asked() {
-        assert_eq!(
-            data_message("K", 7, 0),
-            r#"{"key":"K","seq":7,"px":107.07}"#
-        );
-        // Unpadded, this one is 41 bytes; with an empty pad, 50.
-        assert_eq!(data_message("BTC-USD", 12345, 41).len(), 41);
-        assert_eq!(data_message("BTC-USD", 12345, 42).len(), 50);
-        for size in [50, 64, 200] {
-            let text = data_message("BTC-USD", 12345, size);
-            assert_eq!(text.len(), size, "{text}");
-            let value: serde_json::Value = serde_json::from_str(&text).unwrap();
-            assert_eq!(value["seq"], 12345);
-        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 mod demo;
 mod echo;
 mod exsim;
+mod exsim_styles;
 mod exsim_support;
 mod support;
 mod toxiproxy;
