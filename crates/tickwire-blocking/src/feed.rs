@@ -128,8 +128,11 @@ impl FeedSocket for Socket {
 /// Opens a feed connection (on a connect's thread): TCP, TLS, the upgrade, its reads
 /// stamped, then non-blocking.
 fn open(url: &str, options: ClientOptions, stamping: Stamping) -> Result<Socket, Error> {
-    let (stream, url, deadline) = crate::client::open_stream(&options, url)?;
-    let stamps = stamping.arm(stream.is_tls(), stream.tcp())?;
+    let (mut stream, url, deadline) = crate::client::open_stream(&options, url)?;
+    let stamps = stamping.arm(stream.tcp())?;
+    if stamps.kernel() {
+        stream.stamp_kernel();
+    }
     let stream = Stamped(StampedStream {
         inner: stream,
         stamps,

@@ -47,6 +47,25 @@ impl MaybeTlsStream {
         }
     }
 
+    /// A feed's: socket reads under TLS take the kernel's receive time (plain TCP reads are
+    /// stamped by the feed's stream itself).
+    pub(crate) fn stamp_kernel(&mut self) {
+        #[cfg(feature = "tls")]
+        if let Inner::Tls(s) = &mut self.0 {
+            s.kernel.enable();
+        }
+    }
+
+    /// Under TLS with [`stamp_kernel`](Self::stamp_kernel) on, the kernel's time of the last
+    /// socket read that returned bytes.
+    pub(crate) fn kernel_ns(&self) -> Option<u64> {
+        match &self.0 {
+            Inner::Plain(_) => None,
+            #[cfg(feature = "tls")]
+            Inner::Tls(s) => s.kernel.last(),
+        }
+    }
+
     /// The TLS state, for `wss://`.
     #[cfg(feature = "tls")]
     pub fn tls(&self) -> Option<&tickwire_tls::TlsCodec> {

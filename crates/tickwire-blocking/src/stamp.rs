@@ -23,15 +23,17 @@ impl Stamped {
         &self.0.stamps
     }
 
-    /// One `recvmsg` with the kernel's time of what it read.
-    #[cfg(target_os = "linux")]
+    /// One read with the kernel's time of it: a `recvmsg` on plain TCP; under TLS, the
+    /// time of the socket read that completed the records this plaintext came from.
     fn read_kernel(&mut self, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
-        tickwire_core::feed::kernel::recv(self.0.inner.tcp(), buf)
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn read_kernel(&mut self, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
-        self.0.inner.read(buf).map(|n| (n, None))
+        if self.0.inner.is_tls() {
+            let n = self.0.inner.read(buf)?;
+            return Ok((n, self.0.inner.kernel_ns()));
+        }
+        #[cfg(target_os = "linux")]
+        return tickwire_core::feed::kernel::recv(self.0.inner.tcp(), buf);
+        #[cfg(not(target_os = "linux"))]
+        return self.0.inner.read(buf).map(|n| (n, None));
     }
 }
 
@@ -90,7 +92,7 @@ impl Transport for Stamped {
 
     fn read_ready(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.0.inner.read_ready(buf)?;
-        self.0.stamps.record(n, None);
+        self.0.stamps.record(n, self.0.inner.kernel_ns());
         Ok(n)
     }
 

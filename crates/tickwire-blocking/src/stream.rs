@@ -18,6 +18,14 @@ const HANDSHAKE_READ: usize = 4 << 10;
 /// Implemented for `TcpStream`; a TLS stream implements it too. The default methods suit a
 /// stream with no timeouts or half-close (an in-memory pipe in a test).
 pub trait Transport: Read + Write {
+    /// One read, with the kernel's receive time of what it read where the stream takes it
+    /// (a TCP socket with `SO_TIMESTAMPNS` on, on Linux: one `recvmsg(2)`). By default a
+    /// plain `read` and no time.
+    #[doc(hidden)]
+    fn recv_stamped(&mut self, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
+        self.read(buf).map(|n| (n, None))
+    }
+
     /// Sets the read timeout (`None` blocks forever). Used for the connection's timers.
     fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
         let _ = timeout;
@@ -105,6 +113,11 @@ pub(crate) fn io_error<S: Transport + ?Sized>(stream: &S, error: io::Error) -> T
 }
 
 impl Transport for TcpStream {
+    #[cfg(target_os = "linux")]
+    fn recv_stamped(&mut self, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
+        tickwire_core::feed::kernel::recv(self, buf)
+    }
+
     fn set_read_timeout(&mut self, timeout: Option<Duration>) -> io::Result<()> {
         TcpStream::set_read_timeout(self, timeout)
     }

@@ -6,6 +6,7 @@
 use std::io::{self, ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 
+use tickwire_core::feed::SocketStamp;
 use tickwire_tls::{Owed, Plaintext, TlsCodec, TlsError};
 
 use crate::{Readiness, Transport, TransportError};
@@ -18,6 +19,8 @@ pub struct TlsStream<S> {
     codec: TlsCodec,
     /// close_notify was sent ([`Transport::shutdown_write`]): the connection is over for us.
     closed_for_writing: bool,
+    /// A feed's: the kernel receive time of the socket reads, when taken.
+    pub(crate) kernel: SocketStamp,
 }
 
 impl<S: Transport> TlsStream<S> {
@@ -28,7 +31,21 @@ impl<S: Transport> TlsStream<S> {
             sock,
             codec,
             closed_for_writing: false,
+            kernel: SocketStamp::default(),
         }
+    }
+
+    /// One socket read into the codec: a [`Transport::recv_stamped`] when a feed takes the
+    /// kernel's time.
+    fn read_tls(&mut self) -> io::Result<usize> {
+        if !self.kernel.is_on() {
+            return self.codec.read_tls_from(&mut self.sock);
+        }
+        let mut stamped = StampedRead {
+            sock: &mut self.sock,
+            at: &mut self.kernel,
+        };
+        self.codec.read_tls_from(&mut stamped)
     }
 
     /// Runs the TLS handshake to completion or until `deadline` (then
@@ -151,6 +168,21 @@ impl<S: Transport> Write for TryWriter<'_, S> {
     }
 }
 
+/// A socket read through [`Transport::recv_stamped`], keeping the kernel's time of what it
+/// read.
+struct StampedRead<'a, S> {
+    sock: &'a mut S,
+    at: &'a mut SocketStamp,
+}
+
+impl<S: Transport> Read for StampedRead<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let (n, at) = self.sock.recv_stamped(buf)?;
+        self.at.note(n, at);
+        Ok(n)
+    }
+}
+
 fn is_timeout(e: &io::Error) -> bool {
     matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
 }
@@ -173,7 +205,7 @@ impl<S: Transport> Read for TlsStream<S> {
             // it now, else it stays queued for the next write (a read never blocks on a write:
             // the peer may be waiting for us to read before it reads).
             self.push_queued()?;
-            match self.codec.read_tls_from(&mut self.sock) {
+            match self.read_tls() {
                 Ok(_) => {}
                 Err(e) if self.codec.error().is_some() => {
                     self.owe_peer();
@@ -287,7 +319,7 @@ impl<S: Transport> Transport for TlsStream<S> {
                 Plaintext::NeedMore => {}
             }
             self.push_queued()?;
-            match self.codec.read_tls_from(&mut self.sock) {
+            match self.read_tls() {
                 Ok(_) => {}
                 Err(e) if self.codec.error().is_some() => {
                     self.owe_peer();

@@ -2,6 +2,12 @@
 #![cfg(unix)]
 
 mod feed_support;
+#[cfg(feature = "tls")]
+#[path = "feed_support/tls.rs"]
+mod feed_tls;
+#[cfg(feature = "tls")]
+#[expect(dead_code, reason = "the feed uses the certificate helpers only")]
+mod tls_support;
 
 use tickwire_blocking::feed::Feed;
 
@@ -45,4 +51,10 @@ fn a_connect_that_hangs_does_not_hold_up_the_open_connection() {
 #[test]
 fn pongs_count_against_a_quota_that_counts_control_frames() {
     feed_support::pongs_count_against_a_quota_that_counts_control_frames::<Feed>();
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn kernel_timestamps_are_taken_under_tls() {
+    feed_tls::kernel_timestamps_are_taken_under_tls::<Feed>();
 }

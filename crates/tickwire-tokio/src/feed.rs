@@ -133,9 +133,12 @@ impl FeedIo for Connections {
     ) -> Connecting {
         let url = url.to_owned();
         Box::pin(async move {
-            let (mut options, stream, url, deadline) =
+            let (mut options, mut stream, url, deadline) =
                 crate::client::open_stream(options, &url).await?;
-            let stamps = stamping.arm(stream.is_tls(), stream.tcp())?;
+            let stamps = stamping.arm(stream.tcp())?;
+            if stamps.kernel() {
+                stream.0.stamp_kernel();
+            }
             let stream = Stamped(StampedStream {
                 inner: stream,
                 stamps,

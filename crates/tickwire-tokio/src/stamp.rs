@@ -20,20 +20,6 @@ use crate::{MaybeTlsStream, Transport};
 pub struct Stamped(pub(crate) StampedStream<MaybeTlsStream>);
 
 impl Stamped {
-    /// One `recvmsg` on the ready socket, with the kernel's time of what it read.
-    #[cfg(target_os = "linux")]
-    fn read_kernel(&self, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
-        let tcp = self.0.inner.tcp();
-        tcp.try_io(tokio::io::Interest::READABLE, || {
-            tickwire_core::feed::kernel::recv(tcp, buf)
-        })
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn read_kernel(&self, _buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
-        Err(io::ErrorKind::Unsupported.into())
-    }
-
     /// How its reads are stamped.
     pub(crate) fn stamps(&self) -> &ReadStamps {
         &self.0.stamps
@@ -54,40 +40,82 @@ impl Transport for Stamped {
     }
 
     fn read_now(&mut self, buf: &mut [u8]) -> Option<io::Result<usize>> {
-        if self.0.stamps.kernel() {
-            return Some(self.read_kernel(buf).map(|(n, kernel)| {
-                self.0.stamps.record(n, kernel);
-                n
-            }));
+        if self.0.stamps.kernel() && !self.0.inner.is_tls() {
+            return Some(
+                try_recv_stamped(self.0.inner.tcp(), buf).map(|(n, kernel)| {
+                    self.0.stamps.record(n, kernel);
+                    n
+                }),
+            );
         }
         let read = self.0.inner.read_now(buf);
         if let Some(Ok(n)) = read {
-            self.0.stamps.record(n, None);
+            self.0.stamps.record(n, self.0.inner.0.kernel_ns());
         }
         read
     }
 }
 
 impl Stamped {
-    /// `poll_read` with kernel timestamps: wait for readiness, then one `recvmsg`.
+    /// `poll_read` with kernel timestamps: one `recvmsg` on plain TCP; under TLS, the
+    /// plaintext and the time of the socket read that completed its records.
     fn poll_read_kernel(
         &mut self,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        loop {
-            std::task::ready!(self.0.inner.tcp().poll_read_ready(cx))?;
-            match self.read_kernel(buf.initialize_unfilled()) {
-                Ok((n, kernel)) => {
-                    self.0.stamps.record(n, kernel);
-                    buf.advance(n);
-                    return Poll::Ready(Ok(()));
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => return Poll::Ready(Err(e)),
-            }
+        if self.0.inner.is_tls() {
+            let before = buf.filled().len();
+            std::task::ready!(Pin::new(&mut self.0.inner).poll_read(cx, buf))?;
+            let kernel = self.0.inner.0.kernel_ns();
+            self.0.stamps.record(buf.filled().len() - before, kernel);
+            return Poll::Ready(Ok(()));
+        }
+        let (n, kernel) = std::task::ready!(poll_recv_stamped(
+            self.0.inner.tcp(),
+            cx,
+            buf.initialize_unfilled()
+        ))?;
+        self.0.stamps.record(n, kernel);
+        buf.advance(n);
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// One `recvmsg(2)` on `tcp` once it is readable, with the kernel's receive time of what it
+/// read (`SO_TIMESTAMPNS` on): the feed's plain and TLS socket reads.
+pub(crate) fn poll_recv_stamped(
+    tcp: &tokio::net::TcpStream,
+    cx: &mut Context<'_>,
+    buf: &mut [u8],
+) -> Poll<io::Result<(usize, Option<u64>)>> {
+    loop {
+        std::task::ready!(tcp.poll_read_ready(cx))?;
+        match try_recv_stamped(tcp, buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            read => return Poll::Ready(read),
         }
     }
+}
+
+/// One `recvmsg(2)` on `tcp` if it is ready now, with the kernel's receive time (Linux).
+#[cfg(target_os = "linux")]
+fn try_recv_stamped(
+    tcp: &tokio::net::TcpStream,
+    buf: &mut [u8],
+) -> io::Result<(usize, Option<u64>)> {
+    tcp.try_io(tokio::io::Interest::READABLE, || {
+        tickwire_core::feed::kernel::recv(tcp, buf)
+    })
+}
+
+/// No kernel timestamps off Linux (never asked for: `kernel_reads` says no).
+#[cfg(not(target_os = "linux"))]
+fn try_recv_stamped(
+    tcp: &tokio::net::TcpStream,
+    buf: &mut [u8],
+) -> io::Result<(usize, Option<u64>)> {
+    tcp.try_read(buf).map(|n| (n, None))
 }
 
 impl AsyncRead for Stamped {

@@ -59,6 +59,26 @@ impl MaybeTls {
     }
 }
 
+impl MaybeTls {
+    /// A feed's: socket reads under TLS take the kernel's receive time.
+    pub(crate) fn stamp_kernel(&mut self) {
+        #[cfg(feature = "tls")]
+        if let Self::Tls(tls) = self {
+            tls.kernel.enable();
+        }
+    }
+
+    /// Under TLS with [`stamp_kernel`](Self::stamp_kernel) on, the kernel's time of the last
+    /// socket read that returned bytes.
+    pub(crate) fn kernel_ns(&self) -> Option<u64> {
+        match self {
+            Self::Plain(_) => None,
+            #[cfg(feature = "tls")]
+            Self::Tls(tls) => tls.kernel.last(),
+        }
+    }
+}
+
 impl AsyncRead for MaybeTls {
     #[inline]
     fn poll_read(

@@ -18,6 +18,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use tickwire_core::TransportError;
+use tickwire_core::feed::SocketStamp;
 use tickwire_tls::{Owed, Plaintext, TlsCodec, TlsError};
 
 /// How long a failed handshake may take to write what the peer is owed (an alert, a 400).
@@ -30,6 +31,8 @@ pub(crate) struct TlsStream {
     codec: TlsCodec,
     /// close_notify was queued (`poll_shutdown`): later reads drop what arrives until EOF.
     closed_for_writing: bool,
+    /// A feed's: the kernel receive time of the socket reads, when taken.
+    pub(crate) kernel: SocketStamp,
 }
 
 impl TlsStream {
@@ -39,6 +42,7 @@ impl TlsStream {
             tcp,
             codec,
             closed_for_writing: false,
+            kernel: SocketStamp::default(),
         }
     }
 
@@ -64,7 +68,8 @@ impl TlsStream {
             // The same reader as the traffic's: waits for the socket, then one read.
             let read = std::future::poll_fn(|cx| {
                 let (codec, tcp) = (&mut self.codec, &mut self.tcp);
-                match codec.read_tls_from(&mut PollRead { tcp, cx }) {
+                let kernel = None;
+                match codec.read_tls_from(&mut PollRead { tcp, cx, kernel }) {
                     Err(e) if e.kind() == ErrorKind::WouldBlock => Poll::Pending,
                     other => Poll::Ready(other),
                 }
@@ -194,9 +199,11 @@ impl AsyncRead for TlsStream {
             // Through tokio's `poll_read`, not `try_read`: a read shorter than rustls asked
             // for says the socket is drained and clears its readiness, so the next receive
             // waits for the wake-up instead of first trying a `recv` that finds nothing.
+            let kernel = this.kernel.is_on().then_some(&mut this.kernel);
             match this.codec.read_tls_from(&mut PollRead {
                 tcp: &mut this.tcp,
                 cx,
+                kernel,
             }) {
                 Ok(_) => {}
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Poll::Pending,
@@ -255,10 +262,22 @@ impl AsyncWrite for TlsStream {
 struct PollRead<'a, 'b> {
     tcp: &'a mut TcpStream,
     cx: &'a mut Context<'b>,
+    /// With kernel timestamps: where the time of a read goes.
+    kernel: Option<&'a mut SocketStamp>,
 }
 
 impl Read for PollRead<'_, '_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Some(at) = &mut self.kernel {
+            return match crate::stamp::poll_recv_stamped(self.tcp, self.cx, buf) {
+                Poll::Ready(Ok((n, kernel))) => {
+                    at.note(n, kernel);
+                    Ok(n)
+                }
+                Poll::Ready(Err(e)) => Err(e),
+                Poll::Pending => Err(ErrorKind::WouldBlock.into()),
+            };
+        }
         let mut read = ReadBuf::new(buf);
         match Pin::new(&mut *self.tcp).poll_read(self.cx, &mut read) {
             Poll::Ready(Ok(())) => Ok(read.filled().len()),

@@ -4,8 +4,15 @@
 #[path = "../../tickwire-blocking/tests/feed_support/mod.rs"]
 mod feed_support;
 
+#[cfg(feature = "tls")]
+#[path = "../../tickwire-blocking/tests/feed_support/tls.rs"]
+mod feed_tls;
 #[path = "feed_tokio/mod.rs"]
 mod feed_tokio;
+#[cfg(feature = "tls")]
+#[expect(dead_code, reason = "the feed uses the certificate helpers only")]
+#[path = "../../tickwire-blocking/tests/tls_support/mod.rs"]
+mod tls_support;
 
 use std::time::Instant;
 
@@ -53,6 +60,12 @@ fn a_connect_that_hangs_does_not_hold_up_the_open_connection() {
 #[test]
 fn pongs_count_against_a_quota_that_counts_control_frames() {
     feed_support::pongs_count_against_a_quota_that_counts_control_frames::<OnTokio>();
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn kernel_timestamps_are_taken_under_tls() {
+    feed_tls::kernel_timestamps_are_taken_under_tls::<OnTokio>();
 }
 
 #[test]

@@ -17,7 +17,9 @@ use tickwire_blocking::codec::feed::{
 use tickwire_blocking::codec::handshake::Response;
 use tickwire_blocking::codec::mux::Backoff;
 use tickwire_blocking::feed::Timestamps;
-use tickwire_blocking::{CloseCode, Message, Recv, ServerBuilder, WebSocket};
+use tickwire_blocking::{
+    ClientOptions, CloseCode, Message, Recv, ServerBuilder, Transport, WebSocket,
+};
 
 const MIN: Duration = Duration::from_millis(20);
 const MAX: Duration = Duration::from_millis(200);
@@ -70,8 +72,8 @@ pub(crate) fn serve(
 
 /// Sends `key n` for each number; a feed that went away (the test is over) ends the sending
 /// quietly, and the assertions on the feed's side say whether that was early.
-pub(crate) fn send(
-    ws: &mut WebSocket<TcpStream>,
+pub(crate) fn send<S: Transport>(
+    ws: &mut WebSocket<S>,
     key: &str,
     numbers: impl IntoIterator<Item = u64>,
 ) {
@@ -123,9 +125,13 @@ pub(crate) enum Seen {
 }
 
 /// A feed driver under test.
-pub(crate) trait Driver {
+pub(crate) trait Driver: Sized {
     /// Starts a feed with `config` and the default client options.
-    fn start(config: FeedConfig, timestamps: Timestamps) -> Self;
+    fn start(config: FeedConfig, timestamps: Timestamps) -> Self {
+        Self::start_with(config.with_timestamps(timestamps), ClientOptions::default())
+    }
+    /// Starts a feed with `config` and `client`'s options (TLS, ...).
+    fn start_with(config: FeedConfig, client: ClientOptions) -> Self;
     /// The next event, as [`Seen`].
     fn next(&mut self) -> Seen;
     /// The session's counters now.
@@ -136,9 +142,8 @@ pub(crate) trait Driver {
 
 /// The blocking driver (the tokio suite has its own).
 impl Driver for tickwire_blocking::feed::Feed {
-    fn start(config: FeedConfig, timestamps: Timestamps) -> Self {
-        let client = tickwire_blocking::ClientBuilder::new();
-        Self::new(config.with_timestamps(timestamps), client).unwrap()
+    fn start_with(config: FeedConfig, client: ClientOptions) -> Self {
+        Self::new(config, client).unwrap()
     }
 
     fn next(&mut self) -> Seen {
@@ -196,7 +201,7 @@ fn numbers(seen: &[Seen]) -> Vec<u64> {
         .collect()
 }
 
-fn wall_now() -> u64 {
+pub(crate) fn wall_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -348,7 +353,14 @@ pub(crate) fn kernel_timestamps_are_taken_after_the_send<D: Driver>() {
         hold(ws, Duration::from_secs(3));
     });
     let mut feed = D::start(config(&server.url), Timestamps::Kernel);
-    let seen = collect(&mut feed, |seen| numbers(seen).len() == 3);
+    check_kernel_stamps(&mut feed, &sent_at);
+}
+
+/// Takes the three messages of a server that noted the wall time just before each send
+/// (`sent_at`), and checks that each carries a kernel time between that send and the user
+/// stamp.
+pub(crate) fn check_kernel_stamps(feed: &mut impl Driver, sent_at: &Mutex<Vec<u64>>) {
+    let seen = collect(feed, |seen| numbers(seen).len() == 3);
     let sent_at = sent_at.lock().unwrap().clone();
     let mut stamps = 0;
     for s in &seen {

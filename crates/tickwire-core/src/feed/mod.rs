@@ -146,15 +146,11 @@ impl StampCell {
 }
 
 /// Whether a feed connection's reads take kernel timestamps (`recvmsg` in place of `read`):
-/// with [`Timestamps::Kernel`], on a plain TCP stream (`tls` false), on Linux; the option is
-/// turned on on `socket` then.
+/// with [`Timestamps::Kernel`], on Linux (over TLS too: the socket reads under TLS are the
+/// `recvmsg` calls); the option is turned on on `socket` then.
 #[cfg(target_os = "linux")]
-pub fn kernel_reads(
-    timestamps: Timestamps,
-    tls: bool,
-    socket: &impl std::os::fd::AsFd,
-) -> io::Result<bool> {
-    if timestamps != Timestamps::Kernel || tls {
+pub fn kernel_reads(timestamps: Timestamps, socket: &impl std::os::fd::AsFd) -> io::Result<bool> {
+    if timestamps != Timestamps::Kernel {
         return Ok(false);
     }
     kernel::enable(socket)?;
@@ -163,8 +159,8 @@ pub fn kernel_reads(
 
 /// Whether a feed connection's reads take kernel timestamps: never off Linux.
 #[cfg(not(target_os = "linux"))]
-pub fn kernel_reads<S>(timestamps: Timestamps, tls: bool, socket: &S) -> io::Result<bool> {
-    let _ = (timestamps, tls, socket);
+pub fn kernel_reads<S>(timestamps: Timestamps, socket: &S) -> io::Result<bool> {
+    let _ = (timestamps, socket);
     Ok(false)
 }
 
@@ -348,6 +344,42 @@ pub struct StampedStream<S> {
     pub stamps: ReadStamps,
 }
 
+/// The kernel receive time of a TLS stream's socket reads, for a feed: off until
+/// [`enable`](Self::enable)d, then the time of the last socket read that returned bytes
+/// (that of the read that completed the records the next plaintext comes from).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SocketStamp {
+    on: bool,
+    last: Option<u64>,
+}
+
+impl SocketStamp {
+    /// From now on the socket reads are `recvmsg` calls that report their kernel time.
+    pub fn enable(&mut self) {
+        self.on = true;
+    }
+
+    /// Whether the socket reads report their kernel time.
+    #[inline]
+    pub fn is_on(&self) -> bool {
+        self.on
+    }
+
+    /// The kernel time of the last socket read that returned bytes.
+    #[inline]
+    pub fn last(&self) -> Option<u64> {
+        self.last
+    }
+
+    /// Notes a socket read of `n` bytes at kernel time `at`.
+    #[inline]
+    pub fn note(&mut self, n: usize, at: Option<u64>) {
+        if n > 0 {
+            self.last = at;
+        }
+    }
+}
+
 /// How a new feed connection will stamp its reads, before its stream exists:
 /// [`arm`](Self::arm) it on the stream once open.
 #[derive(Debug)]
@@ -360,8 +392,8 @@ impl Stamping {
     /// The stamping of a stream over `socket` (TLS or not): the kernel's time too when
     /// [`kernel_reads`] says so, which turns it on.
     #[cfg(target_os = "linux")]
-    pub fn arm(self, tls: bool, socket: &impl std::os::fd::AsFd) -> io::Result<ReadStamps> {
-        let kernel = kernel_reads(self.timestamps, tls, socket)?;
+    pub fn arm(self, socket: &impl std::os::fd::AsFd) -> io::Result<ReadStamps> {
+        let kernel = kernel_reads(self.timestamps, socket)?;
         Ok(ReadStamps {
             cell: self.cell,
             kernel,
@@ -370,8 +402,8 @@ impl Stamping {
 
     /// The stamping of a stream: user timestamps only (no kernel timestamps off Linux).
     #[cfg(not(target_os = "linux"))]
-    pub fn arm<S>(self, tls: bool, socket: &S) -> io::Result<ReadStamps> {
-        let kernel = kernel_reads(self.timestamps, tls, socket)?;
+    pub fn arm<S>(self, socket: &S) -> io::Result<ReadStamps> {
+        let kernel = kernel_reads(self.timestamps, socket)?;
         Ok(ReadStamps {
             cell: self.cell,
             kernel,
@@ -694,12 +726,11 @@ mod tests {
 
     #[cfg(target_os = "linux")]
     #[test]
-    fn kernel_reads_only_when_asked_and_not_over_tls() {
+    fn kernel_reads_only_when_asked() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let socket = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        assert!(!kernel_reads(Timestamps::User, false, &socket).unwrap());
-        assert!(!kernel_reads(Timestamps::Kernel, true, &socket).unwrap());
-        assert!(kernel_reads(Timestamps::Kernel, false, &socket).unwrap());
+        assert!(!kernel_reads(Timestamps::User, &socket).unwrap());
+        assert!(kernel_reads(Timestamps::Kernel, &socket).unwrap());
     }
 
     #[test]

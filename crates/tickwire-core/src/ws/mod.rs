@@ -25,6 +25,7 @@ pub use server::{Accept, AcceptAll, AcceptOver, ServerBuilder, ServerOptions};
 /// glob, `pub use tickwire_core::ws::names::*`): the errors, the receive outcome, and the
 /// codec's WebSocket and handshake types a user writes.
 pub mod names {
+    pub use super::{ClientOptions, ServerOptions};
     pub use crate::{Error, Recv, TransportError};
     pub use tickwire_codec as codec;
     #[cfg(feature = "deflate")]

@@ -3,9 +3,9 @@
 use std::time::Instant;
 
 use super::feed_support::{Driver, Seen, seen};
-use tickwire_tokio::ClientBuilder;
+use tickwire_tokio::ClientOptions;
 use tickwire_tokio::codec::feed::{ConnId, Counters, FeedConfig, SendError};
-use tickwire_tokio::feed::{Feed, Timestamps};
+use tickwire_tokio::feed::Feed;
 
 pub(crate) struct OnTokio {
     runtime: tokio::runtime::Runtime,
@@ -13,14 +13,14 @@ pub(crate) struct OnTokio {
 }
 
 impl Driver for OnTokio {
-    fn start(config: FeedConfig, timestamps: Timestamps) -> Self {
+    fn start_with(config: FeedConfig, client: ClientOptions) -> Self {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         let feed = {
             let _entered = runtime.enter();
-            Feed::new(config.with_timestamps(timestamps), ClientBuilder::new()).unwrap()
+            Feed::new(config, client).unwrap()
         };
         Self { runtime, feed }
     }
