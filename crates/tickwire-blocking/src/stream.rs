@@ -19,7 +19,7 @@ const HANDSHAKE_READ: usize = 4 << 10;
 /// stream with no timeouts or half-close (an in-memory pipe in a test).
 pub trait Transport: Read + Write {
     /// One read, with the kernel's receive time of what it read where the stream takes it
-    /// (a TCP socket with `SO_TIMESTAMPNS` on, on Linux: one `recvmsg(2)`). By default a
+    /// (a TCP socket with `SO_TIMESTAMPING` on, on Linux: one `recvmsg(2)`). By default a
     /// plain `read` and no time.
     #[doc(hidden)]
     fn recv_stamped(&mut self, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {

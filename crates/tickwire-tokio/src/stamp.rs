@@ -83,7 +83,7 @@ impl Stamped {
 }
 
 /// One `recvmsg(2)` on `tcp` once it is readable, with the kernel's receive time of what it
-/// read (`SO_TIMESTAMPNS` on): the feed's plain and TLS socket reads.
+/// read (`SO_TIMESTAMPING` on): the feed's plain and TLS socket reads.
 pub(crate) fn poll_recv_stamped(
     tcp: &tokio::net::TcpStream,
     cx: &mut Context<'_>,

@@ -158,9 +158,11 @@ pub enum Timestamps {
     /// message (before it is parsed): `recv_ns` and `wall_ns`.
     #[default]
     User,
-    /// Also the kernel's software receive time of the segment that completed the message
-    /// (`kernel_ns`): `SO_TIMESTAMPNS` on the socket, and one `recvmsg(2)` in place of each
-    /// `read(2)` (over TLS, of the read that completed the record). Linux; elsewhere
+    /// Also the kernel's receive time of the segment that completed the message
+    /// (`kernel_ns`): `SO_TIMESTAMPING` on the socket and one `recvmsg(2)` in place of each
+    /// `read(2)` (over TLS, the socket read that completed the record). The NIC's raw
+    /// hardware time where the NIC stamps (its clock, which the machine keeps to the system
+    /// clock, for example with `phc2sys`), else the kernel's software time. Linux; elsewhere
     /// `kernel_ns` stays `None`.
     Kernel,
 }

@@ -1,6 +1,7 @@
-//! Kernel receive timestamps on a TCP socket (Linux): `SO_TIMESTAMPNS` on, then one
-//! `recvmsg(2)` in place of each `read(2)`, its `SCM_TIMESTAMPNS` control message holding the
-//! kernel's software receive time of the segment that completed the read.
+//! Kernel receive timestamps on a TCP socket (Linux): `SO_TIMESTAMPING` on (software receive
+//! times, and the NIC's raw hardware times where its driver has hardware stamping on), then
+//! one `recvmsg(2)` in place of each `read(2)`, its `SCM_TIMESTAMPING` control message holding
+//! the times of the segment that completed the read.
 //!
 //! The only `unsafe` of tickwire-core (docs/UNSAFE.md): the `setsockopt` and `recvmsg`
 //! calls and the walk over the control messages `recvmsg` wrote.
@@ -15,18 +16,27 @@ use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsFd, AsRawFd};
 use std::time::Duration;
 
-/// Turns on software receive timestamps (`SO_TIMESTAMPNS`, wall clock, ns) on `socket`.
+/// What `SO_TIMESTAMPING` is asked for: the kernel's software receive time (the system's
+/// wall clock), and the NIC's raw hardware receive time where the NIC stamps (it does once
+/// hardware stamping is turned on for it, `SIOCSHWTSTAMP`, which needs privileges and is left
+/// to the machine's setup; loopback never does).
+const TIMESTAMPING: libc::c_uint = libc::SOF_TIMESTAMPING_RX_SOFTWARE
+    | libc::SOF_TIMESTAMPING_SOFTWARE
+    | libc::SOF_TIMESTAMPING_RX_HARDWARE
+    | libc::SOF_TIMESTAMPING_RAW_HARDWARE;
+
+/// Turns on receive timestamps (`SO_TIMESTAMPING`, software and hardware, ns) on `socket`.
 pub fn enable(socket: &impl AsFd) -> io::Result<()> {
-    let on: libc::c_int = 1;
+    let on = TIMESTAMPING;
     // SAFETY: the descriptor is borrowed (open for the call); the option value is a live
-    // `c_int` whose size is passed with it.
+    // `c_uint` whose size is passed with it.
     let rc = unsafe {
         libc::setsockopt(
             socket.as_fd().as_raw_fd(),
             libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
+            libc::SO_TIMESTAMPING,
             (&raw const on).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
+            size_of::<libc::c_uint>() as libc::socklen_t,
         )
     };
     if rc == 0 {
@@ -41,7 +51,7 @@ pub fn enable(socket: &impl AsFd) -> io::Result<()> {
 /// TCP segments received before then carry no time. A feed with kernel timestamps makes one
 /// of these when it is built, before its first connect; it waits (a few milliseconds at
 /// most, once) until a byte it sends itself over the loopback comes back stamped, so the
-/// feed's first messages are stamped too. (A loopback TCP socket with `SO_TIMESTAMPNS`.)
+/// feed's first messages are stamped too. (A loopback TCP socket with `SO_TIMESTAMPING`.)
 #[derive(Debug)]
 pub struct Keeper(#[expect(dead_code, reason = "held for its option, never read")] TcpStream);
 
@@ -66,12 +76,13 @@ impl Keeper {
     }
 }
 
-/// Room for the control messages: one `SCM_TIMESTAMPNS` (a `timespec`) with its header, and
-/// headroom; `u64`s for the alignment `cmsghdr` needs.
-const CONTROL_WORDS: usize = 8;
+/// Room for the control messages: one `SCM_TIMESTAMPING` (three `timespec`s) with its header,
+/// and headroom; `u64`s for the alignment `cmsghdr` needs.
+const CONTROL_WORDS: usize = 12;
 
-/// Reads into `buf` like `read(2)`, and returns the kernel's receive time (ns since the
-/// Unix epoch) of the data read, when the kernel attached one.
+/// Reads into `buf` like `read(2)`, and returns the receive time (ns) of the data read, when
+/// the kernel attached one: the NIC's hardware time where it stamped, else the kernel's
+/// software time (ns since the Unix epoch).
 pub fn recv(socket: &impl AsFd, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
     let mut control = [0u64; CONTROL_WORDS];
     let mut iov = libc::iovec {
@@ -100,16 +111,20 @@ pub fn recv(socket: &impl AsFd, buf: &mut [u8]) -> io::Result<(usize, Option<u64
         // aligned for `cmsghdr`.
         let header = unsafe { &*cmsg };
         // SAFETY: computes a length only.
-        let wanted = unsafe { libc::CMSG_LEN(size_of::<libc::timespec>() as u32) } as usize;
+        let wanted = unsafe { libc::CMSG_LEN(size_of::<[libc::timespec; 3]>() as u32) } as usize;
         if header.cmsg_level == libc::SOL_SOCKET
-            && header.cmsg_type == libc::SCM_TIMESTAMPNS
+            && header.cmsg_type == libc::SCM_TIMESTAMPING
             && header.cmsg_len as usize >= wanted
         {
-            // SAFETY: the message's length covers a `timespec` after its header (checked
+            // SAFETY: the message's length covers three `timespec`s after its header (checked
             // above); `read_unaligned` needs no alignment of the data.
-            let time: libc::timespec =
+            let times: [libc::timespec; 3] =
                 unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast()) };
-            kernel = Some(time.tv_sec as u64 * 1_000_000_000 + time.tv_nsec as u64);
+            // [0]: software; [2]: raw hardware, zero when the NIC did not stamp.
+            kernel = [times[2], times[0]]
+                .into_iter()
+                .find(|time| time.tv_sec != 0 || time.tv_nsec != 0)
+                .map(|time| time.tv_sec as u64 * 1_000_000_000 + time.tv_nsec as u64);
         }
         // SAFETY: `cmsg` is a header of `msg`'s control buffer (see above).
         cmsg = unsafe { libc::CMSG_NXTHDR(&raw const msg, cmsg) };
