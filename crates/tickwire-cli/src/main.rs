@@ -12,6 +12,7 @@ mod fleet;
 mod http_cmd;
 mod packet_cmd;
 mod reactor;
+mod signals;
 mod tokio_ws;
 
 use std::io::{BufRead, Write};
@@ -41,11 +42,12 @@ macro_rules! server_builder {
     }};
 }
 
-/// `connect`'s options on a blocking or a tokio `ClientBuilder` (the two share their setters);
-/// `?` returns the usage error of a malformed `--header` or TLS file.
+/// A WebSocket client's options (`connect`, `feed`) on a blocking or a tokio `ClientBuilder`
+/// (the two share their setters); `?` returns the usage error of a malformed `--header` or
+/// TLS file.
 macro_rules! client_builder {
     ($builder:expr, $args:expr) => {{
-        let args: &ConnectArgs = $args;
+        let args: &ClientArgs = $args;
         let mut builder = $builder.limits(args.limits.limits());
         #[cfg(feature = "deflate")]
         if args.deflate {
@@ -198,6 +200,14 @@ struct ConnectArgs {
     /// Send every received data message back unchanged until the peer closes.
     #[arg(long)]
     echo: bool,
+    #[command(flatten)]
+    client: ClientArgs,
+}
+
+/// A WebSocket client's options, shared by `connect` and `feed`: headers, subprotocols,
+/// limits, permessage-deflate and TLS.
+#[derive(Args)]
+struct ClientArgs {
     /// Extra request header, `Name: value` (repeatable).
     #[arg(long = "header", value_name = "NAME: VALUE")]
     headers: Vec<String>,
@@ -356,7 +366,7 @@ pub(crate) fn server_tls_files(
     builder.build().map(Some).map_err(|e| e.to_string())
 }
 
-fn client_tls(args: &ConnectArgs) -> Result<Option<ClientTlsConfig>, String> {
+fn client_tls(args: &ClientArgs) -> Result<Option<ClientTlsConfig>, String> {
     if args.ca.is_none() && args.cert.is_none() && !args.insecure {
         return Ok(None);
     }
@@ -397,7 +407,7 @@ fn echo_messages<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), Error> {
 }
 
 fn connect(args: &ConnectArgs) -> Result<(), String> {
-    let builder = client_builder!(ClientBuilder::new(), args);
+    let builder = client_builder!(ClientBuilder::new(), &args.client);
     if args.echo {
         let mut ws = builder.connect(&args.url).map_err(|e| e.to_string())?;
         let outcome = echo_until_close(&mut ws);
