@@ -8,6 +8,7 @@
 
 mod demo;
 mod exsim;
+mod feed_cmd;
 mod fleet;
 mod http_cmd;
 mod packet_cmd;
@@ -123,6 +124,10 @@ enum Command {
     /// faults (FIN, RST, stalls, gaps, replays, refused connects) on command from an HTTP
     /// control port, which also returns counters and the record of what was sent.
     ExchangeSim(exsim::ExsimArgs),
+    /// Keep an exchange feed: reconnects with back-off, resubscribes, stale and heartbeat
+    /// timers, sequence gaps, several URLs merged by sequence; one JSON line per message and
+    /// event on stdout. Exits 0 on SIGTERM or SIGINT.
+    Feed(feed_cmd::FeedArgs),
 }
 
 #[derive(Args)]
@@ -280,6 +285,8 @@ fn main() -> ExitCode {
         (Runtime::Tokio, Command::Serve(args)) => tokio_ws::serve(&args),
         (Runtime::Tokio, Command::Connect(args)) => tokio_ws::connect(&args),
         (Runtime::Tokio, Command::Http(args)) => http_cmd::run_tokio(&args),
+        (Runtime::Blocking, Command::Feed(args)) => feed_cmd::run(&args, false),
+        (Runtime::Tokio, Command::Feed(args)) => feed_cmd::run(&args, true),
         (Runtime::Reactor, Command::Serve(args)) => reactor::serve(&args),
         // The demo always runs the reactor server and its own client loop.
         (_, Command::Demo(args)) => demo::run(&args),
@@ -288,8 +295,9 @@ fn main() -> ExitCode {
         (_, Command::Publish(args)) => fleet::publish(&args),
         // The simulator is a test peer on the blocking transports, whatever the runtime.
         (_, Command::ExchangeSim(args)) => exsim::run(&args),
-        (Runtime::Reactor, Command::Connect(_) | Command::Http(_)) => Err(
-            "--runtime reactor runs `serve` only; `connect` and `http` run on blocking or tokio"
+        (Runtime::Reactor, Command::Connect(_) | Command::Http(_) | Command::Feed(_)) => Err(
+            "--runtime reactor runs `serve` only; `connect`, `http` and `feed` run on blocking \
+             or tokio"
                 .to_owned(),
         ),
     };
