@@ -261,7 +261,10 @@ fn parse_busy_poll(text: &str) -> Result<tickwire::server::BusyPoll, String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(&error),
+    };
     let result = match (cli.runtime, cli.command) {
         (Runtime::Blocking | Runtime::Tokio, Command::Serve(args))
             if args.workers.is_some()
@@ -308,6 +311,33 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A command line clap refuses: one stderr line, as every other failure (`--help` and
+/// `--version` print as clap prints them). The line is clap's message up to its usage,
+/// joined; the status is clap's, 2.
+fn usage_error(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        error.exit();
+    }
+    let text = error.render().to_string();
+    let message: Vec<&str> = text
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let message = message.join(" ");
+    eprintln!(
+        "tickwire: {} (see --help)",
+        message.strip_prefix("error: ").unwrap_or(&message)
+    );
+    ExitCode::from(2)
 }
 
 fn serve(args: &ServeArgs) -> Result<(), String> {
