@@ -5,6 +5,7 @@ mod demo;
 mod echo;
 mod exsim;
 mod exsim_support;
+mod feed;
 mod support;
 mod toxiproxy;
 // The certificates (`Ca`): the library's TLS test helpers, included.

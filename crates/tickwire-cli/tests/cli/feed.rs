@@ -1,0 +1,395 @@
+//! `tickwire feed` against `tickwire exchange-sim`, on both runtimes: what a user reading its
+//! JSON lines sees through gaps, resets, stalls and redundant connections, and its exit
+//! statuses (0 on SIGTERM, 1 or 2 with one stderr line otherwise).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::echo::{PATIENCE, tickwire};
+use crate::exsim_support::Sim;
+use crate::support::wait_bounded;
+
+/// Every test runs on each.
+const RUNTIMES: [&str; 2] = ["blocking", "tokio"];
+const SUBSCRIBE: &str = r#"{"op":"subscribe","args":["BTC-USD","ETH-USD"]}"#;
+
+/// A running `tickwire feed`, its stdout lines parsed as they come; killed when dropped.
+struct FeedRun {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    stderr: Option<thread::JoinHandle<String>>,
+    /// Every line read so far.
+    seen: Vec<Value>,
+}
+
+impl FeedRun {
+    /// `tickwire --runtime RUNTIME feed URL --subscribe .. --seq /seq --seq-key /key ARGS`.
+    fn start(runtime: &str, urls: &[&str], args: &[&str]) -> Self {
+        let mut command = tickwire();
+        command.args(["--runtime", runtime, "feed"]).args(urls);
+        command.args([
+            "--subscribe",
+            SUBSCRIBE,
+            "--seq",
+            "/seq",
+            "--seq-key",
+            "/key",
+        ]);
+        Self::spawn(command.args(args))
+    }
+
+    fn spawn(command: &mut Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut stderr = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr.read_to_string(&mut text);
+            text
+        });
+        Self {
+            child,
+            lines,
+            stderr: Some(stderr),
+            seen: Vec::new(),
+        }
+    }
+
+    /// Reads lines until one satisfies `done`; returns it. Every line must be JSON.
+    fn until(&mut self, what: &str, mut done: impl FnMut(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.lines.recv_timeout(left).unwrap_or_else(|_| {
+                panic!("{what}: not within {PATIENCE:?}; lines: {:?}", self.seen)
+            });
+            let value: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line:?}"));
+            self.seen.push(value.clone());
+            if done(&value) {
+                return value;
+            }
+        }
+    }
+
+    /// Reads until `count` more data messages of each key have arrived.
+    fn messages_per_key(&mut self, count: usize) {
+        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+        self.until("data messages on both keys", |line| {
+            if line["event"] == "message"
+                && let Some(key) = line["key"].as_str()
+            {
+                *counts.entry(key.to_owned()).or_default() += 1;
+            }
+            counts.len() == 2 && counts.values().all(|&n| n >= count)
+        });
+    }
+
+    /// Sends SIGTERM; asserts the exit status 0 and a silent stderr, with the lines printed
+    /// before it intact (each one JSON).
+    fn terminate(mut self) -> Vec<Value> {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let deadline = Instant::now() + PATIENCE;
+        let exit = loop {
+            if let Some(exit) = self.child.try_wait().unwrap() {
+                break exit;
+            }
+            assert!(Instant::now() < deadline, "no exit after SIGTERM");
+            thread::sleep(Duration::from_millis(10));
+        };
+        while let Ok(line) = self.lines.recv_timeout(PATIENCE) {
+            self.seen.push(serde_json::from_str(&line).unwrap());
+        }
+        let stderr = self.stderr.take().unwrap().join().unwrap();
+        assert!(exit.success(), "{exit}; stderr: {stderr}");
+        assert_eq!(stderr, "");
+        std::mem::take(&mut self.seen)
+    }
+}
+
+impl Drop for FeedRun {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Per key, the numbers delivered and the gaps' ranges cover every number from the first
+/// delivered to the last exactly once, in order: nothing twice, nothing missing unreported.
+/// Returns the numbers delivered per key.
+fn assert_each_number_once(lines: &[Value]) -> BTreeMap<String, Vec<u64>> {
+    let mut next: BTreeMap<String, u64> = BTreeMap::new();
+    let mut delivered: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for line in lines {
+        let Some(key) = line["key"].as_str() else {
+            continue;
+        };
+        let (first, last) = match line["event"].as_str() {
+            Some("message") => {
+                let seq = line["seq"].as_u64().unwrap();
+                let text: Value = serde_json::from_str(line["text"].as_str().unwrap()).unwrap();
+                assert_eq!(
+                    (text["key"].as_str(), text["seq"].as_u64()),
+                    (Some(key), Some(seq))
+                );
+                assert!(
+                    line["recv_ns"].is_u64() && line["wall_ns"].is_u64(),
+                    "{line}"
+                );
+                delivered.entry(key.to_owned()).or_default().push(seq);
+                (seq, seq)
+            }
+            Some("gap") => (line["from"].as_u64().unwrap(), line["to"].as_u64().unwrap()),
+            _ => continue,
+        };
+        if let Some(&expected) = next.get(key) {
+            assert_eq!(first, expected, "{key} after {}: {line}", expected - 1);
+        }
+        next.insert(key.to_owned(), last + 1);
+    }
+    delivered
+}
+
+fn events<'a>(lines: &'a [Value], event: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|line| line["event"] == event).collect()
+}
+
+#[test]
+fn messages_arrive_keyed_and_numbered_in_order_per_key() {
+    for runtime in RUNTIMES {
+        let sim = Sim::start(&["--rate", "200", "--keys", "BTC-USD,ETH-USD,SOL-USD"]);
+        let mut feed = FeedRun::start(runtime, &[&sim.feed_url], &[]);
+        let connected = feed.until("connected", |line| line["event"] == "connected");
+        assert_eq!(
+            connected,
+            json!({"event":"connected","conn":0,"attempt":1,"url":sim.feed_url})
+        );
+        feed.until("subscribed", |line| line["event"] == "subscribed");
+        feed.messages_per_key(20);
+        let lines = feed.terminate();
+        let delivered = assert_each_number_once(&lines);
+        assert_eq!(delivered.keys().collect::<Vec<_>>(), ["BTC-USD", "ETH-USD"]);
+        assert!(events(&lines, "gap").is_empty(), "{runtime}: {lines:?}");
+        // The exchange's acknowledgement is a message too, without key or number.
+        let ack = lines
+            .iter()
+            .find(|line| line["event"] == "message" && line.get("seq").is_none())
+            .unwrap();
+        assert!(
+            ack["text"]
+                .as_str()
+                .unwrap()
+                .contains(r#""event":"subscribed""#)
+        );
+    }
+}
+
+#[test]
+fn kernel_timestamps_come_with_every_message_on_ws() {
+    for runtime in RUNTIMES {
+        let sim = Sim::start(&["--rate", "200"]);
+        let mut feed = FeedRun::start(runtime, &[&sim.feed_url], &["--timestamps", "kernel"]);
+        feed.messages_per_key(5);
+        let lines = feed.terminate();
+        for line in events(&lines, "message") {
+            assert!(line["kernel_ns"].is_u64(), "{runtime}: {line}");
+        }
+    }
+}
+
+#[test]
+fn a_gap_on_the_feed_is_one_gap_event() {
+    for runtime in RUNTIMES {
+        let sim = Sim::start(&["--rate", "200", "--keys", "BTC-USD,ETH-USD"]);
+        let mut feed = FeedRun::start(runtime, &[&sim.feed_url], &[]);
+        feed.messages_per_key(5);
+        sim.control("/gap?key=BTC-USD&size=3");
+        let gap = feed.until("the gap", |line| line["event"] == "gap");
+        feed.messages_per_key(5);
+        let lines = feed.terminate();
+        let skipped = &sim.control("/record")["skipped"][0];
+        assert_eq!(
+            gap,
+            json!({"event":"gap","key":"BTC-USD","from":skipped["from"],"to":skipped["to"]})
+        );
+        assert_eq!(
+            skipped["to"].as_u64().unwrap() - skipped["from"].as_u64().unwrap(),
+            2
+        );
+        assert_each_number_once(&lines);
+        assert_eq!(events(&lines, "gap").len(), 1, "{runtime}");
+    }
+}
+
+#[test]
+fn a_reset_connection_reconnects_within_the_backoff_bounds() {
+    for runtime in RUNTIMES {
+        let sim = Sim::start(&["--rate", "200", "--keys", "BTC-USD,ETH-USD"]);
+        let args = ["--backoff", "50ms:200ms"];
+        let mut feed = FeedRun::start(runtime, &[&sim.feed_url], &args);
+        feed.messages_per_key(5);
+        sim.control("/close?conn=0&how=rst");
+        let reconnecting = feed.until("reconnecting", |line| line["event"] == "reconnecting");
+        assert_eq!(
+            (&reconnecting["conn"], &reconnecting["reason"]),
+            (&json!(0), &json!("reset"))
+        );
+        let delay = reconnecting["delay_ms"].as_u64().unwrap();
+        assert!((50..=200).contains(&delay), "{runtime}: {reconnecting}");
+        feed.until("connected again", |line| line["event"] == "connected");
+        feed.messages_per_key(5);
+        let lines = feed.terminate();
+        let closed = events(&lines, "closed");
+        assert_eq!(
+            closed,
+            [&json!({"event":"closed","conn":0,"reason":"reset"})]
+        );
+        // What the reset cut off is delivered or reported, never lost or repeated.
+        assert_each_number_once(&lines);
+        assert_eq!(sim.conn(1)["subscribed"], json!(["BTC-USD", "ETH-USD"]));
+    }
+}
+
+#[test]
+fn a_stalled_connection_is_stale_and_replaced() {
+    for runtime in RUNTIMES {
+        let sim = Sim::start(&["--rate", "200", "--keys", "BTC-USD,ETH-USD"]);
+        let args = ["--stale-after", "300ms", "--backoff", "20ms:100ms"];
+        let mut feed = FeedRun::start(runtime, &[&sim.feed_url], &args);
+        feed.messages_per_key(5);
+        sim.control("/stall?conn=0");
+        let stale = feed.until("stale", |line| line["event"] == "stale");
+        assert_eq!(stale["conn"], 0);
+        assert!(
+            stale["silent_ms"].as_u64().unwrap() >= 300,
+            "{runtime}: {stale}"
+        );
+        let reconnecting = feed.until("reconnecting", |line| line["event"] == "reconnecting");
+        assert_eq!(reconnecting["reason"], "stale", "{runtime}");
+        feed.until("connected again", |line| line["event"] == "connected");
+        feed.messages_per_key(5);
+        let lines = feed.terminate();
+        assert_each_number_once(&lines);
+        // The pings of the stalled connection were still answered: only data went quiet.
+        assert_eq!(sim.conn(0)["stalled"], true);
+    }
+}
+
+#[test]
+fn two_urls_are_merged_without_duplicates_and_fill_each_others_holes() {
+    for runtime in RUNTIMES {
+        let sim = Sim::start(&["--rate", "200", "--keys", "BTC-USD,ETH-USD"]);
+        let urls = [sim.feed_url.as_str(), sim.feed_url.as_str()];
+        let mut feed = FeedRun::start(runtime, &urls, &[]);
+        feed.until("two connections", |line| {
+            line["event"] == "connected" && line["conn"] == 1
+        });
+        feed.messages_per_key(5);
+        sim.wait_counters("both subscribed", |c| {
+            c["connections"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["subscribed"] != json!([]))
+                .count()
+                == 2
+        });
+        // Numbers left out on one connection only: the other one brings them.
+        sim.control("/gap?key=BTC-USD&size=3&conn=0");
+        sim.control("/gap?key=ETH-USD&size=2&conn=1");
+        feed.messages_per_key(20);
+        let lines = feed.terminate();
+        let delivered = assert_each_number_once(&lines);
+        assert!(events(&lines, "gap").is_empty(), "{runtime}: {lines:?}");
+        // Every number sent on either connection (from the first delivered) came once.
+        for (key, numbers) in &delivered {
+            let sent: Vec<u64> = [0, 1]
+                .iter()
+                .flat_map(|&conn| sim.sent_on(conn).remove(key).unwrap_or_default())
+                .filter(|seq| (numbers[0]..=*numbers.last().unwrap()).contains(seq))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            assert_eq!(&sent, numbers, "{runtime} {key}");
+        }
+    }
+}
+
+#[test]
+fn bad_flags_and_a_terminal_error_exit_non_zero_with_one_stderr_line() {
+    let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let unreachable = format!("ws://127.0.0.1:{closed_port}/");
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["ws://127.0.0.1:9/", "--backoff", "5s:1s"],
+            "MIN is more than MAX",
+        ),
+        (&["ftp://127.0.0.1/"], "ws:// or wss://"),
+        (&["ws://127.0.0.1:9/", "--seq", "seq"], "--seq"),
+        (&["ws://127.0.0.1:9/", "--no-such-flag"], "--no-such-flag"),
+        (
+            &[
+                &unreachable,
+                "--max-attempts",
+                "2",
+                "--backoff",
+                "10ms:20ms",
+            ],
+            "2 connection attempts failed",
+        ),
+    ];
+    for runtime in RUNTIMES {
+        for (args, cause) in cases {
+            let mut command = tickwire();
+            command.args(["--runtime", runtime, "feed"]).args(args);
+            let child = command
+                .stdin(Stdio::null())
+                .stderr(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let finished = wait_bounded(child, PATIENCE, "tickwire feed");
+            let case = format!("{runtime} {args:?}");
+            assert!(!finished.status.success(), "{case}");
+            let lines: Vec<&str> = finished.stderr.lines().collect();
+            assert_eq!(lines.len(), 1, "{case}: {:?}", finished.stderr);
+            assert!(lines[0].starts_with("tickwire: "), "{case}: {}", lines[0]);
+            assert!(lines[0].contains(cause), "{case}: {}", lines[0]);
+            // The attempts are reported before the end; a usage error prints nothing.
+            let stdout = String::from_utf8(finished.stdout).unwrap();
+            assert_eq!(
+                stdout.is_empty(),
+                cause != "2 connection attempts failed",
+                "{case}: {stdout}"
+            );
+        }
+    }
+}
