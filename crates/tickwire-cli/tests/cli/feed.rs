@@ -300,6 +300,57 @@ fn a_stalled_connection_is_stale_and_replaced() {
 }
 
 #[test]
+fn application_pings_go_both_ways_and_keep_a_quiet_connection_open() {
+    for runtime in RUNTIMES {
+        // OKX's rules: a quiet feed, closed (4000) when the client sends nothing for a
+        // while, and the server's own pings to answer (4001 otherwise).
+        let sim = Sim::start(&[
+            "--rate",
+            "0",
+            "--idle-close",
+            "600ms",
+            "--server-ping-every",
+            "250ms",
+            "--server-ping-deadline",
+            "200ms",
+        ]);
+        let args = [
+            "--app-ping",
+            "ping",
+            "--app-pong",
+            "pong",
+            "--app-ping-after",
+            "100ms",
+        ];
+        let mut feed = FeedRun::start(runtime, &[&sim.feed_url], &args);
+        feed.until("subscribed", |line| line["event"] == "subscribed");
+        let counters = sim.wait_counters("pings answered both ways", |c| {
+            let conn = &c["connections"][0];
+            conn["app_pings_answered"].as_u64() >= Some(3)
+                && conn["server_pongs"].as_u64() >= Some(3)
+        });
+        assert_eq!(
+            counters["connections"][0]["open"], true,
+            "{runtime}: {counters}"
+        );
+        let lines = feed.terminate();
+        assert_eq!(
+            counters["connections"].as_array().unwrap().len(),
+            1,
+            "{runtime}"
+        );
+        assert!(events(&lines, "closed").is_empty(), "{runtime}: {lines:?}");
+        // Pings and pongs are the session's: no line shows them.
+        for line in events(&lines, "message") {
+            assert!(
+                !matches!(line["text"].as_str(), Some("ping" | "pong")),
+                "{line}"
+            );
+        }
+    }
+}
+
+#[test]
 fn two_urls_are_merged_without_duplicates_and_fill_each_others_holes() {
     for runtime in RUNTIMES {
         let sim = Sim::start(&["--rate", "200", "--keys", "BTC-USD,ETH-USD"]);
