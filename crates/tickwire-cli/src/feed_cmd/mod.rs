@@ -24,6 +24,7 @@ use tickwire::feed::{
 };
 
 use crate::exsim::{parse_budget, parse_duration};
+use crate::signals::Shutdown;
 use crate::{ClientArgs, client_builder, client_tls};
 use output::{Printer, SharedOut};
 use pointer::SequencePointers;
@@ -121,8 +122,9 @@ pub(crate) fn run(args: &FeedArgs, tokio: bool) -> Result<(), String> {
         let runtime = crate::tokio_ws::current_thread()?;
         // The feed is made inside the runtime (its timer needs one).
         runtime.block_on(async {
+            let shutdown = Shutdown::install()?;
             let feed = open_feed!(tickwire::tokio::feed::Feed, config, client, timestamps)?;
-            run_tokio(feed, printer, &out).await
+            run_tokio(feed, printer, &out, shutdown).await
         })
     } else {
         let client = client_builder!(tickwire::blocking::ClientBuilder::new(), &args.client);
@@ -196,14 +198,19 @@ fn parse_backoff(text: &str) -> Result<Backoff, String> {
     Ok(Backoff { initial, max })
 }
 
-/// On the blocking runtime, a thread waits for SIGTERM or SIGINT, then flushes the lines
-/// written (never half a batch: it takes the lock the loop holds while writing one) and
-/// exits 0. The feed's `poll(2)` cannot be woken from another thread, so the connections
-/// are not closed with a close frame: the kernel closes the sockets.
+/// On the blocking runtime, a thread waits for SIGTERM or SIGINT (the handlers installed
+/// before this returns, so before any line is printed), then flushes the lines written
+/// (never half a batch: it takes the lock the loop holds while writing one) and exits 0.
+/// The feed's `poll(2)` cannot be woken from another thread, so the connections are not
+/// closed with a close frame: the kernel closes the sockets.
 fn exit_on_signal(out: SharedOut) -> Result<(), String> {
     let runtime = crate::tokio_ws::current_thread()?;
+    let shutdown = {
+        let _context = runtime.enter();
+        Shutdown::install()?
+    };
     std::thread::spawn(move || {
-        runtime.block_on(crate::signals::shutdown());
+        runtime.block_on(shutdown.wait());
         let _ = output::lock(&out).flush();
         std::process::exit(0);
     });
@@ -239,8 +246,9 @@ async fn run_tokio(
     mut feed: tickwire::tokio::feed::Feed,
     mut printer: Printer,
     out: &SharedOut,
+    shutdown: Shutdown,
 ) -> Result<(), String> {
-    let mut shutdown = pin!(crate::signals::shutdown());
+    let mut shutdown = pin!(shutdown.wait());
     loop {
         // `next_event` is cancel safe: a signal loses no event already taken.
         let end = tokio::select! {
