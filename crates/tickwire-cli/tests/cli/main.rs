@@ -6,6 +6,7 @@ mod echo;
 mod exsim;
 mod exsim_support;
 mod feed;
+mod feed_support;
 mod support;
 mod toxiproxy;
 // The certificates (`Ca`): the library's TLS test helpers, included.
