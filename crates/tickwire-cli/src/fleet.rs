@@ -152,19 +152,7 @@ pub(crate) fn node(args: &NodeArgs) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    signals.block_on(async {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            return;
-        };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-    });
+    signals.block_on(crate::signals::shutdown());
     handle.shutdown(Duration::from_secs(2));
     running.join().map_err(|e| e.to_string())?;
     let stats = bridge.handle().stats();

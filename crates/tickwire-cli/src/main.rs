@@ -8,10 +8,12 @@
 
 mod demo;
 mod exsim;
+mod feed_cmd;
 mod fleet;
 mod http_cmd;
 mod packet_cmd;
 mod reactor;
+mod signals;
 mod tokio_ws;
 
 use std::io::{BufRead, Write};
@@ -41,11 +43,12 @@ macro_rules! server_builder {
     }};
 }
 
-/// `connect`'s options on a blocking or a tokio `ClientBuilder` (the two share their setters);
-/// `?` returns the usage error of a malformed `--header` or TLS file.
+/// A WebSocket client's options (`connect`, `feed`) on a blocking or a tokio `ClientBuilder`
+/// (the two share their setters); `?` returns the usage error of a malformed `--header` or
+/// TLS file.
 macro_rules! client_builder {
     ($builder:expr, $args:expr) => {{
-        let args: &ConnectArgs = $args;
+        let args: &ClientArgs = $args;
         let mut builder = $builder.limits(args.limits.limits());
         #[cfg(feature = "deflate")]
         if args.deflate {
@@ -121,6 +124,10 @@ enum Command {
     /// faults (FIN, RST, stalls, gaps, replays, refused connects) on command from an HTTP
     /// control port, which also returns counters and the record of what was sent.
     ExchangeSim(exsim::ExsimArgs),
+    /// Keep an exchange feed: reconnects with back-off, resubscribes, stale and heartbeat
+    /// timers, sequence gaps, several URLs merged by sequence; one JSON line per message and
+    /// event on stdout. Exits 0 on SIGTERM or SIGINT.
+    Feed(feed_cmd::FeedArgs),
 }
 
 #[derive(Args)]
@@ -198,6 +205,14 @@ struct ConnectArgs {
     /// Send every received data message back unchanged until the peer closes.
     #[arg(long)]
     echo: bool,
+    #[command(flatten)]
+    client: ClientArgs,
+}
+
+/// A WebSocket client's options, shared by `connect` and `feed`: headers, subprotocols,
+/// limits, permessage-deflate and TLS.
+#[derive(Args)]
+struct ClientArgs {
     /// Extra request header, `Name: value` (repeatable).
     #[arg(long = "header", value_name = "NAME: VALUE")]
     headers: Vec<String>,
@@ -246,7 +261,10 @@ fn parse_busy_poll(text: &str) -> Result<tickwire::server::BusyPoll, String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(&error),
+    };
     let result = match (cli.runtime, cli.command) {
         (Runtime::Blocking | Runtime::Tokio, Command::Serve(args))
             if args.workers.is_some()
@@ -270,6 +288,8 @@ fn main() -> ExitCode {
         (Runtime::Tokio, Command::Serve(args)) => tokio_ws::serve(&args),
         (Runtime::Tokio, Command::Connect(args)) => tokio_ws::connect(&args),
         (Runtime::Tokio, Command::Http(args)) => http_cmd::run_tokio(&args),
+        (Runtime::Blocking, Command::Feed(args)) => feed_cmd::run(&args, false),
+        (Runtime::Tokio, Command::Feed(args)) => feed_cmd::run(&args, true),
         (Runtime::Reactor, Command::Serve(args)) => reactor::serve(&args),
         // The demo always runs the reactor server and its own client loop.
         (_, Command::Demo(args)) => demo::run(&args),
@@ -278,8 +298,9 @@ fn main() -> ExitCode {
         (_, Command::Publish(args)) => fleet::publish(&args),
         // The simulator is a test peer on the blocking transports, whatever the runtime.
         (_, Command::ExchangeSim(args)) => exsim::run(&args),
-        (Runtime::Reactor, Command::Connect(_) | Command::Http(_)) => Err(
-            "--runtime reactor runs `serve` only; `connect` and `http` run on blocking or tokio"
+        (Runtime::Reactor, Command::Connect(_) | Command::Http(_) | Command::Feed(_)) => Err(
+            "--runtime reactor runs `serve` only; `connect`, `http` and `feed` run on blocking \
+             or tokio"
                 .to_owned(),
         ),
     };
@@ -290,6 +311,33 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A command line clap refuses: one stderr line, as every other failure (`--help` and
+/// `--version` print as clap prints them). The line is clap's message up to its usage,
+/// joined; the status is clap's, 2.
+fn usage_error(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        error.exit();
+    }
+    let text = error.render().to_string();
+    let message: Vec<&str> = text
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let message = message.join(" ");
+    eprintln!(
+        "tickwire: {} (see --help)",
+        message.strip_prefix("error: ").unwrap_or(&message)
+    );
+    ExitCode::from(2)
 }
 
 fn serve(args: &ServeArgs) -> Result<(), String> {
@@ -356,7 +404,7 @@ pub(crate) fn server_tls_files(
     builder.build().map(Some).map_err(|e| e.to_string())
 }
 
-fn client_tls(args: &ConnectArgs) -> Result<Option<ClientTlsConfig>, String> {
+fn client_tls(args: &ClientArgs) -> Result<Option<ClientTlsConfig>, String> {
     if args.ca.is_none() && args.cert.is_none() && !args.insecure {
         return Ok(None);
     }
@@ -397,7 +445,7 @@ fn echo_messages<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), Error> {
 }
 
 fn connect(args: &ConnectArgs) -> Result<(), String> {
-    let builder = client_builder!(ClientBuilder::new(), args);
+    let builder = client_builder!(ClientBuilder::new(), &args.client);
     if args.echo {
         let mut ws = builder.connect(&args.url).map_err(|e| e.to_string())?;
         let outcome = echo_until_close(&mut ws);

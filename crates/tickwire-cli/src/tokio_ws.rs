@@ -13,7 +13,7 @@ use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 
 use crate::{
-    ConnectArgs, ServeArgs, client_builder, client_tls, echo_message, print_listening,
+    ClientArgs, ConnectArgs, ServeArgs, client_builder, client_tls, echo_message, print_listening,
     print_received, queue_stdin_lines, server_builder, server_tls, stdin_lines,
 };
 
@@ -28,7 +28,7 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), String> {
 
 /// `tickwire connect --runtime tokio`: stdin mode or `--echo`, on a current-thread runtime.
 pub(crate) fn connect(args: &ConnectArgs) -> Result<(), String> {
-    let builder = client_builder!(ClientBuilder::new(), args);
+    let builder = client_builder!(ClientBuilder::new(), &args.client);
     current_thread()?.block_on(async {
         if args.echo {
             let mut ws = builder

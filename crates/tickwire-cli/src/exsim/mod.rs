@@ -140,14 +140,15 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{text:?} is too long"))
 }
 
-/// `N/DUR`: at most N in any window of DUR.
-fn parse_budget(text: &str) -> Result<(usize, Duration), String> {
+/// `N/DUR`: at most N in any window of DUR (`exchange-sim --connect-budget`, `feed
+/// --max-connects`, `feed --max-sends`).
+pub(crate) fn parse_budget(text: &str) -> Result<(usize, Duration), String> {
     let (count, window) = text
         .split_once('/')
         .ok_or_else(|| format!("{text:?} is not N/DUR (such as 5/1s)"))?;
     let count = count
         .parse()
-        .map_err(|_| format!("{count:?} is not a number of attempts"))?;
+        .map_err(|_| format!("{count:?} is not a count"))?;
     let window = parse_duration(window)?;
     if window.is_zero() {
         return Err("the window must be longer than 0".to_owned());

@@ -6,6 +6,8 @@ mod echo;
 mod exsim;
 mod exsim_styles;
 mod exsim_support;
+mod feed;
+mod feed_support;
 mod support;
 mod toxiproxy;
 // The certificates (`Ca`): the library's TLS test helpers, included.
