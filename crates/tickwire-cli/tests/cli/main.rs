@@ -5,6 +5,9 @@ mod demo;
 mod echo;
 mod exsim;
 mod exsim_support;
+mod feed_faults;
+mod feed_faults_rig;
+mod feed_faults_support;
 mod support;
 mod toxiproxy;
 // The certificates (`Ca`): the library's TLS test helpers, included.
