@@ -142,6 +142,24 @@ fault_suite! {
         fault: stall_until_stale,
         ..BASE
     },
+    a_redundant_pair_with_one_skipping_has_no_gap => Scenario {
+        proxies: 2,
+        fault: one_connection_skips,
+        ..BASE
+    },
+    rotation_under_jitter_loses_and_repeats_nothing => Scenario {
+        before: |toxiproxy, proxies| {
+            toxiproxy.add(&proxies[0], &Toxic::latency("downstream", 30, 25));
+        },
+        fault: rotate_on_request,
+        ..BASE
+    },
+    a_reset_during_rotation_loses_nothing_the_new_one_has => Scenario {
+        before: |toxiproxy, proxies| toxiproxy.arm_resets(&proxies[0]),
+        fault: reset_while_rotating,
+        losses: Losses::Reported,
+        ..BASE
+    },
     a_redundant_pair_with_one_delayed_has_no_gap => Scenario {
         proxies: 2,
         before: |toxiproxy, proxies| {
@@ -376,4 +394,35 @@ fn rotations_at_age(rig: &mut Rig) {
             matches!(got.what, What::Rotated { .. })
         });
     }
+}
+
+/// `/gap?conn=`: slot 0's connection leaves numbers out, slot 1's has them.
+fn one_connection_skips(rig: &mut Rig) {
+    rig.run_for(Duration::from_millis(300));
+    let conn = rig.sim_conn(rig.active[0]);
+    for key in KEYS {
+        rig.sim
+            .control(&format!("/gap?key={key}&size=4&conn={conn}"));
+    }
+    rig.run_for(Duration::from_millis(500));
+}
+
+/// A rotation asked for, and the old connection reset before the new one caught up.
+fn reset_while_rotating(rig: &mut Rig) {
+    rig.run_for(Duration::from_millis(300));
+    let from = rig.active[0];
+    rig.command(Command::Rotate(from));
+    rig.until("rotate's answer", PATIENCE, |got| {
+        matches!(got.what, What::RotateAsked(true))
+    });
+    let proxy = rig.proxies[0].clone();
+    rig.toxiproxy
+        .add(&proxy, &Toxic::reset_peer("downstream", 0));
+    rig.until("the reset", PATIENCE, |got| {
+        closed_reason(got) == Some((from, ReconnectReason::Disconnect(Disconnect::Reset)))
+    });
+    rig.toxiproxy.remove(&proxy, "reset_peer");
+    rig.until("the rotation", PATIENCE, |got| {
+        matches!(got.what, What::Rotated { .. })
+    });
 }
