@@ -151,9 +151,11 @@ impl Rig {
                         .filter(|what| !matches!(what, What::Message { seq: Some(_), .. }))
                         .collect();
                     let events = &events[events.len().saturating_sub(24)..];
+                    let counters = self.sim.control("/counters");
                     panic!(
                         "{what}: not within {patience:?}; the last events but data: \
-                         {events:#?}; the last of all: {tail:#?}"
+                         {events:#?}; the last of all: {tail:#?}; the simulator's \
+                         counters: {counters:#}"
                     )
                 }
                 Err(RecvTimeoutError::Disconnected) => panic!("{what}: the feed's thread ended"),
