@@ -6,7 +6,8 @@
 //! (sequence extraction and receive timestamps, user or kernel), and a reconnect loop over
 //! tokio-tungstenite written as its users write it (`connect_async`, subscribe, read loop
 //! with the same extractor, a drop of numbers already seen and `Instant::now()` plus
-//! `SystemTime::now()` per message; on an error, sleep the back-off and connect again).
+//! `SystemTime::now()` per message; on an error, sleep the back-off and connect again), and
+//! the same handler under barter-integration's reconnecting socket.
 //!
 //! [`FeedServer`]: super::server::FeedServer
 
@@ -43,11 +44,13 @@ pub enum Client {
     TokioFeed(Timestamps),
     /// tokio-tungstenite in a hand-written reconnect loop.
     TokioTungstenite,
+    /// tokio-tungstenite under barter-integration's reconnecting socket.
+    Barter,
 }
 
 impl Client {
     /// Every per-message row, in table order.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::BlockingRecv,
         Self::BlockingFeed(Timestamps::User),
         Self::BlockingFeed(Timestamps::Kernel),
@@ -55,13 +58,15 @@ impl Client {
         Self::TokioFeed(Timestamps::User),
         Self::TokioFeed(Timestamps::Kernel),
         Self::TokioTungstenite,
+        Self::Barter,
     ];
 
     /// The rows that reconnect (the failover table).
-    pub const RECONNECTING: [Self; 3] = [
+    pub const RECONNECTING: [Self; 4] = [
         Self::BlockingFeed(Timestamps::User),
         Self::TokioFeed(Timestamps::User),
         Self::TokioTungstenite,
+        Self::Barter,
     ];
 
     /// The row's name in the tables and on the callgrind target's command line.
@@ -74,6 +79,7 @@ impl Client {
             Self::TokioFeed(Timestamps::Kernel) => "tickwire-tokio feed, kernel stamps",
             Self::TokioFeed(_) => "tickwire-tokio feed, user stamps",
             Self::TokioTungstenite => "tokio-tungstenite reconnect loop",
+            Self::Barter => "barter-integration reconnecting socket",
         }
     }
 
@@ -185,6 +191,8 @@ pub enum Async {
     Feed(tickwire_tokio::feed::Feed, bool),
     /// The tokio-tungstenite loop.
     Tungstenite(TungsteniteLoop),
+    /// The barter-integration stream.
+    Barter(BarterFeed),
 }
 
 impl Async {
@@ -211,6 +219,7 @@ impl Async {
                 }
             }
             Client::TokioTungstenite => Self::Tungstenite(TungsteniteLoop::new(url)),
+            Client::Barter => Self::Barter(BarterFeed::new(url)),
             other => panic!("{} is not an async client", other.name()),
         }
     }
@@ -239,6 +248,7 @@ impl Async {
                 }
             }
             Self::Tungstenite(feed) => feed.next_message().await,
+            Self::Barter(feed) => feed.next_message().await,
         }
     }
 }
@@ -310,6 +320,40 @@ fn deliver(event: Event<'_>, ended: &mut u32, kernel: &mut bool) -> bool {
     }
 }
 
+/// What a user's handler does with each text message in the peer rows: the number
+/// extracted with the same [`server::sequence`], numbers already seen dropped (what the feed's
+/// merge does for one key), and the two receive timestamps the feed takes.
+struct UserHandler {
+    last_seq: Option<u64>,
+    epoch: Instant,
+}
+
+impl UserHandler {
+    fn new() -> Self {
+        Self {
+            last_seq: None,
+            epoch: Instant::now(),
+        }
+    }
+
+    /// True when `payload` is a new message (handled); false for one to skip.
+    fn accept(&mut self, payload: &[u8]) -> bool {
+        let recv_ns = self.epoch.elapsed().as_nanos() as u64;
+        let wall_ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let Some((key, seq)) = server::sequence(payload) else {
+            return false;
+        };
+        if self.last_seq.is_some_and(|last| seq <= last) {
+            return false;
+        }
+        self.last_seq = Some(seq);
+        black_box((key, seq, recv_ns, wall_ns));
+        true
+    }
+}
+
 type TungsteniteStream =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
@@ -319,8 +363,7 @@ type TungsteniteStream =
 pub struct TungsteniteLoop {
     url: String,
     ws: Option<TungsteniteStream>,
-    last_seq: Option<u64>,
-    epoch: Instant,
+    handler: UserHandler,
     ended: u32,
 }
 
@@ -329,8 +372,7 @@ impl TungsteniteLoop {
         Self {
             url: url.to_owned(),
             ws: None,
-            last_seq: None,
-            epoch: Instant::now(),
+            handler: UserHandler::new(),
             ended: 0,
         }
     }
@@ -344,19 +386,9 @@ impl TungsteniteLoop {
             };
             match ws.next().await {
                 Some(Ok(tokio_tungstenite::tungstenite::Message::Text(text))) => {
-                    let recv_ns = self.epoch.elapsed().as_nanos() as u64;
-                    let wall_ns = SystemTime::now()
-                        .duration_since(UNIX_EPOCH)
-                        .map_or(0, |d| d.as_nanos() as u64);
-                    let Some((key, seq)) = server::sequence(text.as_bytes()) else {
-                        continue;
-                    };
-                    if self.last_seq.is_some_and(|last| seq <= last) {
-                        continue;
+                    if self.handler.accept(text.as_bytes()) {
+                        return std::mem::take(&mut self.ended);
                     }
-                    self.last_seq = Some(seq);
-                    black_box((key, seq, recv_ns, wall_ns));
-                    return std::mem::take(&mut self.ended);
                 }
                 Some(Ok(_)) => {}
                 Some(Err(_)) | None => {
@@ -382,6 +414,82 @@ impl TungsteniteLoop {
                 return ws;
             }
             tokio::time::sleep(BACKOFF).await;
+        }
+    }
+}
+
+type BarterItem = barter_integration::socket::update::SocketUpdate<
+    futures_util::stream::SplitSink<TungsteniteSocket, tokio_tungstenite::tungstenite::Message>,
+    tokio_tungstenite::tungstenite::Message,
+>;
+
+type TungsteniteSocket = barter_integration::socket::on_stream_err_filter::OnStreamErrFilter<
+    TungsteniteStream,
+    fn(
+        &tokio_tungstenite::tungstenite::Error,
+    ) -> barter_integration::socket::on_stream_err::StreamErrorAction,
+>;
+
+/// barter-integration's reconnecting socket as its documentation composes it: a connect
+/// function (`connect_async`, then the subscription) under `init_reconnecting_socket` with
+/// the back-off, connect errors retried, stream errors ending the socket, and
+/// `with_socket_updates` turning each reconnection into a `Reconnecting` item downstream. The
+/// messages get the same extraction, drop of numbers seen and timestamps as
+/// [`TungsteniteLoop`].
+pub struct BarterFeed {
+    updates: std::pin::Pin<Box<dyn futures_util::Stream<Item = BarterItem>>>,
+    handler: UserHandler,
+    ended: u32,
+}
+
+impl BarterFeed {
+    fn new(url: &str) -> Self {
+        use barter_integration::socket::ReconnectingSocket;
+        use barter_integration::socket::on_connect_err::{ConnectError, ConnectErrorAction};
+        use barter_integration::socket::on_stream_err::StreamErrorAction;
+        let url = url.to_owned();
+        let connect = async move || {
+            let (mut ws, _response) = tokio_tungstenite::connect_async(&url).await?;
+            ws.send(tokio_tungstenite::tungstenite::Message::Text(
+                SUBSCRIBE.into(),
+            ))
+            .await?;
+            Ok::<_, tokio_tungstenite::tungstenite::Error>(ws)
+        };
+        let reconnect: fn(&tokio_tungstenite::tungstenite::Error) -> StreamErrorAction =
+            |_| StreamErrorAction::Reconnect;
+        let updates = barter_integration::socket::init_reconnecting_socket(
+            connect,
+            Duration::from_secs(5),
+            |_attempt: u32| BACKOFF,
+        )
+        .on_connect_err(|_: &ConnectError<tokio_tungstenite::tungstenite::Error>| {
+            ConnectErrorAction::Reconnect
+        })
+        .on_stream_err_filter(reconnect)
+        .with_socket_updates();
+        Self {
+            updates: Box::pin(updates),
+            handler: UserHandler::new(),
+            ended: 0,
+        }
+    }
+
+    /// The next new message; returns the connections that ended meanwhile.
+    async fn next_message(&mut self) -> u32 {
+        use barter_integration::socket::update::SocketUpdate;
+        // Bounded by the server, which accepts every attempt while the bench runs.
+        loop {
+            match self.updates.next().await {
+                Some(SocketUpdate::Item(tokio_tungstenite::tungstenite::Message::Text(text))) => {
+                    if self.handler.accept(text.as_bytes()) {
+                        return std::mem::take(&mut self.ended);
+                    }
+                }
+                Some(SocketUpdate::Reconnecting) => self.ended += 1,
+                Some(_) => {}
+                None => panic!("barter-integration: the reconnecting socket ended"),
+            }
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The feed suite (`tickwire-bench feed`, issue 45's "Bench, same run"): what tickwire's feed
 //! session costs per 128 B message over a bare `recv` on the same loopback WebSocket, how long
 //! a failover takes, and what a second, merged connection costs, against a tokio-tungstenite
-//! reconnect loop written as its users write it, in one run.
+//! reconnect loop written as its users write it and the same client under barter-integration's
+//! reconnecting socket, in one run.
 //!
 //! Tables:
 //! - `feed_msg_128`: ticks per message (the mean over a batch of 64 `next_event` or `recv`
