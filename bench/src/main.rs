@@ -72,7 +72,8 @@ enum Suite {
     Tokio(Options),
     /// Feed session (issue 45): cost per 128 B message over a bare `recv` (blocking and
     /// tokio, user and kernel timestamps), the two-connection merge, and failover from a reset
-    /// to the first message on the new connection, against a tokio-tungstenite reconnect loop.
+    /// to the first message on the new connection, against a tokio-tungstenite reconnect loop
+    /// and barter-integration's reconnecting socket.
     Feed(Options),
     /// The feed suite's server as a process of its own (used by `feed --callgrind`, so that
     /// callgrind counts the client alone; not for direct use).
