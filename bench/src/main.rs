@@ -10,6 +10,7 @@
 //! cargo run --release -p tickwire-bench -- server        # echo servers (processes) under load
 //! cargo run --release -p tickwire-bench -- pubsub        # pub/sub fan-out servers under load
 //! cargo run --release -p tickwire-bench -- nats          # NATS-fed nodes against in-process
+//! cargo run --release -p tickwire-bench -- feed          # feed session vs bare recv, failover
 //! ```
 //!
 //! Tables go to stdout and to `target/bench-report/` (report.md, one SVG per latency table,
@@ -23,6 +24,7 @@
 
 mod alloc_count;
 mod callgrind;
+mod feed;
 mod harness;
 mod host_copy;
 mod http;
@@ -68,6 +70,30 @@ enum Suite {
     /// tickwire-tokio: WebSocket loopback (round trip, stream; 128 B and 4 KiB; ws and wss)
     /// and async REST (1 and 8 in flight) against tickwire blocking and the async peers.
     Tokio(Options),
+    /// Feed session (issue 45): cost per 128 B message over a bare `recv` (blocking and
+    /// tokio, user and kernel timestamps), the two-connection merge, and failover from a reset
+    /// to the first message on the new connection, against a tokio-tungstenite reconnect loop
+    /// and barter-integration's reconnecting socket.
+    Feed(Options),
+    /// The feed suite's server as a process of its own (used by `feed --callgrind`, so that
+    /// callgrind counts the client alone; not for direct use).
+    #[command(hide = true)]
+    FeedServer {
+        /// Core the server threads are pinned to.
+        #[arg(long)]
+        core: Option<usize>,
+    },
+    /// Runs one feed client for callgrind (used by `feed --callgrind`; not for direct use).
+    #[command(hide = true)]
+    FeedCallgrindTarget {
+        /// Row name, as in the tables.
+        library: String,
+        /// Messages counted (after the warm-up).
+        messages: u64,
+        /// The `feed-server` port.
+        #[arg(long)]
+        port: u16,
+    },
     /// Packet codec against network-protocol 1.3.0: framing GB/s, LZ4 / Zstd MB/s and ratio,
     /// multiplexed round trip and requests/s at 1, 8 and 64 in flight over loopback TCP.
     Packet(Options),
@@ -275,6 +301,23 @@ fn main() {
         Suite::Http(options) => run_suite("http", &options, None),
         Suite::Tokio(options) => run_suite("tokio", &options, None),
         Suite::Packet(options) => run_suite("packet", &options, None),
+        Suite::Feed(options) => run_suite("feed", &options, None),
+        Suite::FeedServer { core } => {
+            if let Err(message) = feed::serve_process(core) {
+                eprintln!("feed-server: {message}");
+                std::process::exit(2);
+            }
+        }
+        Suite::FeedCallgrindTarget {
+            library,
+            messages,
+            port,
+        } => {
+            if let Err(message) = feed::callgrind_target(&library, messages, port) {
+                eprintln!("feed-callgrind-target: {message}");
+                std::process::exit(2);
+            }
+        }
         Suite::Server(options) => run_suite(
             "server",
             &options.common,
@@ -369,6 +412,7 @@ fn run_suite(suite: &str, options: &Options, processes: Option<ProcessSuite<'_>>
         "tokio" => tokio_suite::STEPS,
         "server" | "pubsub" | "nats" => server_suite::STEPS,
         "packet" => packet::STEPS,
+        "feed" => feed::STEPS,
         _ => spsc::STEPS,
     } * rounds as u64;
     let progress = ProgressBar::new(steps);
@@ -407,6 +451,7 @@ fn run_suite(suite: &str, options: &Options, processes: Option<ProcessSuite<'_>>
         "http" => tables.extend(http::run(&ctx, options.callgrind, !options.no_loopback)),
         "tokio" => tables.extend(tokio_suite::run(&ctx)),
         "packet" => tables.extend(packet::run(&ctx, options.no_loopback)),
+        "feed" => tables.extend(feed::run(&ctx, &clock, options.callgrind)),
         "server" | "pubsub" | "nats" => match processes {
             Some(ProcessSuite::Server(settings)) => {
                 tables.extend(server_suite::run(&ctx, settings, &clock, options.quick));

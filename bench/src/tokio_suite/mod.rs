@@ -49,7 +49,7 @@ pub fn run(ctx: &Ctx) -> Vec<Table> {
 /// The runtime of every async client here: current-thread, on the calling thread, I/O and
 /// time drivers on (tickwire-tokio bounds its handshakes with tokio timers; the same runtime
 /// for every library keeps the comparison even).
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
