@@ -271,19 +271,17 @@ enum AnyFeed {
 fn open_feed(tokio: bool, config: FeedConfig, timestamps: Timestamps) -> AnyFeed {
     if tokio {
         AnyFeed::Tokio(Box::new(
-            tickwire_tokio::feed::Feed::with_timestamps(
-                config,
+            tickwire_tokio::feed::Feed::new(
+                config.with_timestamps(timestamps),
                 tickwire_tokio::ClientBuilder::new().nodelay(true),
-                timestamps,
             )
             .expect("tickwire-tokio feed: configuration"),
         ))
     } else {
         AnyFeed::Blocking(Box::new(
-            tickwire_blocking::feed::Feed::with_timestamps(
-                config,
+            tickwire_blocking::feed::Feed::new(
+                config.with_timestamps(timestamps),
                 tickwire_blocking::ClientBuilder::new().nodelay(true),
-                timestamps,
             )
             .expect("tickwire feed: configuration"),
         ))
