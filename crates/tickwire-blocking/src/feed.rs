@@ -28,6 +28,8 @@ use crate::{Error, WebSocket};
 pub use tickwire_core::feed::Timestamps;
 
 type Socket = WebSocket<Stamped>;
+/// A connect's outcome, sent back by its thread: the slot and the connect's number.
+type Connected = (ConnId, u64, Result<Socket, Error>);
 
 /// A feed over blocking sockets: see [`FeedSession`](tickwire_codec::feed::FeedSession) for
 /// what it decides, and [`tickwire_core::feed::Feed`] for its calls.
@@ -50,20 +52,25 @@ pub type Feed = tickwire_core::feed::Feed<Connections>;
 
 /// The blocking feed's connections: the `X` of [`Feed`], made by `Feed::new`.
 pub struct Connections {
-    slots: Slots<(), Socket>,
+    slots: Slots<u64, Socket>,
     /// Where the next round of reads starts, so every connection gets its turn.
     next_read: usize,
     /// Connects finished on their threads, and the socket they wake `poll(2)` through.
-    done: Receiver<(ConnId, Result<Socket, Error>)>,
-    done_tx: Sender<(ConnId, Result<Socket, Error>)>,
+    done: Receiver<Connected>,
+    done_tx: Sender<Connected>,
     wake: UnixStream,
     wake_tx: UnixStream,
+    /// Connects running on their threads (none: nothing to look for in `done`).
+    connecting: usize,
+    /// The number of the next connect: a slot closed and reconnected while an older
+    /// connect still ran takes only its own connect's outcome.
+    attempts: u64,
 }
 
 impl FeedIo for Connections {
     type Next<'a> = io::Result<Option<Event<'a>>>;
-    /// The connect runs on a thread of its own.
-    type Connecting = ();
+    /// The connect runs on a thread of its own; the slot keeps its number.
+    type Connecting = u64;
     type Socket = Socket;
 
     fn new() -> Self {
@@ -77,6 +84,8 @@ impl FeedIo for Connections {
             done_tx,
             wake,
             wake_tx,
+            connecting: 0,
+            attempts: 0,
         }
     }
 
@@ -91,7 +100,16 @@ impl FeedIo for Connections {
         io.pump(control, false)
     }
 
-    fn connect(&mut self, conn: ConnId, url: &str, options: ClientOptions, stamping: Stamping) {
+    fn connect(
+        &mut self,
+        conn: ConnId,
+        url: &str,
+        options: ClientOptions,
+        stamping: Stamping,
+    ) -> u64 {
+        self.connecting += 1;
+        self.attempts += 1;
+        let attempt = self.attempts;
         let (url, done, wake) = (
             url.to_owned(),
             self.done_tx.clone(),
@@ -99,14 +117,15 @@ impl FeedIo for Connections {
         );
         std::thread::spawn(move || {
             let opened = open(&url, options, stamping);
-            let _ = done.send((conn, opened));
+            let _ = done.send((conn, attempt, opened));
             if let Ok(mut wake) = wake {
                 let _ = io::Write::write(&mut wake, &[1]);
             }
         });
+        attempt
     }
 
-    fn slots(&mut self) -> &mut Slots<(), Socket> {
+    fn slots(&mut self) -> &mut Slots<u64, Socket> {
         &mut self.slots
     }
 }
@@ -123,6 +142,20 @@ impl FeedSocket for Socket {
     fn stamps(&self) -> &Arc<StampCell> {
         self.stream().stamps().cell()
     }
+}
+
+/// Writes what `socket` has queued, as far as it takes it now; `true` when the write failed
+/// (reported: the caller drops the connection).
+#[inline]
+fn flush_or_lose(socket: &mut Socket, conn: ConnId, control: &mut FeedControl) -> bool {
+    if socket.connection().wants_write(socket.buffers())
+        && let Err(error) = socket.flush()
+        && !error.is_timeout()
+    {
+        control.lost(conn, &error);
+        return true;
+    }
+    false
 }
 
 /// Opens a feed connection (on a connect's thread): TCP, TLS, the upgrade, its reads
@@ -147,9 +180,14 @@ impl Connections {
     /// Runs the session until it has an event to give (`true`) or, not `blocking`, until
     /// nothing more can be done now; `false` also once the session ended and was drained.
     fn pump(&mut self, control: &mut FeedControl, blocking: bool) -> io::Result<bool> {
+        // What the user queued between calls (`send`) goes out with the read round, which
+        // flushes each connection it visits; everything after actions or a wait.
+        let mut flush = false;
         loop {
-            control.run_actions(self);
-            self.flush_all(control);
+            if control.run_actions(self) || flush {
+                self.flush_all(control);
+                flush = false;
+            }
             if let Some(ready) = control.ready() {
                 return Ok(ready);
             }
@@ -166,18 +204,27 @@ impl Connections {
                 return Ok(false);
             }
             self.wait(timer, now)?;
+            flush = true;
         }
     }
 
     /// Hands the connects that finished to the session; `true` if any did.
     fn take_connects(&mut self, control: &mut FeedControl) -> bool {
+        if self.connecting == 0 {
+            return false;
+        }
         let mut any = false;
         loop {
-            let (conn, opened) = match self.done.try_recv() {
+            let (conn, attempt, opened) = match self.done.try_recv() {
                 Ok(done) => done,
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             };
-            control.connected(conn, opened, &mut self.slots[conn.index()]);
+            self.connecting -= 1;
+            // A connect of a slot closed since: what it opened is dropped.
+            let slot = &mut self.slots[conn.index()];
+            if matches!(slot, Slot::Connecting(current) if *current == attempt) {
+                control.connected(conn, opened, slot);
+            }
             any = true;
         }
         if any {
@@ -195,12 +242,8 @@ impl Connections {
                 continue;
             };
             let conn = ConnId(index as u8);
-            if socket.connection().wants_write(socket.buffers())
-                && let Err(error) = socket.flush()
-                && !error.is_timeout()
-            {
+            if flush_or_lose(socket, conn, control) {
                 self.slots[index] = Slot::Empty;
-                control.lost(conn, &error);
                 continue;
             }
             control.sent_control(conn, socket.buffers());
@@ -210,19 +253,28 @@ impl Connections {
     /// Reads every open connection, from `next_read` on, until one gives a data message or
     /// ends; `true` when the session has something new.
     fn read_round(&mut self, control: &mut FeedControl) -> bool {
-        for turn in 0..MAX_CONNECTIONS {
-            let index = (self.next_read + turn) % MAX_CONNECTIONS;
+        let used = control.slots_used();
+        for turn in 0..used {
+            let index = (self.next_read + turn) % used;
             let Slot::Open(socket, cell) = &mut self.slots[index] else {
                 continue;
             };
             let conn = ConnId(index as u8);
-            let outcome = loop {
+            if flush_or_lose(socket, conn, control) {
+                self.slots[index] = Slot::Empty;
+                return true;
+            }
+            let mut outcome = loop {
                 let outcome = control.on_recv(conn, socket.try_recv(), cell);
                 control.sent_control(conn, socket.buffers());
                 if outcome != Received::Control {
                     break outcome;
                 }
             };
+            // A pong or keepalive ping the reads queued goes out now.
+            if outcome != Received::Ended && flush_or_lose(socket, conn, control) {
+                outcome = Received::Ended;
+            }
             match outcome {
                 Received::Data => {}
                 Received::Ended => self.slots[index] = Slot::Empty,
@@ -236,6 +288,8 @@ impl Connections {
 
     /// Waits for a readable (or, with output queued, writable) connection, a connect
     /// finishing, or the earliest timer: the session's `timer`, or a connection's keepalive.
+    /// Out of line: the read path's frame stays small.
+    #[inline(never)]
     fn wait(&mut self, timer: Option<Instant>, now: Instant) -> io::Result<()> {
         use rustix::event::{PollFd, PollFlags, Timespec, poll};
         let mut earliest = timer;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use tickwire_codec::feed::{ConnId, Event, MAX_CONNECTIONS};
+use tickwire_codec::feed::{ConnId, Event};
 use tickwire_codec::ws::CloseCode;
 use tickwire_core::feed::{
     FeedControl, FeedIo, FeedSocket, Received, Slot, Slots, StampCell, StampedStream, Stamping,
@@ -174,8 +174,9 @@ impl Connections {
     /// One poll of every connection and the session's timer: `Ready` once anything was
     /// given to the session.
     fn poll_io(&mut self, control: &mut FeedControl, cx: &mut Context<'_>) -> Poll<()> {
-        for turn in 0..MAX_CONNECTIONS {
-            let index = (self.next_read + turn) % MAX_CONNECTIONS;
+        let used = control.slots_used();
+        for turn in 0..used {
+            let index = (self.next_read + turn) % used;
             let conn = ConnId(index as u8);
             let progressed = match &mut self.slots[index] {
                 Slot::Empty => false,

@@ -7,10 +7,10 @@ mod exsim;
 mod exsim_styles;
 mod exsim_support;
 mod feed;
-mod feed_support;
 mod feed_faults;
 mod feed_faults_rig;
 mod feed_faults_support;
+mod feed_support;
 mod support;
 mod toxiproxy;
 // The certificates (`Ca`): the library's TLS test helpers, included.

@@ -47,6 +47,10 @@ pub struct FeedSession {
     messages: u64,
     delivered: u64,
     reconnects: u64,
+    /// `poll_action`'s scans of the slots (sends due, connects due) found nothing, and no
+    /// input since could have changed that: a data message that was only delivered, held or
+    /// dropped leaves it set, so the data path does not scan the slots per message.
+    quiet: bool,
 }
 
 /// Another message's events are still queued: drain `poll_event(payload)` with its payload
@@ -168,6 +172,7 @@ impl FeedSession {
             messages: 0,
             delivered: 0,
             reconnects: 0,
+            quiet: false,
             config,
         })
     }
@@ -178,7 +183,7 @@ impl FeedSession {
         if let Some(action) = self.actions.pop_front() {
             return Some(action);
         }
-        if self.ended.is_some() {
+        if self.ended.is_some() || self.quiet {
             return None;
         }
         for index in 0..self.slots.len() {
@@ -191,7 +196,15 @@ impl FeedSession {
                 return Some(action);
             }
         }
+        self.quiet = true;
         None
+    }
+
+    /// Whether [`poll_action`](Self::poll_action) may have an action: `false` when it would
+    /// return `None` without reading `now`, so a driver need not read the clock for it
+    /// (the data path: a message delivered changes nothing the actions depend on).
+    pub fn wants_poll(&self) -> bool {
+        !self.actions.is_empty() || (!self.quiet && self.ended.is_none())
     }
 
     /// The next event, in order. `current` is the payload of the message last given to
@@ -273,6 +286,7 @@ impl FeedSession {
     /// Runs the timers due at `now`: connect, acknowledgement and heartbeat deadlines, stale
     /// connections, heartbeats to send, rotations due, held messages that waited enough.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.quiet = false;
         if self.ended.is_some() {
             return;
         }
@@ -296,6 +310,7 @@ impl FeedSession {
 
     /// The driver opened `conn` (the WebSocket handshake succeeded) at `now`.
     pub fn on_open(&mut self, conn: ConnId, now: Instant) {
+        self.quiet = false;
         let Some(slot) = self.slots.get_mut(conn.index()) else {
             return;
         };
@@ -341,6 +356,7 @@ impl FeedSession {
 
     /// The attempt for `conn` failed before it opened.
     pub fn on_connect_failed(&mut self, conn: ConnId, why: Disconnect, now: Instant) {
+        self.quiet = false;
         if matches!(
             self.slots.get(conn.index()).map(|slot| slot.state),
             Some(SlotState::Connecting { .. })
@@ -351,6 +367,7 @@ impl FeedSession {
 
     /// The open connection `conn` ended (not after an [`Action::Close`] for it).
     pub fn on_closed(&mut self, conn: ConnId, why: Disconnect, now: Instant) {
+        self.quiet = false;
         if matches!(
             self.slots.get(conn.index()).map(|slot| slot.state),
             Some(SlotState::Open(_) | SlotState::Connecting { .. })
@@ -389,6 +406,7 @@ impl FeedSession {
             && let Some(reply) = answer(payload)
         {
             self.slots[index].outbox.push_back((reply, false));
+            self.quiet = false;
             return Ok(Disposition::Control);
         }
         if let Some(heartbeat) = &self.config.heartbeat
@@ -405,6 +423,7 @@ impl FeedSession {
             if open.acks_pending == 0 {
                 open.ack_deadline = None;
             }
+            self.quiet = false;
             self.check_subscribed(index);
             return Ok(Disposition::Control);
         }
@@ -462,7 +481,10 @@ impl FeedSession {
                 Disposition::Deliver
             }
         };
-        self.check_rotation(conn);
+        if self.rotation.is_some() {
+            self.quiet = false;
+            self.check_rotation(conn);
+        }
         Ok(disposition)
     }
 
@@ -500,6 +522,7 @@ impl FeedSession {
 
     /// Adds `topic` to the subscription set and subscribes every open connection to it.
     pub fn subscribe(&mut self, topic: impl Into<String>, now: Instant) {
+        self.quiet = false;
         let topic = topic.into();
         self.scratch.clear();
         build_subscribe(
@@ -528,6 +551,7 @@ impl FeedSession {
     /// Removes `topic` from the set (`false` if it was not in it) and sends the
     /// unsubscribe messages, if configured, on every open connection.
     pub fn unsubscribe(&mut self, topic: &str) -> bool {
+        self.quiet = false;
         let Some(position) = self.config.subscriptions.iter().position(|t| t == topic) else {
             return false;
         };
@@ -553,6 +577,7 @@ impl FeedSession {
     /// Starts a make-before-break rotation of `conn` now; `false` when it is not an open
     /// connection of the redundant set or a rotation is already under way.
     pub fn rotate(&mut self, conn: ConnId, now: Instant) -> bool {
+        self.quiet = false;
         let open_active = self.slots.get(conn.index()).is_some_and(|slot| {
             slot.role == Role::Active && matches!(slot.state, SlotState::Open(_))
         });
@@ -566,6 +591,7 @@ impl FeedSession {
     /// Ends the session: every connection is closed with 1000, held messages go out, and
     /// [`Event::Ended`] with [`FeedError::Closed`] follows.
     pub fn close(&mut self) {
+        self.quiet = false;
         self.end(None, FeedError::Closed);
     }
 
@@ -629,6 +655,14 @@ impl FeedSession {
 
     /// Moves the merge's output to the queue; `current` is the message being received.
     fn flush_merge(&mut self, current: Option<Meta>) {
+        // The common case, a message delivered and nothing else: no drain.
+        if let ([Output::Current], Some(meta)) = (self.merge_out.as_slice(), current) {
+            self.merge_out.clear();
+            self.current_pending = true;
+            self.delivered += 1;
+            self.queue.push_back(Queued::Current(meta));
+            return;
+        }
         let resync = self.config.resync_on_gap;
         for output in self.merge_out.drain(..) {
             match output {

@@ -572,3 +572,36 @@ fn has_event_says_whether_poll_event_has_one_to_give() {
     assert!(!driver.session.has_event());
     assert_eq!(driver.session.config().endpoints, ["ws://a"]);
 }
+
+/// The data path leaves the actions quiet (a driver need not read the clock for them per
+/// message), and every input that may give an action wakes them: nothing is left unsent.
+#[test]
+fn a_delivered_message_leaves_the_actions_quiet_and_inputs_wake_them() {
+    let config = sequenced()
+        .with_subscription("a")
+        .with_answer_ping(|msg| (msg == b"ping").then(|| "pong".to_owned()));
+    let mut d = Driver::new(config);
+    d.open_all();
+    assert!(
+        !d.session.wants_poll(),
+        "nothing to do once open and subscribed"
+    );
+    assert_eq!(d.message(0, "K 1"), Disposition::Deliver);
+    assert!(
+        !d.session.wants_poll(),
+        "a delivered message changes no action"
+    );
+    // An application ping owes a reply: the actions wake, and the driver's next round
+    // (`message` runs it) sends it.
+    let sent = d.sent.len();
+    assert_eq!(d.message(0, "ping"), Disposition::Control);
+    assert_eq!(d.sent[sent..], [(0, "pong".into())]);
+    assert!(!d.session.wants_poll());
+    // A live subscription and a lost connection wake them too.
+    d.session.subscribe("b", d.now);
+    assert!(d.session.wants_poll());
+    d.act(|_| true);
+    assert_eq!(d.sent.last(), Some(&(0, "b".into())));
+    d.session.on_closed(ConnId(0), Disconnect::Reset, d.now);
+    assert!(d.session.wants_poll());
+}

@@ -9,7 +9,7 @@ use std::io;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tickwire_codec::feed::{
     Action, ConfigError, ConnId, Disconnect, Disposition, Event, FeedConfig, FeedError,
@@ -499,6 +499,14 @@ impl FeedControl {
         })
     }
 
+    /// A driver's: how many slots the session uses (its connections and the rotation's
+    /// spare, `connections + 1`); those above are never filled.
+    #[doc(hidden)]
+    #[inline]
+    pub fn slots_used(&self) -> usize {
+        self.session.config().connections + 1
+    }
+
     /// A driver's: the session, to drive (its timers).
     #[doc(hidden)]
     pub fn session_mut(&mut self) -> &mut FeedSession {
@@ -516,10 +524,15 @@ impl FeedControl {
     }
 
     /// A driver's: turns the session's actions into `io`'s socket calls (a connect is
-    /// started; its outcome is reported later).
+    /// started; its outcome is reported later); `true` when there was any (output may be
+    /// queued).
     #[doc(hidden)]
-    pub fn run_actions<X: FeedIo>(&mut self, io: &mut X) {
-        while let Some(action) = self.session.poll_action(Instant::now()) {
+    pub fn run_actions<X: FeedIo>(&mut self, io: &mut X) -> bool {
+        let mut any = false;
+        while self.session.wants_poll()
+            && let Some(action) = self.session.poll_action(Instant::now())
+        {
+            any = true;
             match action {
                 Action::Connect { conn, endpoint, .. } => {
                     let options = self
@@ -546,6 +559,7 @@ impl FeedControl {
                 _ => {}
             }
         }
+        any
     }
 
     /// Queues `text` on `conn` if it is open; a failed send drops the connection and is
@@ -624,9 +638,10 @@ impl FeedControl {
                 return Received::Ended;
             }
         };
-        let disposition = self
-            .session
-            .on_message(conn, payload, stamps.get(), Instant::now());
+        // The read's time is the message's "now": no second clock read per message.
+        let stamp = stamps.get();
+        let now = self.epoch + Duration::from_nanos(stamp.recv_ns);
+        let disposition = self.session.on_message(conn, payload, stamp, now);
         if disposition == Ok(Disposition::Deliver) {
             self.current.clear();
             self.current.extend_from_slice(payload);
