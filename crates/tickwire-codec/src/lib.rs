@@ -101,6 +101,7 @@ macro_rules! with_methods {
 
 pub mod buf;
 pub mod compress;
+pub mod connect;
 #[cfg(feature = "deflate")]
 pub mod deflate;
 pub mod feed;

@@ -1,0 +1,20 @@
+//! The connect path, sans-IO: which address to try next and when ([`ConnectPlan`], Happy
+//! Eyeballs v2, RFC 8305), fixed addresses for a host ([`ResolveEntry`], curl's
+//! `--resolve`), the proxy handshakes as byte state machines ([`HttpConnect`], [`Socks5`])
+//! and the proxy a URL takes from the environment the way curl reads it ([`proxy_from_env`]).
+//!
+//! This module owns those decisions and nothing else: it opens no socket, resolves no name,
+//! reads no clock and no environment variable (the variables come in through a lookup
+//! closure). A driver (the blocking or the tokio transport) resolves the host, hands the
+//! addresses to a [`ConnectPlan`], starts and closes the sockets the plan's [`Action`]s name,
+//! reports each outcome back with the time, and then, through a proxy, shuttles the
+//! handshake's bytes until it says the tunnel is up.
+
+mod plan;
+mod resolve;
+
+pub use plan::{Action, AttemptId, ConnectConfig, ConnectError, ConnectPlan, Reason};
+pub use resolve::{ResolveEntry, ResolveError, interleave};
+
+#[cfg(test)]
+mod plan_tests;
