@@ -10,18 +10,22 @@
 //! reports each outcome back with the time, and then, through a proxy, shuttles the
 //! handshake's bytes until it says the tunnel is up.
 
+mod env;
 mod http_connect;
 mod plan;
 mod proxy;
 mod resolve;
 mod socks5;
 
+pub use env::{NoProxy, ProxyKind, ProxyUrl, ProxyUrlError, proxy_from_env};
 pub use http_connect::{DEFAULT_MAX_HEAD_BYTES, HttpConnect, HttpProxyError};
 pub use plan::{Action, AttemptId, ConnectConfig, ConnectError, ConnectPlan, Reason};
 pub use proxy::{Credentials, Progress, Target};
 pub use resolve::{ResolveEntry, ResolveError, interleave};
 pub use socks5::{BoundAddr, ReplyCode, Socks5, Socks5Error};
 
+#[cfg(test)]
+mod env_tests;
 #[cfg(test)]
 mod plan_tests;
 #[cfg(test)]

@@ -1,16 +1,5 @@
-//! [`ConnectPlan`]: Happy Eyeballs v2 (RFC 8305 section 5) as a state machine. The rules:
-//!
-//! 1. The addresses are tried in the plan's order (interleaved by family, or as given for
-//!    fixed addresses), each at most once.
-//! 2. The first attempt starts at once; each next one starts `stagger` after the previous
-//!    one started, or at once when a running attempt fails, whichever comes first.
-//! 3. An attempt still running `attempt_timeout` after it started fails as timed out and
-//!    is abandoned (the driver closes its socket).
-//! 4. The first attempt reported connected wins: every other running attempt is
-//!    abandoned and no more start.
-//! 5. The plan fails when every address failed, or when `total_timeout` passed since the
-//!    plan began (running attempts abandoned as timed out, the rest never tried); its
-//!    error names every address with its reason.
+//! [`ConnectPlan`]: Happy Eyeballs v2 (RFC 8305 section 5) as a state machine. Its rules
+//! open the type's documentation.
 
 use core::fmt;
 use std::collections::VecDeque;
@@ -179,7 +168,21 @@ enum State {
     Abandoned,
 }
 
-/// One connect, sans-IO: see the [module docs](self) for the rules. The driver's loop:
+/// One connect, sans-IO, by these rules:
+///
+/// 1. The addresses are tried in the plan's order (interleaved by family, or as given for
+///    fixed addresses), each at most once.
+/// 2. The first attempt starts at once; each next one starts `stagger` after the previous
+///    one started, or at once when a running attempt fails, whichever comes first.
+/// 3. An attempt still running `attempt_timeout` after it started fails as timed out and
+///    is abandoned (the driver closes its socket).
+/// 4. The first attempt reported connected wins: every other running attempt is
+///    abandoned and no more start.
+/// 5. The plan fails when every address failed, or when `total_timeout` passed since the
+///    plan began (running attempts abandoned as timed out, the rest never tried); its
+///    error names every address with its reason.
+///
+/// The driver's loop:
 /// after creating the plan and after every `on_*` or `handle_timeout`, call
 /// [`poll_action`](Self::poll_action) until `None`; wait for a socket outcome or until
 /// [`poll_timeout`](Self::poll_timeout), whichever comes first.
