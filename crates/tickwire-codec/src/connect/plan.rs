@@ -217,7 +217,7 @@ impl ConnectPlan {
             addrs,
             next: 0,
             next_at: now,
-            total_deadline: now + config.total_timeout,
+            total_deadline: after(now, config.total_timeout),
             actions: VecDeque::new(),
             finished: false,
         };
@@ -330,7 +330,7 @@ impl ConnectPlan {
         }
         while self.next < self.addrs.len() && now >= self.next_at {
             let id = AttemptId(self.next);
-            let deadline = (now + self.config.attempt_timeout).min(self.total_deadline);
+            let deadline = after(now, self.config.attempt_timeout).min(self.total_deadline);
             self.states[id.0] = State::Running { deadline };
             self.actions.push_back(Action::Attempt {
                 id,
@@ -367,4 +367,10 @@ impl ConnectPlan {
         });
         self.next_at = self.next_at.min(now);
     }
+}
+
+/// `now + timeout`, a century when the sum would overflow (`Duration::MAX` means "never").
+fn after(now: Instant, timeout: Duration) -> Instant {
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
 }

@@ -89,6 +89,17 @@ fn the_stagger_is_clamped_to_the_rfc_bounds() {
 }
 
 #[test]
+fn unbounded_timeouts_mean_never() {
+    let t0 = Instant::now();
+    let config = ConnectConfig::new()
+        .with_attempt_timeout(Duration::MAX)
+        .with_total_timeout(Duration::MAX);
+    let mut plan = ConnectPlan::new(&[addr(V4A)], config, t0);
+    assert_eq!(drain(&mut plan, t0), [attempt(0, V4A)]);
+    assert!(plan.poll_timeout().unwrap() > t0 + Duration::from_secs(3600));
+}
+
+#[test]
 fn a_failure_starts_the_next_attempt_at_once() {
     let t0 = Instant::now();
     let mut plan = ConnectPlan::new(&[addr(V4A), addr(V4B)], ConnectConfig::new(), t0);
