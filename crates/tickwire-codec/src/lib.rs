@@ -11,7 +11,10 @@
 //! pools) on request ids and lengths alone. [`feed`] is the client side of an exchange feed
 //! over one or several WebSocket connections: reconnects with back-off, subscriptions,
 //! liveness, per-key sequences merged across redundant connections, rotation and send
-//! quotas, as decisions and events for a driver that owns the sockets.
+//! quotas, as decisions and events for a driver that owns the sockets. [`connect`] is the
+//! connect path's decisions: Happy Eyeballs v2 over resolved addresses (RFC 8305), fixed
+//! addresses for a host (curl's `--resolve`), the HTTP CONNECT and SOCKS5 proxy handshakes
+//! as byte state machines, and the proxy a URL takes from the environment as curl reads it.
 //! It performs no I/O, reads no clock and spawns nothing: bytes come in, events come out, and
 //! time is passed in by the transport.
 //!
@@ -38,6 +41,9 @@
 //! - `mux <- packet`: `mux` counts requests by id and length and never sees a byte, so it
 //!   names no other module; `packet`'s client and server cores (`packet::ClientCore`,
 //!   `packet::ServerCore`) glue it to the packet framing, and the transports drive those.
+//! - `connect` names no other module: the plan sees addresses and outcomes, the proxy
+//!   handshakes see bytes, and the driver glues them to its sockets and to the handshake
+//!   that follows (TLS, the WebSocket upgrade, HTTP) on the tunnel.
 //! - `mux <- feed`: the feed session takes its reconnect back-off ([`mux::Backoff`], with
 //!   [`mux::Jitter`]) from `mux` and nothing else; it sees whole messages as bytes and never
 //!   a frame, so a driver glues it to its `ws::Connection`s without `feed` naming `ws`.
@@ -101,6 +107,7 @@ macro_rules! with_methods {
 
 pub mod buf;
 pub mod compress;
+pub mod connect;
 #[cfg(feature = "deflate")]
 pub mod deflate;
 pub mod feed;
