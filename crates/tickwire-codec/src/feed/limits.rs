@@ -15,18 +15,33 @@ use std::time::{Duration, Instant};
 pub struct ConnectBudget {
     attempts: usize,
     window: Duration,
+    /// Added to the window: the exchange counts an attempt when its connection arrives,
+    /// some time after the session recorded it, and an attempt delayed more than a later one
+    /// would bunch two into one of its windows.
+    margin: Duration,
     log: Mutex<VecDeque<Instant>>,
 }
 
 impl ConnectBudget {
-    /// `attempts` per `window` (at least one attempt). Allocates the log once.
+    /// `attempts` per `window` (at least one attempt), with the default margin: a twentieth
+    /// of the window, at most 1 s (50 ms for 1 s; Binance's 300 per 5 min keeps its 1 s).
+    /// Allocates the log once.
     pub fn new(attempts: usize, window: Duration) -> Self {
         let attempts = attempts.max(1);
         Self {
             attempts,
             window,
+            margin: (window / 20).min(Duration::from_secs(1)),
             log: Mutex::new(VecDeque::with_capacity(attempts)),
         }
+    }
+
+    /// Sets the margin added to the window between attempts `attempts` apart: how much
+    /// later than its start an attempt may reach the exchange than the attempts after it.
+    #[must_use]
+    pub fn with_margin(mut self, margin: Duration) -> Self {
+        self.margin = margin;
+        self
     }
 
     /// Takes one attempt at `now`, or says when the next one may start (`Err(at)`, nothing
@@ -38,7 +53,7 @@ impl ConnectBudget {
         let at = log.back().map_or(now, |latest| now.max(*latest));
         if log.len() >= self.attempts {
             let oldest = log[0];
-            let free_at = oldest + self.window;
+            let free_at = oldest + self.window + self.margin;
             if at < free_at {
                 return Err(free_at);
             }
@@ -161,7 +176,7 @@ mod tests {
     #[test]
     fn the_budget_refuses_the_attempt_past_its_count_until_the_window_moves() {
         let start = Instant::now();
-        let budget = ConnectBudget::new(3, Duration::from_secs(10));
+        let budget = ConnectBudget::new(3, Duration::from_secs(10)).with_margin(Duration::ZERO);
         for s in 0..3 {
             assert_eq!(budget.try_acquire(start + Duration::from_secs(s)), Ok(()));
         }
@@ -175,6 +190,28 @@ mod tests {
         assert_eq!(
             budget.try_acquire(free),
             Err(start + Duration::from_secs(11))
+        );
+    }
+
+    /// An exchange counts attempts as they arrive: the first of a run may arrive later than
+    /// the session started it. By default the window is kept a twentieth longer, so an
+    /// attempt `attempts` after another starts at least `window + window / 20` after it.
+    #[test]
+    fn the_default_margin_spaces_attempts_past_the_window() {
+        let start = Instant::now();
+        let window = Duration::from_secs(1);
+        let budget = ConnectBudget::new(2, window);
+        assert_eq!(budget.try_acquire(start), Ok(()));
+        assert_eq!(budget.try_acquire(start), Ok(()));
+        let free = start + window + Duration::from_millis(50);
+        assert_eq!(budget.try_acquire(start + window), Err(free));
+        assert_eq!(budget.try_acquire(free), Ok(()));
+        // Long windows keep at most 1 s (Binance: 300 attempts per 5 minutes).
+        let binance = ConnectBudget::new(1, Duration::from_secs(300));
+        assert_eq!(binance.try_acquire(start), Ok(()));
+        assert_eq!(
+            binance.try_acquire(start),
+            Err(start + Duration::from_secs(301))
         );
     }
 
