@@ -278,7 +278,7 @@ fn per_message_table(rounds: &Rounds, clock: &Clock, messages: u64) -> Table {
         Client::ALL[0].name(),
         "The server writes pre-built frames as fast as the socket takes them; each sample is \
          the mean of 64 messages. Feed rows extract the key and number and take the receive \
-         timestamps (user: monotonic and wall clock; kernel: also SO_TIMESTAMPNS through \
+         timestamps (user: monotonic and wall clock; kernel: also SO_TIMESTAMPING through \
          recvmsg); recv rows do neither.",
     );
     for (client, (histograms, _)) in Client::ALL.iter().zip(&rounds.per_message) {
