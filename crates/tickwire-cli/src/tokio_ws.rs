@@ -13,8 +13,8 @@ use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 
 use crate::{
-    ClientArgs, ConnectArgs, ServeArgs, client_builder, client_tls, echo_message, print_listening,
-    print_received, queue_stdin_lines, server_builder, server_tls, stdin_lines,
+    ClientArgs, ConnectArgs, ServeArgs, client_builder, client_tls, close_outcome, echo_message,
+    print_listening, print_received, queue_stdin_lines, server_builder, server_tls, stdin_lines,
 };
 
 /// `tickwire serve --runtime tokio`: the echo server, a task per connection.
@@ -141,8 +141,12 @@ async fn print_until_close<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), St
 async fn echo_until_close<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), String> {
     loop {
         let (recv, mut sender) = ws.recv_with_sender().await.map_err(|e| e.to_string())?;
-        let Recv::Message(message) = recv else {
-            return Ok(());
+        let message = match recv {
+            Recv::Message(message) => message,
+            Recv::Closed(frame) => {
+                return close_outcome(frame.map(|f| (f.code, f.reason.to_owned())));
+            }
+            _ => return Ok(()),
         };
         if let Some(outcome) = echo_message(message, &mut sender) {
             return outcome;
