@@ -530,16 +530,23 @@ fn print_message(message: &Message<'_>) -> Option<Result<(), String>> {
 fn echo_until_close<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), String> {
     loop {
         let (recv, mut sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
-        let message = match recv {
-            Recv::Message(message) => message,
-            Recv::Closed(frame) => {
-                return close_outcome(frame.map(|f| (f.code, f.reason.to_owned())));
-            }
-            _ => return Ok(()),
+        let message = match echoed_message(recv) {
+            Ok(message) => message,
+            Err(outcome) => return outcome,
         };
         if let Some(outcome) = echo_message(message, &mut sender) {
             return outcome;
         }
+    }
+}
+
+/// `--echo`: the message to send back, or the loop's end as an `Err`: the outcome of the
+/// peer's close (see `close_outcome`), or `Ok` at the end of the stream.
+fn echoed_message(recv: Recv<'_>) -> Result<Message<'_>, Result<(), String>> {
+    match recv {
+        Recv::Message(message) => Ok(message),
+        Recv::Closed(frame) => Err(close_outcome(frame.map(|f| (f.code, f.reason.to_owned())))),
+        _ => Err(Ok(())),
     }
 }
 

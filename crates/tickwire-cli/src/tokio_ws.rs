@@ -13,7 +13,7 @@ use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 
 use crate::{
-    ClientArgs, ConnectArgs, ServeArgs, client_builder, client_tls, close_outcome, echo_message,
+    ClientArgs, ConnectArgs, ServeArgs, client_builder, client_tls, echo_message, echoed_message,
     print_listening, print_received, queue_stdin_lines, server_builder, server_tls, stdin_lines,
 };
 
@@ -141,12 +141,9 @@ async fn print_until_close<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), St
 async fn echo_until_close<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), String> {
     loop {
         let (recv, mut sender) = ws.recv_with_sender().await.map_err(|e| e.to_string())?;
-        let message = match recv {
-            Recv::Message(message) => message,
-            Recv::Closed(frame) => {
-                return close_outcome(frame.map(|f| (f.code, f.reason.to_owned())));
-            }
-            _ => return Ok(()),
+        let message = match echoed_message(recv) {
+            Ok(message) => message,
+            Err(outcome) => return outcome,
         };
         if let Some(outcome) = echo_message(message, &mut sender) {
             return outcome;
