@@ -11,12 +11,12 @@ use std::time::Instant;
 
 use tickwire_codec::handshake::{Request, Response};
 use tickwire_codec::ws::Role;
+use tickwire_core::ws::{Accept, AcceptOver, ServerOpening, Upgrade};
 #[cfg(feature = "tls")]
-use tickwire_core::ws::AcceptTls;
-use tickwire_core::ws::{Accept, AcceptOver, ServerOpening, ServerOptions};
+use tickwire_core::ws::{AcceptTls, TlsUpgrade};
 
 #[cfg(feature = "tls")]
-use tickwire_tls::{ServerTlsConfig, TlsCodec};
+use tickwire_tls::TlsCodec;
 
 #[cfg(feature = "tls")]
 use crate::TlsStream;
@@ -30,76 +30,48 @@ pub fn accept(stream: TcpStream) -> Result<WebSocket<TcpStream>, Error> {
 
 /// Options for the server side, then `accept` for each accepted stream: the builder every
 /// transport shares, on this crate's [`Blocking`] transport. Defaults: those of
-/// [`ServerOptions`].
+/// [`ServerOptions`](crate::ServerOptions).
 pub type ServerBuilder = tickwire_core::ws::ServerBuilder<Blocking>;
 
-impl<F: FnOnce(&Request) -> Response> Accept<TcpStream, F> for Blocking {
-    type Output<'a>
-        = Result<WebSocket<TcpStream>, Error>
-    where
-        Self: 'a,
-        F: 'a;
+impl<'a, F: FnOnce(&Request) -> Response + 'a> Accept<'a, TcpStream, F> for Blocking {
+    type Output = Result<WebSocket<TcpStream>, Error>;
 
-    fn accept_with<'a>(options: &'a ServerOptions, stream: TcpStream, decide: F) -> Self::Output<'a>
-    where
-        F: 'a,
-    {
-        stream.set_nodelay(options.nodelay)?;
-        let deadline = Instant::now() + options.handshake_timeout;
-        upgrade(options, stream, deadline, decide)
+    fn accept(up: Upgrade<'a, TcpStream, F>) -> Self::Output {
+        up.stream.set_nodelay(up.options.nodelay)?;
+        let deadline = Instant::now() + up.options.handshake_timeout;
+        upgrade(up, deadline)
     }
 }
 
-impl<S: Transport, F: FnOnce(&Request) -> Response> AcceptOver<S, F> for Blocking {
-    type Output<'a>
-        = Result<WebSocket<S>, Error>
-    where
-        Self: 'a,
-        S: 'a,
-        F: 'a;
+impl<'a, S: Transport, F: FnOnce(&Request) -> Response + 'a> AcceptOver<'a, S, F> for Blocking {
+    type Output = Result<WebSocket<S>, Error>;
 
-    fn handshake<'a>(options: &'a ServerOptions, stream: S, decide: F) -> Self::Output<'a>
-    where
-        S: 'a,
-        F: 'a,
-    {
-        let deadline = Instant::now() + options.handshake_timeout;
-        upgrade(options, stream, deadline, decide)
+    fn handshake(up: Upgrade<'a, S, F>) -> Self::Output {
+        let deadline = Instant::now() + up.options.handshake_timeout;
+        upgrade(up, deadline)
     }
 }
 
 #[cfg(feature = "tls")]
-impl<F: FnOnce(&Request) -> Response> AcceptTls<TcpStream, F> for Blocking {
-    type Output<'a>
-        = Result<WebSocket<TlsStream<TcpStream>>, Error>
-    where
-        Self: 'a,
-        F: 'a;
+impl<'a, F: FnOnce(&Request) -> Response + 'a> AcceptTls<'a, TcpStream, F> for Blocking {
+    type Output = Result<WebSocket<TlsStream<TcpStream>>, Error>;
 
-    fn accept_tls_with<'a>(
-        options: &'a ServerOptions,
-        stream: TcpStream,
-        tls: &'a ServerTlsConfig,
-        decide: F,
-    ) -> Self::Output<'a>
-    where
-        F: 'a,
-    {
-        stream.set_nodelay(options.nodelay)?;
-        let deadline = Instant::now() + options.handshake_timeout;
-        let mut stream = TlsStream::new(stream, TlsCodec::server(tls)?);
+    fn accept_tls(tls_up: TlsUpgrade<'a, TcpStream, F>) -> Self::Output {
+        let (tcp, up) = tls_up.upgrade.take_stream();
+        tcp.set_nodelay(up.options.nodelay)?;
+        let deadline = Instant::now() + up.options.handshake_timeout;
+        let mut stream = TlsStream::new(tcp, TlsCodec::server(tls_up.tls)?);
         stream.handshake(deadline)?;
-        upgrade(options, stream, deadline, decide)
+        upgrade(up.over(stream), deadline)
     }
 }
 
 /// The upgrade over any stream whose transport handshake (if any) is done.
 fn upgrade<S: Transport>(
-    options: &ServerOptions,
-    mut stream: S,
+    up: Upgrade<'_, S, impl FnOnce(&Request) -> Response>,
     deadline: Instant,
-    decide: impl FnOnce(&Request) -> Response,
 ) -> Result<WebSocket<S>, Error> {
+    let (options, mut stream) = (up.options, up.stream);
     let mut opening = ServerOpening::new(&options.handshake);
     let request = loop {
         match opening.read_request() {
@@ -112,7 +84,7 @@ fn upgrade<S: Transport>(
             }
         }
     };
-    let responded = opening.respond(decide(&request), Instant::now());
+    let responded = opening.respond((up.decide)(&request), Instant::now());
     let written = crate::stream::write_before(&mut stream, opening.answer(), deadline);
     let opened = opening.conclude(responded, written.map_err(Error::from))?;
     stream.set_write_timeout(options.write_timeout)?;

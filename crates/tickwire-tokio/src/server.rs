@@ -11,11 +11,9 @@ use tokio::time::Instant;
 
 use tickwire_codec::handshake::{Request, Response};
 use tickwire_codec::ws::Role;
+use tickwire_core::ws::{Accept, AcceptOver, ServerOpening, Upgrade};
 #[cfg(feature = "tls")]
-use tickwire_core::ws::AcceptTls;
-use tickwire_core::ws::{Accept, AcceptOver, ServerOpening, ServerOptions};
-#[cfg(feature = "tls")]
-use tickwire_tls::ServerTlsConfig;
+use tickwire_core::ws::{AcceptTls, TlsUpgrade};
 
 #[cfg(feature = "tls")]
 use crate::MaybeTlsStream;
@@ -31,77 +29,66 @@ pub async fn accept(stream: TcpStream) -> Result<WebSocket<TcpStream>, Error> {
 
 /// Options for the server side, then `accept(stream).await` for each accepted stream: the
 /// builder every transport shares, on this crate's [`Tokio`] transport. Defaults: those of
-/// [`ServerOptions`].
+/// [`ServerOptions`](crate::ServerOptions).
 pub type ServerBuilder = tickwire_core::ws::ServerBuilder<Tokio>;
 
-impl<F: FnOnce(&Request) -> Response + Send> Accept<TcpStream, F> for Tokio {
-    type Output<'a>
-        = Handshaking<'a, TcpStream>
-    where
-        F: 'a;
+impl<'a, F: FnOnce(&Request) -> Response + Send + 'a> Accept<'a, TcpStream, F> for Tokio {
+    type Output = Handshaking<'a, TcpStream>;
 
-    fn accept_with<'a>(options: &'a ServerOptions, stream: TcpStream, decide: F) -> Self::Output<'a>
-    where
-        F: 'a,
-    {
+    fn accept(up: Upgrade<'a, TcpStream, F>) -> Self::Output {
         Box::pin(async move {
-            stream.set_nodelay(options.nodelay)?;
-            let deadline = Instant::now() + options.handshake_timeout;
-            upgrade(options, stream, deadline, decide).await
+            up.stream.set_nodelay(up.options.nodelay)?;
+            upgrade(up).await
         })
     }
 }
 
-impl<S: Transport + Send, F: FnOnce(&Request) -> Response + Send> AcceptOver<S, F> for Tokio {
-    type Output<'a>
-        = Handshaking<'a, S>
-    where
-        S: 'a,
-        F: 'a;
+impl<'a, S, F> AcceptOver<'a, S, F> for Tokio
+where
+    S: Transport + Send + 'a,
+    F: FnOnce(&Request) -> Response + Send + 'a,
+{
+    type Output = Handshaking<'a, S>;
 
-    fn handshake<'a>(options: &'a ServerOptions, stream: S, decide: F) -> Self::Output<'a>
-    where
-        S: 'a,
-        F: 'a,
-    {
-        Box::pin(async move {
-            let deadline = Instant::now() + options.handshake_timeout;
-            upgrade(options, stream, deadline, decide).await
-        })
+    fn handshake(up: Upgrade<'a, S, F>) -> Self::Output {
+        Box::pin(upgrade(up))
     }
 }
 
 #[cfg(feature = "tls")]
-impl<F: FnOnce(&Request) -> Response + Send> AcceptTls<TcpStream, F> for Tokio {
-    type Output<'a>
-        = Handshaking<'a, MaybeTlsStream>
-    where
-        F: 'a;
+impl<'a, F: FnOnce(&Request) -> Response + Send + 'a> AcceptTls<'a, TcpStream, F> for Tokio {
+    type Output = Handshaking<'a, MaybeTlsStream>;
 
-    fn accept_tls_with<'a>(
-        options: &'a ServerOptions,
-        stream: TcpStream,
-        tls: &'a ServerTlsConfig,
-        decide: F,
-    ) -> Self::Output<'a>
-    where
-        F: 'a,
-    {
+    fn accept_tls(tls_up: TlsUpgrade<'a, TcpStream, F>) -> Self::Output {
         Box::pin(async move {
-            stream.set_nodelay(options.nodelay)?;
-            let deadline = Instant::now() + options.handshake_timeout;
-            let stream = crate::net::tls_accept(stream, tls, deadline).await?;
-            upgrade(options, MaybeTlsStream(stream), deadline, decide).await
+            let (tcp, up) = tls_up.upgrade.take_stream();
+            tcp.set_nodelay(up.options.nodelay)?;
+            // One deadline bounds both handshakes.
+            let deadline = Instant::now() + up.options.handshake_timeout;
+            let stream = crate::net::tls_accept(tcp, tls_up.tls, deadline).await?;
+            upgrade_before(up.over(MaybeTlsStream(stream)), deadline).await
         })
     }
 }
 
+/// The upgrade within the handshake timeout from now.
 async fn upgrade<S: Transport>(
-    options: &ServerOptions,
-    mut stream: S,
-    deadline: Instant,
-    decide: impl FnOnce(&Request) -> Response,
+    up: Upgrade<'_, S, impl FnOnce(&Request) -> Response>,
 ) -> Result<WebSocket<S>, Error> {
+    let deadline = Instant::now() + up.options.handshake_timeout;
+    upgrade_before(up, deadline).await
+}
+
+async fn upgrade_before<S: Transport>(
+    up: Upgrade<'_, S, impl FnOnce(&Request) -> Response>,
+    deadline: Instant,
+) -> Result<WebSocket<S>, Error> {
+    let Upgrade {
+        options,
+        mut stream,
+        decide,
+        ..
+    } = up;
     let mut opening = ServerOpening::new(&options.handshake);
     let exchange = async {
         let request = loop {

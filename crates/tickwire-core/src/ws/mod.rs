@@ -17,9 +17,9 @@ pub use client::{ClientBuilder, ClientOptions, Connect, HandshakeOver};
 pub use opening::{
     ClientOpening, Opened, Responded, ServerOpening, endpoint, parse_url, tls_not_built,
 };
+pub use server::{Accept, AcceptAll, AcceptOver, ServerBuilder, ServerOptions, Upgrade};
 #[cfg(feature = "tls")]
-pub use server::AcceptTls;
-pub use server::{Accept, AcceptAll, AcceptOver, ServerBuilder, ServerOptions};
+pub use server::{AcceptTls, TlsUpgrade};
 
 /// The names every transport crate re-exports beside its own `WebSocket` and builders (one
 /// glob, `pub use tickwire_core::ws::names::*`): the errors, the receive outcome, and the

@@ -49,65 +49,88 @@ pub struct ServerBuilder<T> {
     transport: PhantomData<fn() -> T>,
 }
 
-/// A transport that accepts a WebSocket on an accepted stream of type `S`, asking a hook of
-/// type `F` to decide.
-pub trait Accept<S, F> {
-    /// What `accept_with` returns: the open connection or the error, or a future of them.
-    type Output<'a>
-    where
-        Self: 'a,
-        S: 'a,
-        F: 'a;
-
-    /// Sets the socket options, then reads and validates the upgrade request within the
-    /// handshake timeout, asks `decide` for the response and writes it.
-    fn accept_with<'a>(options: &'a ServerOptions, stream: S, decide: F) -> Self::Output<'a>
-    where
-        S: 'a,
-        F: 'a;
+/// One accepted stream to upgrade: what a transport's [`Accept`] and [`AcceptOver`] are
+/// given. The builder fills it; the transport bounds the handshake with
+/// `options.handshake_timeout` on its own clock.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Upgrade<'a, S, F> {
+    /// The builder's options.
+    pub options: &'a ServerOptions,
+    /// The accepted stream.
+    pub stream: S,
+    /// The hook that answers the valid upgrade request.
+    pub decide: F,
 }
 
-/// A transport that performs the server's opening handshake over a stream of type `S` whose
-/// transport handshake (if any) is done, asking a hook of type `F` to decide.
-pub trait AcceptOver<S, F> {
-    /// What `handshake` returns: the open connection or the error, or a future of them.
-    type Output<'a>
-    where
-        Self: 'a,
-        S: 'a,
-        F: 'a;
+impl<'a, S, F> Upgrade<'a, S, F> {
+    /// `stream` to upgrade with `options`, `decide` answering.
+    pub fn new(options: &'a ServerOptions, stream: S, decide: F) -> Self {
+        Self {
+            options,
+            stream,
+            decide,
+        }
+    }
 
-    /// The upgrade over `stream`, within the handshake timeout; socket options are the
-    /// caller's.
-    fn handshake<'a>(options: &'a ServerOptions, stream: S, decide: F) -> Self::Output<'a>
-    where
-        S: 'a,
-        F: 'a;
+    /// The stream, and the rest to go [`over`](Upgrade::over) the stream a transport
+    /// handshake makes of it.
+    pub fn take_stream(self) -> (S, Upgrade<'a, (), F>) {
+        (self.stream, Upgrade::new(self.options, (), self.decide))
+    }
 }
 
-/// A transport that runs the TLS handshake on an accepted stream of type `S`, then accepts a
-/// WebSocket over it, asking a hook of type `F` to decide.
+impl<'a, F> Upgrade<'a, (), F> {
+    /// The upgrade over `stream`, with the options and the hook of the upgrade the stream
+    /// was taken from.
+    pub fn over<T>(self, stream: T) -> Upgrade<'a, T, F> {
+        Upgrade::new(self.options, stream, self.decide)
+    }
+}
+
+/// An accepted stream to upgrade after a TLS handshake: what [`AcceptTls`] is given.
 #[cfg(feature = "tls")]
-pub trait AcceptTls<S, F> {
-    /// What `accept_tls_with` returns: the open connection or the error, or a future of them.
-    type Output<'a>
-    where
-        Self: 'a,
-        S: 'a,
-        F: 'a;
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct TlsUpgrade<'a, S, F> {
+    /// The stream, the options and the hook, as for a plaintext upgrade.
+    pub upgrade: Upgrade<'a, S, F>,
+    /// The server's TLS configuration.
+    pub tls: &'a ServerTlsConfig,
+}
 
-    /// The TLS handshake with `tls`, then as [`Accept::accept_with`]; the handshake timeout
-    /// bounds both handshakes. A client that fails the TLS handshake gets what
-    /// `tickwire-tls` owes it (an alert, or an HTTP 400 to a plaintext client).
-    fn accept_tls_with<'a>(
-        options: &'a ServerOptions,
-        stream: S,
-        tls: &'a ServerTlsConfig,
-        decide: F,
-    ) -> Self::Output<'a>
-    where
-        S: 'a,
-        F: 'a;
+/// A transport that accepts a WebSocket on an accepted stream: it sets the socket options,
+/// then reads and validates the upgrade request within the handshake timeout, asks the hook
+/// for the response and writes it.
+pub trait Accept<'a, S, F> {
+    /// The open connection or the error, or a future of them.
+    type Output;
+
+    /// The whole server handshake of `upgrade`.
+    fn accept(upgrade: Upgrade<'a, S, F>) -> Self::Output;
+}
+
+/// A transport that performs the server's opening handshake over a stream whose transport
+/// handshake (if any) is done; socket options are the caller's.
+pub trait AcceptOver<'a, S, F> {
+    /// The open connection or the error, or a future of them.
+    type Output;
+
+    /// The upgrade over `upgrade.stream`, within the handshake timeout.
+    fn handshake(upgrade: Upgrade<'a, S, F>) -> Self::Output;
+}
+
+/// A transport that runs the TLS handshake on an accepted stream, then accepts a WebSocket
+/// over it. The handshake timeout bounds both handshakes; a client that fails the TLS
+/// handshake gets what `tickwire-tls` owes it (an alert, or an HTTP 400 to a plaintext
+/// client).
+#[cfg(feature = "tls")]
+pub trait AcceptTls<'a, S, F> {
+    /// The open connection or the error, or a future of them.
+    type Output;
+
+    /// The TLS handshake with `upgrade.tls`, then as [`Accept::accept`].
+    fn accept_tls(upgrade: TlsUpgrade<'a, S, F>) -> Self::Output;
 }
 
 /// The hook of [`ServerBuilder::accept`]: every valid upgrade request is accepted.
@@ -153,11 +176,11 @@ impl<T> ServerBuilder<T> {
     }
 
     /// Accepts any valid upgrade request on `stream`.
-    pub fn accept<'a, S: 'a>(&'a self, stream: S) -> <T as Accept<S, AcceptAll>>::Output<'a>
+    pub fn accept<'a, S>(&'a self, stream: S) -> <T as Accept<'a, S, AcceptAll>>::Output
     where
-        T: Accept<S, AcceptAll>,
+        T: Accept<'a, S, AcceptAll>,
     {
-        T::accept_with(&self.options, stream, Response::accept)
+        T::accept(self.upgrade(stream, Response::accept))
     }
 
     /// Reads and validates the upgrade request, then asks `decide` for the response: return
@@ -167,62 +190,65 @@ impl<T> ServerBuilder<T> {
     ///
     /// Bytes the client sent after the request head are kept and parsed as frames only after
     /// the 101 has been written.
-    pub fn accept_with<'a, S: 'a, F>(
-        &'a self,
-        stream: S,
-        decide: F,
-    ) -> <T as Accept<S, F>>::Output<'a>
+    pub fn accept_with<'a, S, F>(&'a self, stream: S, decide: F) -> <T as Accept<'a, S, F>>::Output
     where
-        T: Accept<S, F>,
+        T: Accept<'a, S, F>,
         F: FnOnce(&Request) -> Response + 'a,
     {
-        T::accept_with(&self.options, stream, decide)
+        T::accept(self.upgrade(stream, decide))
     }
 
     /// The upgrade over any stream whose transport handshake (if any) is done, within the
     /// handshake timeout, asking `decide` as [`accept_with`](Self::accept_with) does. Socket
     /// options are the caller's.
-    pub fn handshake<'a, S: 'a, F>(
+    pub fn handshake<'a, S, F>(
         &'a self,
         stream: S,
         decide: F,
-    ) -> <T as AcceptOver<S, F>>::Output<'a>
+    ) -> <T as AcceptOver<'a, S, F>>::Output
     where
-        T: AcceptOver<S, F>,
+        T: AcceptOver<'a, S, F>,
         F: FnOnce(&Request) -> Response + 'a,
     {
-        T::handshake(&self.options, stream, decide)
+        T::handshake(self.upgrade(stream, decide))
     }
 
     /// Performs the TLS handshake with `tls`, then accepts any valid upgrade request. The
     /// handshake timeout bounds both handshakes. A client that fails the TLS handshake gets
     /// the alert rustls chose; a client that sent plaintext gets an HTTP 400.
     #[cfg(feature = "tls")]
-    pub fn accept_tls<'a, S: 'a>(
+    pub fn accept_tls<'a, S>(
         &'a self,
         stream: S,
         tls: &'a ServerTlsConfig,
-    ) -> <T as AcceptTls<S, AcceptAll>>::Output<'a>
+    ) -> <T as AcceptTls<'a, S, AcceptAll>>::Output
     where
-        T: AcceptTls<S, AcceptAll>,
+        T: AcceptTls<'a, S, AcceptAll>,
     {
-        T::accept_tls_with(&self.options, stream, tls, Response::accept)
+        self.accept_tls_with(stream, tls, Response::accept)
     }
 
     /// [`accept_tls`](Self::accept_tls) with an accept hook, as in
     /// [`accept_with`](Self::accept_with).
     #[cfg(feature = "tls")]
-    pub fn accept_tls_with<'a, S: 'a, F>(
+    pub fn accept_tls_with<'a, S, F>(
         &'a self,
         stream: S,
         tls: &'a ServerTlsConfig,
         decide: F,
-    ) -> <T as AcceptTls<S, F>>::Output<'a>
+    ) -> <T as AcceptTls<'a, S, F>>::Output
     where
-        T: AcceptTls<S, F>,
+        T: AcceptTls<'a, S, F>,
         F: FnOnce(&Request) -> Response + 'a,
     {
-        T::accept_tls_with(&self.options, stream, tls, decide)
+        T::accept_tls(TlsUpgrade {
+            upgrade: self.upgrade(stream, decide),
+            tls,
+        })
+    }
+
+    fn upgrade<S, F>(&self, stream: S, decide: F) -> Upgrade<'_, S, F> {
+        Upgrade::new(&self.options, stream, decide)
     }
 
     /// Replaces the whole connection configuration.
