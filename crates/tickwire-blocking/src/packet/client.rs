@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use tickwire_codec::mux::RequestId;
 use tickwire_codec::packet::{ClientCore, ClientFailure};
-use tickwire_core::packet::{AnswerWait, ClientIo, ConnectDefault, PacketLink};
+use tickwire_core::packet::{AnswerWait, ClientIo, ConnectDefault, Dial, PacketLink};
 
 use super::link::Link;
 use super::{Blocking, Error, PacketClientOptions};
@@ -31,17 +31,18 @@ pub type PacketClientBuilder = tickwire_core::packet::PacketClientBuilder<Blocki
 /// The blocking client side: a connect runs on the calling thread; a pool's slots are
 /// `std` mutexes.
 impl tickwire_core::packet::PacketTransport for Blocking {
-    type Connect<'a> = Result<PacketClient, Error>;
     type Pool = super::PacketPool;
     type PoolSlot = std::sync::Mutex<tickwire_core::packet::Slot<PacketClient>>;
+    type Connect<'a> = Result<PacketClient, Error>;
 
     /// Connects to `host:port` (TCP, then TLS when configured, checked against `host`).
-    fn connect<'a>(
-        builder: &'a PacketClientBuilder,
-        host: &'a str,
-        port: u16,
-    ) -> Self::Connect<'a> {
-        let options = builder.options();
+    fn connect(dial: Dial<'_>) -> Self::Connect<'_> {
+        let Dial {
+            options,
+            host,
+            port,
+            ..
+        } = dial;
         let deadline = Instant::now() + options.connect_timeout;
         let tcp = crate::net::tcp_connect(host, port, Some(options.connect_timeout))
             .map_err(Error::connect_failed)?;

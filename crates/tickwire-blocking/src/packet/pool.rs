@@ -50,7 +50,8 @@ impl PacketPool {
     ) -> Result<R, Error> {
         let permit = self.parts.gate().admit(Instant::now())?;
         let mut slot = self.pick();
-        let result = self.round_trip(&mut slot, payload, permit.is_probe(), read);
+        let exchange = |client: &mut PacketClient| client.request(payload).map(read);
+        let result = self.round_trip(&mut slot, permit.is_probe(), exchange);
         drop(slot);
         self.parts.gate().settle(permit, result, Instant::now())
     }
@@ -59,51 +60,41 @@ impl PacketPool {
     /// failed before); returns how many are healthy. Connections busy with a request are
     /// skipped and counted healthy.
     pub fn check_health(&self) -> usize {
-        let mut healthy = 0;
-        for slot in self.parts.slots() {
-            let Ok(mut slot) = slot.try_lock() else {
-                healthy += 1;
-                continue;
-            };
+        let mut check = self.parts.health_check();
+        while let Some(mut slot) = check.next_idle() {
             let alive = slot.current().is_some_and(|client| client.ping().is_ok());
-            healthy += usize::from(slot.checked(alive));
+            check.checked(&mut slot, alive);
         }
-        healthy
+        check.healthy()
     }
 
     /// Where the breaker stands.
     pub fn breaker_state(&self) -> BreakerState {
-        self.parts.gate().state()
+        self.parts.breaker_state()
     }
 
-    /// Connections currently open.
+    /// Connections currently open (those busy with a request are counted open).
     pub fn open_connections(&self) -> usize {
-        (self.parts.slots().iter())
-            .filter(|slot| lock(slot).is_open())
-            .count()
+        self.parts.open_connections()
     }
 
     /// An idle slot, round-robin from the next one; the next one itself when none is idle.
     fn pick(&self) -> MutexGuard<'_, Slot> {
-        let (turn, slots) = (self.parts.turn(), self.parts.slots());
-        let free = turn.candidates().find_map(|i| slots[i].try_lock().ok());
-        free.unwrap_or_else(|| lock(&slots[turn.fallback()]))
+        (self.parts.idle_slot()).unwrap_or_else(|next| lock(&self.parts.slots()[next]))
     }
 
+    /// `exchange` on the slot's connection, connecting it first when the slot says so.
     fn round_trip<R>(
         &self,
         slot: &mut Slot,
-        payload: &[u8],
         probe: bool,
-        read: impl FnOnce(&[u8]) -> R,
+        exchange: impl FnOnce(&mut PacketClient) -> Result<R, Error>,
     ) -> Result<R, Error> {
         if slot.must_connect(Instant::now(), probe)? {
             let attempt = self.parts.connect();
             slot.connected(attempt, Instant::now(), self.parts.backoff())?;
         }
-        let result = (slot.current()).map_or(Err(Error::Closed), |client| {
-            client.request(payload).map(read)
-        });
+        let result = (slot.current()).map_or(Err(Error::Closed), exchange);
         slot.finished(result)
     }
 }

@@ -14,7 +14,7 @@ use tickwire_core::packet::Handler;
 
 use tickwire_codec::mux::RequestId;
 use tickwire_codec::packet::{Header, ServerCore, ServerStep};
-use tickwire_core::packet::{PacketLink, PacketServe, Responder, ServerIo, answer_with};
+use tickwire_core::packet::{PacketLink, PacketServe, Responder, ServerIo, Spawn, answer_with};
 
 #[cfg(feature = "tls")]
 use tickwire_tls::TlsCodec;
@@ -63,17 +63,18 @@ impl PacketServe for Blocking {
 
     /// [`PacketServer::spawn`] on threads: one accepting, one per connection; shutdown wakes
     /// the accept with a connection of its own and shuts each open socket down.
-    fn spawn<H: Handler>(
-        server: &PacketServer,
-        listener: TcpListener,
-        handler: H,
-    ) -> Result<ServerHandle, Error> {
-        let addr = listener.local_addr()?;
+    fn spawn<H: Handler>(spawn: Spawn<Self, H>) -> Result<ServerHandle, Error> {
+        let addr = spawn.listener.local_addr()?;
         let stopping = Arc::new(AtomicBool::new(false));
         let sockets = Arc::new(Mutex::new(HashMap::new()));
-        let server = server.clone();
         let (stop, open) = (Arc::clone(&stopping), Arc::clone(&sockets));
         let thread = thread::spawn(move || {
+            let Spawn {
+                server,
+                listener,
+                handler,
+                ..
+            } = spawn;
             for (key, tcp) in (0u64..).zip(listener.incoming()) {
                 if stop.load(Ordering::Acquire) {
                     break;

@@ -45,17 +45,25 @@ pub trait PacketTransport: Sized {
     /// A pool's slot: a lock (the transport's mutex) around an empty [`Slot`](super::Slot).
     type PoolSlot: Default;
 
-    /// Connects to `host:port` as `builder` says.
-    fn connect<'a>(
-        builder: &'a PacketClientBuilder<Self>,
-        host: &'a str,
-        port: u16,
-    ) -> Self::Connect<'a>;
+    /// Connects as `dial` says.
+    fn connect(dial: Dial<'_>) -> Self::Connect<'_>;
+}
+
+/// One connect of a packet client: what [`PacketTransport::connect`] is given.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Dial<'a> {
+    /// The client's options.
+    pub options: &'a PacketClientOptions,
+    /// The host to connect to (and to check a TLS certificate against).
+    pub host: &'a str,
+    /// The port.
+    pub port: u16,
 }
 
 /// What a transport does with a [`PacketServer`]: accept a connection, serve a listener.
 /// Implemented by each transport's marker type in its server module.
-pub trait PacketServe: Sized {
+pub trait PacketServe: Sized + Clone + std::fmt::Debug {
     /// An accepted TCP socket.
     type Socket;
     /// What [`PacketServer::accept`] returns (tokio: a future of it).
@@ -70,12 +78,28 @@ pub trait PacketServe: Sized {
     /// Sets up an accepted connection as `server` says.
     fn accept(server: &PacketServer<Self>, tcp: Self::Socket) -> Self::Accept<'_>;
 
-    /// Accepts and serves connections on `listener` with clones of `handler`.
-    fn spawn<H: Handler>(
-        server: &PacketServer<Self>,
-        listener: Self::Listener,
-        handler: H,
-    ) -> Result<Self::Handle, Error>;
+    /// Accepts and serves connections on `spawn.listener` with clones of `spawn.handler`.
+    fn spawn<H: Handler>(spawn: Spawn<Self, H>) -> Result<Self::Handle, Error>;
+}
+
+/// One server to start: what [`PacketServe::spawn`] is given. The server is a copy the
+/// spawned accept loop owns.
+#[non_exhaustive]
+pub struct Spawn<T: PacketServe, H> {
+    /// The server's options.
+    pub server: PacketServer<T>,
+    /// The listener to accept on.
+    pub listener: T::Listener,
+    /// The handler each connection is served with a clone of.
+    pub handler: H,
+}
+
+impl<T: PacketServe, H> std::fmt::Debug for Spawn<T, H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spawn")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A packet client or server connection over a stream of type `S` the caller set up.
@@ -214,7 +238,11 @@ impl<T: PacketTransport> PacketClientBuilder<T> {
     /// Connects to `host:port` (TCP, then TLS when configured, checked against `host`).
     /// Tokio: a future, cancel safe (a dropped connect closes the half-open socket).
     pub fn connect<'a>(&'a self, host: &'a str, port: u16) -> T::Connect<'a> {
-        T::connect(self, host, port)
+        T::connect(Dial {
+            options: self.options(),
+            host,
+            port,
+        })
     }
 }
 
@@ -260,7 +288,11 @@ impl<T: PacketServe> PacketServer<T> {
     /// Returns at once; the handle's `shutdown` stops accepting and closes every
     /// connection.
     pub fn spawn<H: Handler>(&self, listener: T::Listener, handler: H) -> Result<T::Handle, Error> {
-        T::spawn(self, listener, handler)
+        T::spawn(Spawn {
+            server: self.clone(),
+            listener,
+            handler,
+        })
     }
 }
 

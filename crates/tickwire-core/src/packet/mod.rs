@@ -17,8 +17,8 @@ mod pool;
 mod responder;
 
 pub use builder::{
-    LendsIdleBuffers, PacketBuilder, PacketClientBuilder, PacketPoolBuilder, PacketServe,
-    PacketServer, PacketStreams, PacketTransport,
+    Dial, LendsIdleBuffers, PacketBuilder, PacketClientBuilder, PacketPoolBuilder, PacketServe,
+    PacketServer, PacketStreams, PacketTransport, Spawn,
 };
 pub use client::{AnswerWait, ClientIo, ConnectDefault, PacketClient, PacketLink};
 pub use connection::{PacketConnection, ServerIo};
@@ -32,7 +32,9 @@ pub use format::{Json, decode_json, encode_json};
 pub use options::{
     HasLinkOptions, LinkOptions, PacketClientOptions, PacketPoolOptions, PacketServerOptions,
 };
-pub use pool::{PoolGate, PoolParts, PooledConnection, Slot, SlotOrder, Turn};
+pub use pool::{
+    HealthCheck, PoolGate, PoolParts, PooledConnection, Slot, SlotOrder, TryLockSlot, Turn,
+};
 pub use responder::{Handler, Responder, answer_with};
 pub use tickwire_codec::mux::RequestId;
 pub use tickwire_codec::packet::Keepalive;

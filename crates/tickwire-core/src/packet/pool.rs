@@ -7,8 +7,10 @@
 //! own the locks around slots, connecting or the requests themselves (the transports'), nor
 //! the clock: time is passed in. A pool never resends a request: nothing here retries.
 
+use std::marker::PhantomData;
+use std::ops::DerefMut;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Instant;
 
 use tickwire_codec::mux::{
@@ -79,10 +81,118 @@ impl<T, L> PoolParts<T, L> {
     }
 }
 
+impl<T, L> PoolParts<T, L> {
+    /// Where the breaker stands.
+    pub fn breaker_state(&self) -> BreakerState {
+        self.gate.state()
+    }
+
+    /// Connections currently open; a slot busy with a request counts open (it is not waited
+    /// for).
+    pub fn open_connections(&self) -> usize
+    where
+        L: TryLockSlot<T>,
+        L::Connection: PooledConnection,
+    {
+        (self.slots.iter())
+            .filter(|slot| slot.try_lock_slot().is_none_or(|slot| slot.is_open()))
+            .count()
+    }
+
+    /// An idle slot, locked, round-robin from the next one; `Err` with the next one's index
+    /// when none is idle (the transport waits for that one).
+    pub fn idle_slot(&self) -> Result<L::Guard<'_>, usize>
+    where
+        L: TryLockSlot<T>,
+    {
+        let turn = self.turn();
+        (turn.candidates())
+            .find_map(|i| self.slots[i].try_lock_slot())
+            .ok_or(turn.fallback())
+    }
+
+    /// A health check over the slots: the transport pings the connection of each idle slot
+    /// it is handed; busy slots are skipped and counted healthy.
+    pub fn health_check(&self) -> HealthCheck<'_, T, L> {
+        HealthCheck {
+            transport: PhantomData,
+            slots: self.slots.iter(),
+            healthy: 0,
+        }
+    }
+}
+
+/// A slot's lock on transport `T` that can be tried without waiting: std's `Mutex` (here,
+/// for any transport) and tokio's (in tickwire-tokio).
+pub trait TryLockSlot<T> {
+    /// The connection the slot holds.
+    type Connection;
+    /// The locked slot.
+    type Guard<'a>: DerefMut<Target = Slot<Self::Connection>>
+    where
+        Self: 'a;
+
+    /// The slot, locked, or `None` while a request holds it.
+    fn try_lock_slot(&self) -> Option<Self::Guard<'_>>;
+}
+
+impl<T, C> TryLockSlot<T> for Mutex<Slot<C>> {
+    type Connection = C;
+    type Guard<'a>
+        = MutexGuard<'a, Slot<C>>
+    where
+        C: 'a;
+
+    fn try_lock_slot(&self) -> Option<Self::Guard<'_>> {
+        match self.try_lock() {
+            Ok(slot) => Some(slot),
+            // A slot is consistent between statements: a panic elsewhere leaves it usable.
+            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+}
+
+/// One health check of a pool's slots ([`PoolParts::health_check`]): hands out the idle
+/// slots one by one and counts the healthy ones.
+#[derive(Debug)]
+pub struct HealthCheck<'a, T, L> {
+    transport: PhantomData<fn() -> T>,
+    slots: std::slice::Iter<'a, L>,
+    healthy: usize,
+}
+
+impl<'a, T, L: TryLockSlot<T>> HealthCheck<'a, T, L> {
+    /// The next idle slot, locked; the busy ones passed on the way count healthy.
+    pub fn next_idle(&mut self) -> Option<L::Guard<'a>> {
+        for slot in self.slots.by_ref() {
+            match slot.try_lock_slot() {
+                Some(slot) => return Some(slot),
+                None => self.healthy += 1,
+            }
+        }
+        None
+    }
+
+    /// The ping of `slot`'s connection answered (`alive`) or not: a dead connection is
+    /// dropped.
+    pub fn checked(&mut self, slot: &mut Slot<L::Connection>, alive: bool)
+    where
+        L::Connection: PooledConnection,
+    {
+        self.healthy += usize::from(slot.checked(alive));
+    }
+
+    /// How many slots were healthy.
+    pub fn healthy(&self) -> usize {
+        self.healthy
+    }
+}
+
 impl<T: PacketTransport, L> PoolParts<T, L> {
     /// Connects a new connection for a slot (tokio: a future of it).
     pub fn connect(&self) -> T::Connect<'_> {
-        T::connect(self.builder.client_builder(), &self.host, self.port)
+        self.client_builder().connect(&self.host, self.port)
     }
 }
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tickwire_codec::mux::RequestId;
 use tickwire_codec::packet::{ClientCore, ClientFailure};
 use tickwire_core::packet::{
-    AnswerWait, ClientIo, ConnectDefault, PacketClientOptions, PacketLink,
+    AnswerWait, ClientIo, ConnectDefault, Dial, PacketClientOptions, PacketLink,
 };
 
 use super::link::Link;
@@ -43,12 +43,8 @@ impl tickwire_core::packet::PacketTransport for Tokio {
     type Pool = super::PacketPool;
     type PoolSlot = tokio::sync::Mutex<tickwire_core::packet::Slot<PacketClient>>;
 
-    fn connect<'a>(
-        builder: &'a PacketClientBuilder,
-        host: &'a str,
-        port: u16,
-    ) -> Self::Connect<'a> {
-        Box::pin(connect(builder.options(), host, port))
+    fn connect(dial: Dial<'_>) -> Self::Connect<'_> {
+        Box::pin(connect(dial.options, dial.host, dial.port))
     }
 }
 

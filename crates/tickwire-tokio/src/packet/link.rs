@@ -65,10 +65,6 @@ pub struct Link<S> {
 impl<S: Transport> PacketLink for Link<S> {
     type Stream = S;
 
-    fn now(&self) -> Instant {
-        now()
-    }
-
     /// The session, to read its state (failed, a pong awaited, buffers lent out) and the
     /// payload of the packet the last wait returned.
     fn session(&self) -> &Session {
@@ -83,6 +79,11 @@ impl<S: Transport> PacketLink for Link<S> {
     fn queue(&mut self, id: RequestId, payload: &[u8]) -> Result<(), Error> {
         self.take_back_buffers();
         self.session.queue(id.0, payload).map_err(Error::from)
+    }
+
+    /// Tokio's clock: paused in tests.
+    fn now(&self) -> Instant {
+        now()
     }
 }
 

@@ -10,7 +10,7 @@
 use tokio::sync::{Mutex, MutexGuard};
 
 use tickwire_codec::mux::BreakerState;
-use tickwire_core::packet::PoolParts;
+use tickwire_core::packet::{PoolParts, TryLockSlot};
 
 use super::{Error, PacketClient, PacketPoolBuilder, Tokio};
 use crate::core::now;
@@ -26,6 +26,11 @@ pub struct PacketPool {
 }
 
 impl PacketPool {
+    /// Where the breaker stands.
+    pub fn breaker_state(&self) -> BreakerState {
+        self.parts.breaker_state()
+    }
+
     /// A pool with the default [`PacketPoolBuilder`].
     pub fn new(host: &str, port: u16) -> Self {
         PacketPoolBuilder::new().build(host, port)
@@ -66,43 +71,27 @@ impl PacketPool {
     /// skipped and counted healthy. Cancel safe: a connection whose ping was abandoned is
     /// checked again next time (its pong is taken by its next wait).
     pub async fn check_health(&self) -> usize {
-        let mut healthy = 0;
-        for slot in self.parts.slots() {
-            let Ok(mut slot) = slot.try_lock() else {
-                healthy += 1;
-                continue;
-            };
+        let mut check = self.parts.health_check();
+        while let Some(mut slot) = check.next_idle() {
             let alive = match slot.current() {
                 Some(client) => client.ping().await.is_ok(),
                 None => false,
             };
-            healthy += usize::from(slot.checked(alive));
+            check.checked(&mut slot, alive);
         }
-        healthy
-    }
-
-    /// Where the breaker stands.
-    pub fn breaker_state(&self) -> BreakerState {
-        self.parts.gate().state()
+        check.healthy()
     }
 
     /// Connections currently open (those busy with a request are counted open).
     pub fn open_connections(&self) -> usize {
-        (self.parts.slots().iter())
-            .filter(|slot| match slot.try_lock() {
-                Ok(slot) => slot.is_open(),
-                Err(_) => true,
-            })
-            .count()
+        self.parts.open_connections()
     }
 
     /// An idle slot, round-robin from the next one; the next one itself when none is idle.
     async fn pick(&self) -> MutexGuard<'_, Slot> {
-        let (turn, slots) = (self.parts.turn(), self.parts.slots());
-        let free = turn.candidates().find_map(|i| slots[i].try_lock().ok());
-        match free {
-            Some(slot) => slot,
-            None => slots[turn.fallback()].lock().await,
+        match self.parts.idle_slot() {
+            Ok(slot) => slot,
+            Err(next) => self.parts.slots()[next].lock().await,
         }
     }
 
@@ -126,6 +115,15 @@ impl PacketPool {
 }
 
 type Slot = tickwire_core::packet::Slot<PacketClient>;
+
+impl TryLockSlot<Tokio> for Mutex<Slot> {
+    type Connection = PacketClient;
+    type Guard<'a> = MutexGuard<'a, Slot>;
+
+    fn try_lock_slot(&self) -> Option<Self::Guard<'_>> {
+        self.try_lock().ok()
+    }
+}
 
 /// The pool [`PacketPoolBuilder::build`](tickwire_core::packet::PacketPoolBuilder::build)
 /// makes.

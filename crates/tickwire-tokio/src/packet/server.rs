@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 use tickwire_codec::mux::RequestId;
 use tickwire_codec::packet::{Header, ServerCore, ServerStep};
 use tickwire_core::packet::{
-    PacketLink, PacketServe, PacketServerOptions, Responder, ServerIo, answer_with,
+    PacketLink, PacketServe, PacketServerOptions, Responder, ServerIo, Spawn, answer_with,
 };
 
 use super::link::Link;
@@ -82,13 +82,14 @@ impl PacketServe for Tokio {
     /// [`PacketServer::spawn`] on tasks (needs a tokio runtime): one accepting, one per
     /// connection, in a set that aborting the accept task (shutdown, or dropping the handle)
     /// aborts with it.
-    fn spawn<H: Handler>(
-        server: &PacketServer,
-        listener: TcpListener,
-        handler: H,
-    ) -> Result<ServerHandle, Error> {
-        let addr = listener.local_addr()?;
-        let server = server.clone();
+    fn spawn<H: Handler>(spawn: Spawn<Self, H>) -> Result<ServerHandle, Error> {
+        let addr = spawn.listener.local_addr()?;
+        let Spawn {
+            server,
+            listener,
+            handler,
+            ..
+        } = spawn;
         let task = tokio::spawn(async move {
             // Dropping the set (when this task is aborted) aborts every connection's task.
             let mut connections = JoinSet::new();
