@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -170,4 +170,63 @@ fn a_pool_to_nothing_fails_typed_then_opens_its_breaker() {
         Err(Error::Reconnecting { .. })
     ));
     assert!(matches!(pool.request(b"3"), Err(Error::CircuitOpen { .. })));
+}
+
+/// Lets a held handler answer.
+fn release(gate: &(Mutex<bool>, Condvar)) {
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
+}
+
+#[test]
+fn a_connection_busy_with_a_request_counts_open_and_healthy_without_waiting_for_it() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // The handler says the request arrived, then holds its answer until released.
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let (arrived_tx, arrived) = mpsc::channel::<()>();
+    let held = Arc::clone(&gate);
+    let server = PacketServer::new()
+        .spawn(listener, move |_, request, responder| {
+            let _ = arrived_tx.send(());
+            let (lock, wake) = &*held;
+            let _released = wake.wait_while(lock.lock().unwrap(), |r| !*r).unwrap();
+            responder.respond(request).unwrap();
+        })
+        .unwrap();
+    let pool = Arc::new(PacketPoolBuilder::new().size(1).build("127.0.0.1", port));
+    let requester = {
+        let pool = Arc::clone(&pool);
+        thread::spawn(move || pool.request(b"held"))
+    };
+    arrived
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the request reaches the server");
+
+    // A call that waited for the busy connection would wait for the answer: a watchdog
+    // releases it after 5 s so that such a call fails the test instead of hanging it.
+    let (done, watched) = mpsc::channel::<()>();
+    let watchdog = {
+        let gate = Arc::clone(&gate);
+        thread::spawn(move || {
+            let fired = watched.recv_timeout(Duration::from_secs(5)).is_err();
+            release(&gate);
+            fired
+        })
+    };
+    let open = pool.open_connections();
+    let healthy = pool.check_health();
+    let _ = done.send(());
+    assert!(
+        !watchdog.join().unwrap(),
+        "open_connections or check_health waited for the request in flight"
+    );
+    assert_eq!(
+        (open, healthy),
+        (1, 1),
+        "the busy connection counts open and healthy"
+    );
+    assert_eq!(requester.join().unwrap().unwrap(), b"held");
+    assert_eq!(pool.open_connections(), 1);
+    server.shutdown();
 }
