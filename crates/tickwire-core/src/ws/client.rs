@@ -252,6 +252,15 @@ impl<T> ClientBuilder<T> {
         self
     }
 
+    /// Fails the connection when nothing at all arrives for `timeout` (not a frame, not a
+    /// byte): the next receive returns the codec's idle-timeout error, after a close with
+    /// 1001 (going away). Off by default; keepalive pings are the usual way to notice a
+    /// silent peer, this bounds silence whatever the peer answers.
+    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.options.handshake.config.idle_timeout = timeout;
+        self
+    }
+
     /// Timeout for the TCP connect, per resolved address (`None`: the OS default).
     pub fn connect_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.options.connect_timeout = timeout;
