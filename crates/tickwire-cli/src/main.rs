@@ -69,7 +69,19 @@ macro_rules! client_builder {
         builder
     }};
 }
-pub(crate) use {client_builder, server_builder};
+/// `--keepalive` and `--idle-timeout` on a WebSocket client builder of either runtime.
+macro_rules! with_liveness {
+    ($builder:expr, $args:expr) => {{
+        let args: &crate::LivenessArgs = $args;
+        let builder = match args.keepalive {
+            Some(crate::Keepalive::Off) => $builder.no_keepalive(),
+            Some(crate::Keepalive::Every { interval, pong }) => $builder.keepalive(interval, pong),
+            None => $builder,
+        };
+        builder.idle_timeout(args.idle_timeout)
+    }};
+}
+pub(crate) use {client_builder, server_builder, with_liveness};
 
 #[derive(Parser)]
 #[command(
@@ -206,7 +218,53 @@ struct ConnectArgs {
     #[arg(long)]
     echo: bool,
     #[command(flatten)]
+    liveness: LivenessArgs,
+    #[command(flatten)]
     client: ClientArgs,
+}
+
+/// How `connect` notices a peer or a link that went silent: keepalive pings and an idle
+/// timeout. Either ends the command with a non-zero status and the cause on stderr, after a
+/// close with 1001 (going away).
+#[derive(Args)]
+struct LivenessArgs {
+    /// Keepalive pings: one after INTERVAL without traffic; the connection fails when its
+    /// pong does not come within PONG (10s when not given). `off` sends none. Default 20s:10s.
+    #[arg(long, value_name = "INTERVAL[:PONG]|off", value_parser = parse_keepalive)]
+    keepalive: Option<Keepalive>,
+    /// Fail the connection when nothing at all arrives for DUR (500ms, 5s, 2m, ...).
+    #[arg(long, value_name = "DUR", value_parser = exsim::parse_duration)]
+    idle_timeout: Option<Duration>,
+}
+
+/// `--keepalive`: off, or a ping interval and its pong deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keepalive {
+    Off,
+    Every { interval: Duration, pong: Duration },
+}
+
+/// `off`, `INTERVAL` or `INTERVAL:PONG`, each a duration above zero.
+fn parse_keepalive(text: &str) -> Result<Keepalive, String> {
+    if text == "off" {
+        return Ok(Keepalive::Off);
+    }
+    let (interval, pong) = match text.split_once(':') {
+        Some((interval, pong)) => (
+            exsim::parse_duration(interval)?,
+            exsim::parse_duration(pong)?,
+        ),
+        None => (
+            exsim::parse_duration(text)?,
+            tickwire::blocking::ClientOptions::PONG_TIMEOUT,
+        ),
+    };
+    if interval.is_zero() || pong.is_zero() {
+        return Err(format!(
+            "{text:?}: the interval and the pong deadline are above zero (or `off`)"
+        ));
+    }
+    Ok(Keepalive::Every { interval, pong })
 }
 
 /// A WebSocket client's options, shared by `connect` and `feed`: headers, subprotocols,
@@ -446,6 +504,7 @@ fn echo_messages<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), Error> {
 
 fn connect(args: &ConnectArgs) -> Result<(), String> {
     let builder = client_builder!(ClientBuilder::new(), &args.client);
+    let builder = with_liveness!(builder, &args.liveness);
     if args.echo {
         let mut ws = builder.connect(&args.url).map_err(|e| e.to_string())?;
         let outcome = echo_until_close(&mut ws);

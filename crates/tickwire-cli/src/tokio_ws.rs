@@ -15,6 +15,7 @@ use tokio::runtime::Runtime;
 use crate::{
     ClientArgs, ConnectArgs, ServeArgs, client_builder, client_tls, echo_message, echoed_message,
     print_listening, print_received, queue_stdin_lines, server_builder, server_tls, stdin_lines,
+    with_liveness,
 };
 
 /// `tickwire serve --runtime tokio`: the echo server, a task per connection.
@@ -29,6 +30,7 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), String> {
 /// `tickwire connect --runtime tokio`: stdin mode or `--echo`, on a current-thread runtime.
 pub(crate) fn connect(args: &ConnectArgs) -> Result<(), String> {
     let builder = client_builder!(ClientBuilder::new(), &args.client);
+    let builder = with_liveness!(builder, &args.liveness);
     current_thread()?.block_on(async {
         if args.echo {
             let mut ws = builder

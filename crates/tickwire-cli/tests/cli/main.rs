@@ -11,6 +11,7 @@ mod feed_faults;
 mod feed_faults_rig;
 mod feed_faults_support;
 mod feed_support;
+mod liveness;
 mod support;
 mod toxiproxy;
 // The certificates (`Ca`): the library's TLS test helpers, included.
