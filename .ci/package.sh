@@ -10,6 +10,12 @@ unpublished=$(cargo metadata --no-deps --format-version 1 --offline \
   | python3 -c 'import json,sys; print(" ".join("--exclude " + p["name"] for p in json.load(sys.stdin)["packages"] if p.get("publish") == []))')
 # shellcheck disable=SC2086
 mkdir -p target
+# cargo verifies each crate against the ones packaged before it through a temporary local
+# registry, whose sources it extracts under $CARGO_HOME/registry/src/-HASH/ and does not
+# extract again for the same name and version. The version stays 0.1.0 from run to run, so a
+# second run on one machine would build against the first run's sources: remove those
+# extractions first (crates.io's sources live in index.crates.io-*, never touched here).
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/tickwire*
 cargo package --workspace $unpublished --offline --allow-dirty > target/package.log 2>&1 \
   || { cat target/package.log; exit 1; }
 grep -E '^ +(Packaged|Verifying) ' target/package.log
