@@ -8,16 +8,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 unpublished=$(cargo metadata --no-deps --format-version 1 --offline \
   | python3 -c 'import json,sys; print(" ".join("--exclude " + p["name"] for p in json.load(sys.stdin)["packages"] if p.get("publish") == []))')
-# shellcheck disable=SC2086
 mkdir -p target
 # cargo verifies each crate against the ones packaged before it through a temporary local
-# registry, whose sources it extracts under $CARGO_HOME/registry/src/-HASH/ and does not
-# extract again for the same name and version. The version stays 0.1.0 from run to run, so a
-# second run on one machine would build against the first run's sources: remove those
-# extractions first (crates.io's sources live in index.crates.io-*, never touched here).
+# registry. It trusts a registry crate by name and version: its extracted sources (under
+# $CARGO_HOME/registry/src/-HASH/) are not extracted again, and its builds are not checked
+# against the files. The version stays 0.1.0 from run to run, so a second run on one machine
+# would verify against the first run's tickwire crates. So the verification builds in a
+# target directory of its own, whose tickwire builds are removed each run (the dependencies'
+# stay), with the extracted tickwire sources (crates.io's live in index.crates.io-*, never
+# touched here).
+verify=target/package-verify
 rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/tickwire*
-cargo package --workspace $unpublished --offline --allow-dirty > target/package.log 2>&1 \
-  || { cat target/package.log; exit 1; }
+rm -rf "$verify"/package "$verify"/debug/.fingerprint/tickwire* "$verify"/debug/deps/*tickwire* \
+  "$verify"/debug/build/tickwire*
+# shellcheck disable=SC2086
+CARGO_TARGET_DIR=$verify cargo package --workspace $unpublished --offline --allow-dirty \
+  > target/package.log 2>&1 || { cat target/package.log; exit 1; }
 grep -E '^ +(Packaged|Verifying) ' target/package.log
-count=$(ls target/package/*.crate | wc -l)
+count=$(ls "$verify"/package/*.crate | wc -l)
 echo "package: $count crates packaged and verified in dependency order"
