@@ -132,7 +132,7 @@ impl FeedIo for Connections {
 
 impl FeedSocket for Socket {
     fn send_text(&mut self, text: &str) -> Result<(), Error> {
-        WebSocket::send_text(self, text)
+        (**self).send_text(text)
     }
 
     fn close_now(&mut self, code: u16) {

@@ -9,42 +9,56 @@
 use std::io::{self, ErrorKind, IoSlice};
 use std::time::{Duration, Instant};
 
-#[cfg(feature = "deflate")]
-use tickwire_codec::deflate::DeflateParams;
-#[cfg(feature = "deflate")]
-use tickwire_codec::ws::PreparedMessage;
 use tickwire_codec::ws::{
-    Buffers, CloseCode, Compression, Connection, ConnectionState, Message, OpCode, Progress, Role,
-    Sender, SharedFrame,
+    Buffers, CloseCode, Connection, ConnectionState, Message, Progress, Role, Sender,
 };
 
-use tickwire_core::ws::Opened;
+use tickwire_core::ws::{Opened, Socket};
 
 use crate::{Error, Recv, Transport};
 
 /// A WebSocket connection over a blocking stream.
+///
+/// The calls that only queue (`send_text`, `send_binary`, `ping`, `sender`, ...) and the
+/// accessors (`connection`, `stream`, `subprotocol`, `set_read_timeout`, ...) are
+/// [`Socket`]'s, which this dereferences to; receiving, writing and ending the connection are
+/// here.
 ///
 /// Dropping it never blocks: the socket is closed as it is, without a close frame if none was
 /// sent (the peer sees code 1006). To end a connection properly, call
 /// [`finish`](Self::finish), which completes the close handshake and closes the transport.
 #[derive(Debug)]
 pub struct WebSocket<S: Transport> {
-    stream: S,
-    conn: Connection,
-    /// The connection's buffers, lent to it on every call.
-    bufs: Buffers,
+    socket: Socket<S>,
+    state: State,
+}
+
+/// What the blocking driver keeps beside the [`Socket`].
+#[derive(Debug)]
+struct State {
     role: Role,
-    /// Read timeout the user asked for; connection timers may shorten a read below it.
-    read_timeout: Option<Duration>,
     /// Read timeout currently set on the stream, to avoid a syscall per read.
     applied_timeout: Option<Option<Duration>>,
     transport_closed: bool,
     /// Nothing is left to do on the transport: a read or write failed (not a timeout), the
     /// peer vanished, or [`WebSocket::finish`] ran.
     transport_done: bool,
-    subprotocol: Option<String>,
-    #[cfg(feature = "deflate")]
-    deflate: Option<DeflateParams>,
+}
+
+impl<S: Transport> std::ops::Deref for WebSocket<S> {
+    type Target = Socket<S>;
+
+    #[inline(always)]
+    fn deref(&self) -> &Socket<S> {
+        &self.socket
+    }
+}
+
+impl<S: Transport> std::ops::DerefMut for WebSocket<S> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Socket<S> {
+        &mut self.socket
+    }
 }
 
 impl<S: Transport> WebSocket<S> {
@@ -58,18 +72,19 @@ impl<S: Transport> WebSocket<S> {
         role: Role,
         read_timeout: Option<Duration>,
     ) -> Self {
+        Self::from_socket(Socket::new(stream, conn, bufs), role, read_timeout)
+    }
+
+    fn from_socket(mut socket: Socket<S>, role: Role, read_timeout: Option<Duration>) -> Self {
+        socket.set_read_timeout(read_timeout);
         Self {
-            stream,
-            conn,
-            bufs,
-            role,
-            read_timeout,
-            applied_timeout: None,
-            transport_closed: false,
-            transport_done: false,
-            subprotocol: None,
-            #[cfg(feature = "deflate")]
-            deflate: None,
+            socket,
+            state: State {
+                role,
+                applied_timeout: None,
+                transport_closed: false,
+                transport_done: false,
+            },
         }
     }
 
@@ -82,30 +97,11 @@ impl<S: Transport> WebSocket<S> {
         read_timeout: Option<Duration>,
     ) -> Result<Self, Error> {
         let opened = opened.ok_or(Error::UnexpectedEof)?;
-        let mut ws = Self::from_parts(
-            stream,
-            opened.connection,
-            opened.buffers,
+        Ok(Self::from_socket(
+            Socket::opened(stream, opened),
             role,
             read_timeout,
-        );
-        ws.subprotocol = opened.subprotocol;
-        #[cfg(feature = "deflate")]
-        {
-            ws.deflate = opened.deflate;
-        }
-        Ok(ws)
-    }
-
-    /// The permessage-deflate parameters in force, or `None` when it was not negotiated.
-    #[cfg(feature = "deflate")]
-    pub fn deflate(&self) -> Option<&DeflateParams> {
-        self.deflate.as_ref()
-    }
-
-    /// The subprotocol the opening handshake selected, if any.
-    pub fn subprotocol(&self) -> Option<&str> {
-        self.subprotocol.as_deref()
+        ))
     }
 
     /// Blocks until the next message, the end of the stream or the user's read timeout.
@@ -131,10 +127,11 @@ impl<S: Transport> WebSocket<S> {
                 .take_message()
                 .map(|(message, sender)| (Recv::Message(message), sender)),
             Progress::Closed => {
-                let (frame, sender) = self.conn.peer_close_with_sender(&mut self.bufs);
+                let s = self.socket.parts_mut();
+                let (frame, sender) = s.connection.peer_close_with_sender(s.buffers);
                 Ok((Recv::Closed(frame), sender))
             }
-            Progress::NeedMore => Ok((Recv::Timeout, self.conn.sender(&mut self.bufs))),
+            Progress::NeedMore => Ok((Recv::Timeout, self.sender())),
         }
     }
 
@@ -146,60 +143,9 @@ impl<S: Transport> WebSocket<S> {
             Progress::Ready => self
                 .take_message()
                 .map(|(message, _)| Recv::Message(message)),
-            Progress::Closed => Ok(Recv::Closed(self.conn.peer_close(&self.bufs))),
+            Progress::Closed => Ok(Recv::Closed(self.connection().peer_close(self.buffers()))),
             Progress::NeedMore => Ok(Recv::WouldBlock),
         }
-    }
-
-    /// Queues a text message (not written until [`flush`](Self::flush)).
-    pub fn send_text(&mut self, text: &str) -> Result<(), Error> {
-        Ok(self.conn.sender(&mut self.bufs).text(text)?)
-    }
-
-    /// Queues a binary message.
-    pub fn send_binary(&mut self, payload: &[u8]) -> Result<(), Error> {
-        Ok(self.conn.sender(&mut self.bufs).binary(payload)?)
-    }
-
-    /// Queues a text message, overriding the permessage-deflate policy for this one message
-    /// (`Compression::Never` for a latency-critical order, `Always` for a snapshot).
-    pub fn send_text_with(&mut self, text: &str, compression: Compression) -> Result<(), Error> {
-        Ok(self.conn.sender(&mut self.bufs).message_with(
-            OpCode::Text,
-            text.as_bytes(),
-            compression,
-        )?)
-    }
-
-    /// Queues a binary message, overriding the permessage-deflate policy for this one
-    /// message.
-    pub fn send_binary_with(
-        &mut self,
-        payload: &[u8],
-        compression: Compression,
-    ) -> Result<(), Error> {
-        Ok(self
-            .conn
-            .sender(&mut self.bufs)
-            .message_with(OpCode::Binary, payload, compression)?)
-    }
-
-    /// Queues a message compressed once for many connections (see [`PreparedMessage`]).
-    #[cfg(feature = "deflate")]
-    pub fn send_prepared(&mut self, message: &PreparedMessage) -> Result<(), Error> {
-        Ok(self.conn.sender(&mut self.bufs).prepared(message)?)
-    }
-
-    /// Queues a frame encoded once for many connections, by reference: no copy of its bytes
-    /// per connection (see [`SharedFrame`]); [`flush`](Self::flush) writes it with the
-    /// connection's own frames in one vectored write.
-    pub fn send_shared(&mut self, frame: &SharedFrame) -> Result<(), Error> {
-        Ok(self.conn.sender(&mut self.bufs).shared(frame)?)
-    }
-
-    /// Queues a ping (at most 125 bytes).
-    pub fn ping(&mut self, payload: &[u8]) -> Result<(), Error> {
-        Ok(self.conn.sender(&mut self.bufs).ping(payload)?)
     }
 
     /// Queues a text message and writes everything queued.
@@ -214,18 +160,14 @@ impl<S: Transport> WebSocket<S> {
         self.flush()
     }
 
-    /// The sending half, to queue several messages before one flush.
-    pub fn sender(&mut self) -> Sender<'_> {
-        self.conn.sender(&mut self.bufs)
-    }
-
     /// Writes everything queued.
     pub fn flush(&mut self) -> Result<(), Error> {
-        while self.conn.wants_write(&self.bufs) {
+        while self.connection().wants_write(self.buffers()) {
             // The common queue, the connection's own frames from a frame boundary, is one
             // slice: written without building the iovec array.
-            let written = match self.conn.data_run(&self.bufs) {
-                Some(run) => self.stream.write(run),
+            let s = self.socket.parts_mut();
+            let written = match s.connection.data_run(s.buffers) {
+                Some(run) => s.stream.write(run),
                 None => self.write_vectored(),
             };
             let n = match written {
@@ -234,9 +176,10 @@ impl<S: Transport> WebSocket<S> {
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => return Err(self.io_failed(e)),
             };
-            self.conn.advance_output(&mut self.bufs, n);
+            let s = self.socket.parts_mut();
+            s.connection.advance_output(s.buffers, n);
         }
-        if let Err(e) = self.stream.flush() {
+        if let Err(e) = self.stream_mut().flush() {
             return Err(self.io_failed(e));
         }
         Ok(())
@@ -247,10 +190,11 @@ impl<S: Transport> WebSocket<S> {
     #[inline(never)]
     fn write_vectored(&mut self) -> std::io::Result<usize> {
         let mut slices = [IoSlice::new(&[]); 8];
-        let filled = self.conn.output_vectored(&self.bufs, &mut slices);
+        let s = self.socket.parts_mut();
+        let filled = s.connection.output_vectored(s.buffers, &mut slices);
         match &slices[..filled] {
-            [one] => self.stream.write(one),
-            several => self.stream.write_vectored(several),
+            [one] => s.stream.write(one),
+            several => s.stream.write_vectored(several),
         }
     }
 
@@ -259,8 +203,9 @@ impl<S: Transport> WebSocket<S> {
     /// flight until it returns [`Recv::Closed`] (the peer's reply) or a close timeout error,
     /// then call [`finish`](Self::finish); or call `finish` at once to drop them.
     pub fn close(&mut self, code: CloseCode, reason: &str) -> Result<(), Error> {
-        self.conn
-            .close(&mut self.bufs, code, reason, Instant::now())?;
+        let s = self.socket.parts_mut();
+        s.connection
+            .close(s.buffers, code, reason, Instant::now())?;
         self.flush()
     }
 
@@ -288,47 +233,21 @@ impl<S: Transport> WebSocket<S> {
     /// Calling it again does nothing more. Meant for a blocking stream; on a non-blocking one
     /// the wait for the reply spins.
     pub fn finish(&mut self) -> Result<(), Error> {
-        if self.transport_done {
+        if self.state.transport_done {
             return Ok(());
         }
-        let close_timeout = self.conn.config().close_timeout;
+        let close_timeout = self.connection().config().close_timeout;
         let deadline = Instant::now() + close_timeout;
-        let _ = self.stream.set_write_timeout(Some(close_timeout));
+        let _ = self.stream_mut().set_write_timeout(Some(close_timeout));
         let result = self.complete_close_handshake();
         self.finish_transport();
         self.drain_until_eof(deadline);
-        if self.role == Role::Client {
+        if self.state.role == Role::Client {
             // The client's side, once the server has closed TCP (or did not in time).
-            let _ = self.stream.shutdown_write();
+            let _ = self.stream_mut().shutdown_write();
         }
-        self.transport_done = true;
+        self.state.transport_done = true;
         result
-    }
-
-    /// The sans-IO connection (state, configuration).
-    pub fn connection(&self) -> &Connection {
-        &self.conn
-    }
-
-    /// The connection's buffers (received bytes not yet parsed, queued output).
-    pub fn buffers(&self) -> &Buffers {
-        &self.bufs
-    }
-
-    /// The stream.
-    pub fn stream(&self) -> &S {
-        &self.stream
-    }
-
-    /// The stream, mutably (to change socket options).
-    pub fn stream_mut(&mut self) -> &mut S {
-        &mut self.stream
-    }
-
-    /// Sets the user's read timeout: a [`recv`](Self::recv) that waits longer returns
-    /// [`Recv::Timeout`].
-    pub fn set_read_timeout(&mut self, timeout: Option<Duration>) {
-        self.read_timeout = timeout;
     }
 
     /// Reads until a message is ready, the close handshake completes, or the stream has
@@ -338,7 +257,8 @@ impl<S: Transport> WebSocket<S> {
     /// the caller in registers; reading, timers and errors are out of line.
     #[inline(always)]
     fn fill(&mut self, blocking: bool) -> Result<Progress, Error> {
-        match self.conn.advance(&mut self.bufs) {
+        let s = self.socket.parts_mut();
+        match s.connection.advance(s.buffers) {
             Ok(Progress::Ready) => Ok(Progress::Ready),
             advanced => self.fill_slow(blocking, advanced),
         }
@@ -367,40 +287,47 @@ impl<S: Transport> WebSocket<S> {
             }
             // About to wait for the peer: write what is owed first.
             self.flush()?;
-            if self.conn.state() == ConnectionState::Closed {
-                advanced = self.conn.advance(&mut self.bufs);
+            if self.connection().state() == ConnectionState::Closed {
+                let s = self.socket.parts_mut();
+                advanced = s.connection.advance(s.buffers);
                 continue;
             }
             self.apply_read_timeout()?;
-            let read = self.stream.read(self.conn.spare(&mut self.bufs));
+            let s = self.socket.parts_mut();
+            let read = s.stream.read(s.connection.spare(s.buffers));
             match read {
                 Ok(0) => {
-                    return if self.conn.state() == ConnectionState::CloseSent {
+                    return if self.connection().state() == ConnectionState::CloseSent {
                         // The peer closed TCP after our close without replying: done.
                         Ok(Progress::Closed)
                     } else {
-                        self.transport_done = true;
+                        self.state.transport_done = true;
                         Err(Error::UnexpectedEof)
                     };
                 }
                 // The clock is read only when a timer counts from the last bytes received.
-                Ok(n) => self.conn.filled_with(&mut self.bufs, n, Instant::now),
+                Ok(n) => {
+                    let s = self.socket.parts_mut();
+                    s.connection.filled_with(s.buffers, n, Instant::now);
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                     let now = Instant::now();
-                    let timer_due = self.conn.poll_timeout().is_some_and(|at| at <= now);
+                    let timer_due = self.connection().poll_timeout().is_some_and(|at| at <= now);
                     if timer_due {
-                        if let Err(error) = self.conn.handle_timeout(&mut self.bufs, now) {
+                        let s = self.socket.parts_mut();
+                        if let Err(error) = s.connection.handle_timeout(s.buffers, now) {
                             return Err(self.failed(error));
                         }
-                    } else if !blocking || self.read_timeout.is_some() {
+                    } else if !blocking || self.read_timeout().is_some() {
                         // Would-block or the user's read timeout: nothing now, not an error.
                         return Ok(Progress::NeedMore);
                     }
                 }
                 Err(e) => return Err(self.io_failed(e)),
             }
-            advanced = self.conn.advance(&mut self.bufs);
+            let s = self.socket.parts_mut();
+            advanced = s.connection.advance(s.buffers);
         }
     }
 
@@ -408,8 +335,9 @@ impl<S: Transport> WebSocket<S> {
     fn take_message(&mut self) -> Result<(Message<'_>, Sender<'_>), Error> {
         // Invalid text fails here, after the borrow-free part: the close frame it queues is
         // written by the next call on this connection, or when it is dropped.
-        self.conn
-            .message_with_sender(&mut self.bufs)
+        let s = self.socket.parts_mut();
+        s.connection
+            .message_with_sender(s.buffers)
             .map_err(Error::Protocol)
     }
 
@@ -422,13 +350,14 @@ impl<S: Transport> WebSocket<S> {
     }
 
     fn finish_transport(&mut self) {
-        if self.transport_closed {
+        if self.state.transport_closed {
             return;
         }
-        if !self.transport_closed && self.conn.should_close_transport(&self.bufs) {
-            self.transport_closed = true;
-            if self.role == Role::Server {
-                let _ = self.stream.shutdown_write();
+        if !self.state.transport_closed && self.connection().should_close_transport(self.buffers())
+        {
+            self.state.transport_closed = true;
+            if self.state.role == Role::Server {
+                let _ = self.stream_mut().shutdown_write();
             }
         }
     }
@@ -437,15 +366,15 @@ impl<S: Transport> WebSocket<S> {
     /// [`finish`](Self::finish) has nothing left to do on it.
     fn io_failed(&mut self, error: io::Error) -> Error {
         if !matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
-            self.transport_done = true;
+            self.state.transport_done = true;
         }
-        crate::stream::io_error(&self.stream, error).into()
+        crate::stream::io_error(self.stream(), error).into()
     }
 
     /// [`finish`](Self::finish)'s handshake part: sends a close if none was, and reads until
     /// the peer's close (or the close timer fails the connection).
     fn complete_close_handshake(&mut self) -> Result<(), Error> {
-        match self.conn.state() {
+        match self.connection().state() {
             ConnectionState::Open => self.close(CloseCode::NORMAL, "")?,
             ConnectionState::Failed => {
                 // The failure was returned already; what is left is the close frame owed.
@@ -455,7 +384,7 @@ impl<S: Transport> WebSocket<S> {
             _ => {}
         }
         // Only the close timer bounds this wait, not the user's read timeout.
-        self.read_timeout = None;
+        self.set_read_timeout(None);
         loop {
             match self.fill(true)? {
                 Progress::Ready => {
@@ -472,14 +401,14 @@ impl<S: Transport> WebSocket<S> {
     /// peer's receive queue; draining first lets the FIN and the close frame arrive intact.
     fn drain_until_eof(&mut self, deadline: Instant) {
         // The stream's read timeout changes below: set it again before any later read.
-        self.applied_timeout = None;
+        self.state.applied_timeout = None;
         let mut sink = [0u8; 4096];
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() || self.stream.set_read_timeout(Some(left)).is_err() {
+            if left.is_zero() || self.stream_mut().set_read_timeout(Some(left)).is_err() {
                 return;
             }
-            match self.stream.read(&mut sink) {
+            match self.stream_mut().read(&mut sink) {
                 Ok(0) => return,
                 Ok(_) => {}
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -491,17 +420,17 @@ impl<S: Transport> WebSocket<S> {
     /// Sets the stream's read timeout to the earlier of the user's timeout and the next
     /// connection timer, touching the socket only when the value changes.
     fn apply_read_timeout(&mut self) -> io::Result<()> {
-        let timer = self.conn.poll_timeout().map(|at| {
+        let timer = self.connection().poll_timeout().map(|at| {
             at.saturating_duration_since(Instant::now())
                 .max(Duration::from_millis(1))
         });
-        let wanted = match (timer, self.read_timeout) {
+        let wanted = match (timer, self.read_timeout()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        if self.applied_timeout != Some(wanted) {
-            self.stream.set_read_timeout(wanted)?;
-            self.applied_timeout = Some(wanted);
+        if self.state.applied_timeout != Some(wanted) {
+            self.stream_mut().set_read_timeout(wanted)?;
+            self.state.applied_timeout = Some(wanted);
         }
         Ok(())
     }

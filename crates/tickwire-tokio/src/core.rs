@@ -1,7 +1,8 @@
-//! [`Core`]: one WebSocket connection's sans-IO state ([`Connection`] and its [`Buffers`]) and
-//! the poll functions that move its bytes over a [`Transport`]. Both the whole
-//! [`WebSocket`](crate::WebSocket) and the split halves drive it; it owns no socket and no
-//! runtime object, only what a poll needs to be resumed after any cancellation.
+//! The poll functions that move a whole [`WebSocket`]'s bytes over a [`Transport`] (its
+//! [`Socket`](tickwire_core::ws::Socket) holds the connection and its [`Buffers`];
+//! [`CoreState`] what the driver keeps between polls), and the [`TransportState`] that a whole
+//! connection and a split writer both keep. None of it owns a runtime object beyond the
+//! timer: only what a poll needs to be resumed after any cancellation.
 //!
 //! Every poll leaves the connection consistent at each `Pending`: bytes read are recorded
 //! with [`Connection::filled`] in the same poll that read them, bytes written with
@@ -25,17 +26,25 @@ use tickwire_codec::ws::{
 };
 use tickwire_core::Error;
 
-use crate::Transport;
+use crate::{Transport, WebSocket};
 
-/// A connection between polls.
+/// What the driver keeps of a connection between polls, beside its
+/// [`Socket`](tickwire_core::ws::Socket).
 #[derive(Debug)]
-pub(crate) struct Core {
-    pub(crate) conn: Connection,
-    pub(crate) bufs: Buffers,
+pub(crate) struct CoreState {
     /// `advance` returned `Ready` and the message was not taken yet: a `recv` dropped after
     /// parsing leaves it for the next one.
     pub(crate) ready: bool,
     pub(crate) transport: TransportState,
+}
+
+impl CoreState {
+    pub(crate) fn new(role: Role) -> Self {
+        Self {
+            ready: false,
+            transport: TransportState::new(role),
+        }
+    }
 }
 
 /// Where the transport is, apart from the connection: kept by a whole connection's [`Core`]
@@ -146,32 +155,23 @@ pub(crate) fn now() -> std::time::Instant {
     tokio::time::Instant::now().into_std()
 }
 
-impl Core {
-    pub(crate) fn new(conn: Connection, bufs: Buffers, role: Role) -> Self {
-        Self {
-            conn,
-            bufs,
-            ready: false,
-            transport: TransportState::new(role),
-        }
-    }
-
-    /// The connection's output, for [`TransportState`]'s write loop.
-    #[inline]
-    fn queue(&mut self) -> (Queue<'_>, &mut TransportState) {
-        let Self {
-            conn,
-            bufs,
-            transport,
-            ..
-        } = self;
-        (Queue { conn, bufs }, transport)
+impl<S: Transport> WebSocket<S> {
+    /// The connection's output, the stream and the transport's state, for
+    /// [`TransportState`]'s write loop.
+    #[inline(always)]
+    fn queue(&mut self) -> (Queue<'_>, &mut S, &mut TransportState) {
+        let parts = self.socket.parts_mut();
+        let queue = Queue {
+            conn: parts.connection,
+            bufs: parts.buffers,
+        };
+        (queue, parts.stream, &mut self.state.transport)
     }
 
     /// Reads until a message is ready (`Progress::Ready`: take it with
     /// [`take_message`](Self::take_message)) or the close handshake is over
     /// (`Progress::Closed`). Writes what is owed on the way (pongs, the close reply, keepalive
-    /// pings) with `write_waker` (`None`: `cx`'s), and runs the codec's timers with `timer`. Never returns
+    /// pings), and runs the codec's timers with the connection's timer. Never returns
     /// `Progress::NeedMore`.
     ///
     /// A message already in the buffer is the common case in a stream of small messages: it
@@ -184,17 +184,12 @@ impl Core {
     /// 128 B stream over loopback went from 264 to 228 instructions per message, the blocking
     /// transport's loop being 240.
     #[inline(always)]
-    pub(crate) fn poll_fill<S: Transport>(
-        &mut self,
-        stream: &mut S,
-        cx: &mut Context<'_>,
-        write_waker: Option<&Waker>,
-        timer: &mut Timer,
-    ) -> Poll<Result<Progress, Error>> {
+    pub(crate) fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<Result<Progress, Error>> {
         let mut advanced = None;
-        if !self.ready {
-            match self.conn.advance(&mut self.bufs) {
-                Ok(Progress::Ready) => self.ready = true,
+        if !self.state.ready {
+            let parts = self.socket.parts_mut();
+            match parts.connection.advance(parts.buffers) {
+                Ok(Progress::Ready) => self.state.ready = true,
                 // The loop asks again: with nothing buffered (a wake-up before the read that
                 // brings the bytes) `advance` answers inline, cheaper than handing the
                 // answer over through memory.
@@ -202,11 +197,11 @@ impl Core {
                 other => advanced = Some(other),
             }
         }
-        if self.ready {
+        if self.state.ready {
             return Poll::Ready(Ok(Progress::Ready));
         }
         let mut failure = None;
-        match self.poll_fill_slow(stream, cx, write_waker, timer, advanced, &mut failure) {
+        match self.poll_fill_slow(cx, advanced, &mut failure) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(progress) => Poll::Ready(match failure {
                 Some(error) => Err(error),
@@ -220,16 +215,13 @@ impl Core {
     /// written in one layout and read in another where the fast path's joins it: a failed
     /// store-to-load forward on every message (bench/results/issue-16-earlier.md).
     #[inline(never)]
-    fn poll_fill_slow<S: Transport>(
+    fn poll_fill_slow(
         &mut self,
-        stream: &mut S,
         cx: &mut Context<'_>,
-        write_waker: Option<&Waker>,
-        timer: &mut Timer,
         advanced: Option<Result<Progress, tickwire_codec::ws::Error>>,
         failure: &mut Option<Error>,
     ) -> Poll<Progress> {
-        match self.poll_fill_loop(stream, cx, write_waker, timer, advanced) {
+        match self.poll_fill_loop(cx, advanced) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Ok(progress)) => Poll::Ready(progress),
             Poll::Ready(Err(error)) => {
@@ -242,77 +234,67 @@ impl Core {
     /// [`poll_fill`](Self::poll_fill)'s loop. `advanced` is the result of an `advance` the
     /// caller already made (used instead of advancing again: an error is reported once).
     #[inline(always)]
-    fn poll_fill_loop<S: Transport>(
+    fn poll_fill_loop(
         &mut self,
-        stream: &mut S,
         cx: &mut Context<'_>,
-        write_waker: Option<&Waker>,
-        timer: &mut Timer,
         mut advanced: Option<Result<Progress, tickwire_codec::ws::Error>>,
     ) -> Poll<Result<Progress, Error>> {
         loop {
-            if !self.ready {
+            if !self.state.ready {
                 let progress = match advanced.take() {
                     Some(progress) => progress,
-                    None => self.conn.advance(&mut self.bufs),
+                    None => {
+                        let parts = self.socket.parts_mut();
+                        parts.connection.advance(parts.buffers)
+                    }
                 };
                 match progress {
-                    Ok(Progress::Ready) => self.ready = true,
+                    Ok(Progress::Ready) => self.state.ready = true,
                     Ok(Progress::Closed) => {
                         // The peer's close was answered: the reply goes out before the close
                         // is returned, so the peer is not kept waiting on the caller.
-                        ready!(
-                            self.poll_close_transport(stream, write_waker.unwrap_or(cx.waker()))
-                        );
+                        ready!(self.poll_close_transport(cx.waker()));
                         return Poll::Ready(Ok(Progress::Closed));
                     }
                     Ok(Progress::NeedMore) => {}
-                    Err(e) => {
-                        return Poll::Ready(Err(self.failed(
-                            stream,
-                            write_waker.unwrap_or(cx.waker()),
-                            e,
-                        )));
-                    }
+                    Err(e) => return Poll::Ready(Err(self.failed(cx.waker(), e))),
                 }
             }
-            if self.ready {
+            if self.state.ready {
                 return Poll::Ready(Ok(Progress::Ready));
             }
             // About to wait for the peer: write what is owed. A full socket is no reason
             // to stop reading; the bytes stay queued.
-            if self.conn.wants_write(&self.bufs)
-                && let Poll::Ready(Err(e)) =
-                    self.poll_write_out(stream, write_waker.unwrap_or(cx.waker()))
+            if self.connection().wants_write(self.buffers())
+                && let Poll::Ready(Err(e)) = self.poll_write_out(cx.waker())
             {
                 return Poll::Ready(Err(e));
             }
             // The clock is read only when a deadline is set (no keepalive, idle or close
             // timer: no read at all).
-            if let Some(at) = self.conn.poll_timeout()
-                && (at <= now() || timer.poll_at(at, cx).is_ready())
+            if let Some(at) = self.connection().poll_timeout()
+                && (at <= now() || self.timer.poll_at(at, cx).is_ready())
             {
-                if let Err(e) = self.conn.handle_timeout(&mut self.bufs, now()) {
-                    return Poll::Ready(Err(self.failed(
-                        stream,
-                        write_waker.unwrap_or(cx.waker()),
-                        e,
-                    )));
+                let parts = self.socket.parts_mut();
+                if let Err(e) = parts.connection.handle_timeout(parts.buffers, now()) {
+                    return Poll::Ready(Err(self.failed(cx.waker(), e)));
                 }
                 continue;
             }
-            let mut buf = ReadBuf::new(self.conn.spare(&mut self.bufs));
-            match Pin::new(&mut *stream).poll_read(cx, &mut buf) {
+            let parts = self.socket.parts_mut();
+            let mut buf = ReadBuf::new(parts.connection.spare(parts.buffers));
+            match Pin::new(&mut *parts.stream).poll_read(cx, &mut buf) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Ok(())) => {
                     let n = buf.filled().len();
                     if n == 0 {
                         return Poll::Ready(self.end_of_stream());
                     }
-                    self.conn.filled_with(&mut self.bufs, n, now);
+                    let parts = self.socket.parts_mut();
+                    parts.connection.filled_with(parts.buffers, n, now);
                 }
                 Poll::Ready(Err(e)) if e.kind() == ErrorKind::Interrupted => {}
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(self.io_failed(stream, e))),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(self.io_failed(e))),
             }
         }
     }
@@ -320,59 +302,44 @@ impl Core {
     /// The message [`poll_fill`](Self::poll_fill) made ready, and the sender.
     #[inline]
     pub(crate) fn take_message(&mut self) -> Result<(Message<'_>, Sender<'_>), Error> {
-        self.ready = false;
+        self.state.ready = false;
         // Invalid text fails here: the close frame it queues goes out on the next call.
-        self.conn
-            .message_with_sender(&mut self.bufs)
+        let parts = self.socket.parts_mut();
+        parts
+            .connection
+            .message_with_sender(parts.buffers)
             .map_err(Error::Protocol)
     }
 
     /// Writes everything queued, then flushes the stream (see
-    /// [`TransportState::poll_write_out`]).
+    /// [`TransportState::poll_write_out`]), with `waker` for the socket.
     #[inline]
-    pub(crate) fn poll_write_out<S: Transport>(
-        &mut self,
-        stream: &mut S,
-        waker: &Waker,
-    ) -> Poll<Result<(), Error>> {
-        let (mut queue, transport) = self.queue();
+    pub(crate) fn poll_write_out(&mut self, waker: &Waker) -> Poll<Result<(), Error>> {
+        let (mut queue, stream, transport) = self.queue();
         transport.poll_write_out(&mut queue, stream, waker)
     }
 
     /// After the close handshake (or a failure): see [`TransportState::poll_close_transport`].
-    pub(crate) fn poll_close_transport<S: Transport>(
-        &mut self,
-        stream: &mut S,
-        waker: &Waker,
-    ) -> Poll<()> {
-        let (mut queue, transport) = self.queue();
+    pub(crate) fn poll_close_transport(&mut self, waker: &Waker) -> Poll<()> {
+        let (mut queue, stream, transport) = self.queue();
         transport.poll_close_transport(&mut queue, stream, waker)
     }
 
-    /// The connection's role.
-    pub(crate) fn role(&self) -> Role {
-        self.transport.role
-    }
-
     fn end_of_stream(&mut self) -> Result<Progress, Error> {
-        self.transport.end_of_stream(self.conn.state())
+        let state = self.socket.connection().state();
+        self.state.transport.end_of_stream(state)
     }
 
     /// A protocol error or timer failure: the queued close goes out if the socket takes it
     /// now (the rest is `finish`'s), and the error is returned.
-    fn failed<S: Transport>(
-        &mut self,
-        stream: &mut S,
-        waker: &Waker,
-        error: tickwire_codec::ws::Error,
-    ) -> Error {
-        let _ = self.poll_close_transport(stream, waker);
+    fn failed(&mut self, waker: &Waker, error: tickwire_codec::ws::Error) -> Error {
+        let _ = self.poll_close_transport(waker);
         Error::Protocol(error)
     }
 
     /// A socket error, typed by the stream.
-    pub(crate) fn io_failed<S: Transport>(&mut self, stream: &S, error: std::io::Error) -> Error {
-        self.transport.io_failed(stream, error)
+    fn io_failed(&mut self, error: std::io::Error) -> Error {
+        self.state.transport.io_failed(self.socket.stream(), error)
     }
 }
 

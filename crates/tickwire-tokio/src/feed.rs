@@ -154,7 +154,7 @@ impl FeedIo for Connections {
 
 impl FeedSocket for Socket {
     fn send_text(&mut self, text: &str) -> Result<(), Error> {
-        WebSocket::send_text(self, text)
+        (**self).send_text(text)
     }
 
     /// The flush that cannot complete now is dropped with the socket.

@@ -11,9 +11,8 @@
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use tickwire_codec::ws::{CloseCode, ConnectionState, Message, Progress};
+use tickwire_codec::ws::{CloseCode, Message, Progress};
 
-use crate::core::now;
 use crate::{Error, Transport, WebSocket};
 
 /// A message that owns its bytes: what the `Stream` yields and the `Sink` takes.
@@ -50,21 +49,17 @@ impl<S: Transport> futures_core::Stream for WebSocket<S> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
-        let progress = ready!(
-            this.core
-                .poll_fill(&mut this.stream, cx, None, &mut this.timer)
-        );
+        let progress = ready!(this.poll_fill(cx));
         Poll::Ready(match progress {
             Ok(Progress::Ready) => Some(
-                this.core
-                    .take_message()
+                this.take_message()
                     .map(|(message, _)| OwnedMessage::from(message)),
             ),
             // The end of the close handshake: the peer's close once, as a tokio-tungstenite
             // stream gives it, then the end.
             Ok(Progress::Closed) if !this.close_yielded => {
                 this.close_yielded = true;
-                let frame = this.core.conn.peer_close(&this.core.bufs);
+                let frame = this.connection().peer_close(this.buffers());
                 Some(Ok(OwnedMessage::Close(
                     frame.map(|f| (f.code, f.reason.to_owned())),
                 )))
@@ -82,9 +77,9 @@ impl<S: Transport> futures_sink::Sink<OwnedMessage> for WebSocket<S> {
     /// queue is written first (backpressure).
     fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
         let this = self.get_mut();
-        let limit = this.core.conn.config().write_buffer_size;
+        let limit = this.connection().config().write_buffer_size;
         if this.sender().queued() >= limit {
-            ready!(this.core.poll_write_out(&mut this.stream, cx.waker()))?;
+            ready!(this.poll_write_out(cx.waker()))?;
         }
         Poll::Ready(Ok(()))
     }
@@ -98,32 +93,21 @@ impl<S: Transport> futures_sink::Sink<OwnedMessage> for WebSocket<S> {
             OwnedMessage::Pong(bytes) => Ok(this.sender().pong(&bytes)?),
             OwnedMessage::Close(frame) => {
                 let (code, reason) = frame.unwrap_or((CloseCode::NORMAL, String::new()));
-                start_close(this, code, &reason)
+                this.start_close(code, &reason)
             }
         }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
         let this = self.get_mut();
-        this.core.poll_write_out(&mut this.stream, cx.waker())
+        this.poll_write_out(cx.waker())
     }
 
     /// Starts the close handshake (1000) unless it was started, and writes what is queued.
     /// Read the stream to its end for the peer's reply, or call `finish`.
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
         let this = self.get_mut();
-        start_close(this, CloseCode::NORMAL, "")?;
-        this.core.poll_write_out(&mut this.stream, cx.waker())
+        this.start_close(CloseCode::NORMAL, "")?;
+        this.poll_write_out(cx.waker())
     }
-}
-
-fn start_close<S: Transport>(
-    ws: &mut WebSocket<S>,
-    code: CloseCode,
-    reason: &str,
-) -> Result<(), Error> {
-    if ws.core.conn.state() == ConnectionState::Open {
-        ws.core.conn.close(&mut ws.core.bufs, code, reason, now())?;
-    }
-    Ok(())
 }

@@ -49,10 +49,10 @@ use tickwire_codec::ws::PreparedMessage;
 use tickwire_codec::ws::{
     CloseCode, ConnectionState, OpCode, Progress, ReadHalf, Sender, SharedFrame, WriteHalf,
 };
+use tickwire_core::ws::{Negotiated, Socket};
 use tokio::io::ReadBuf;
 
-use crate::core::{Core, Timer, TransportState, now};
-use crate::websocket::Negotiated;
+use crate::core::{CoreState, Timer, TransportState, now};
 use crate::{Error, Recv, Transport, WebSocket};
 
 /// The receiving half of a split [`WebSocket`]: owns the received bytes and lends each
@@ -158,12 +158,9 @@ impl<S: Transport> WebSocket<S> {
     /// Splits the connection into a reader and a writer that may live in different tasks
     /// (TLS included). See the [`split` module docs](crate::split) for how they share it.
     pub fn split(self) -> (WebSocketReader<S>, WebSocketWriter<S>) {
-        let Core {
-            conn,
-            bufs,
-            transport,
-            ready,
-        } = self.core;
+        let read_timeout = self.read_timeout();
+        let CoreState { ready, transport } = self.state;
+        let (stream, conn, bufs, negotiated) = self.socket.into_parts();
         let (read, write) = conn.split(bufs);
         let wakers = Arc::new(WriteWakers::default());
         let shared = Arc::new(Shared {
@@ -172,7 +169,7 @@ impl<S: Transport> WebSocket<S> {
                 transport,
                 write_timeout: self.write_timeout,
             }),
-            stream: Mutex::new(self.stream),
+            stream: Mutex::new(stream),
             write_waker: Waker::from(Arc::clone(&wakers)),
             wakers,
         });
@@ -180,9 +177,9 @@ impl<S: Transport> WebSocket<S> {
             half: read,
             shared: Arc::clone(&shared),
             timer: self.timer,
-            read_timeout: self.read_timeout,
+            read_timeout,
             ready,
-            negotiated: self.negotiated,
+            negotiated,
         };
         (reader, WebSocketWriter { shared })
     }
@@ -232,13 +229,14 @@ impl<S: Transport> WebSocketReader<S> {
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner);
         let (conn, bufs) = self.half.unsplit(sending.half);
-        let mut core = Core::new(conn, bufs, sending.transport.role);
-        core.transport = sending.transport;
-        core.ready = self.ready;
-        let mut ws = WebSocket::from_core(stream, core, self.timer);
-        ws.read_timeout = self.read_timeout;
+        let mut socket = Socket::with_negotiated(stream, conn, bufs, self.negotiated);
+        socket.set_read_timeout(self.read_timeout);
+        let state = CoreState {
+            ready: self.ready,
+            transport: sending.transport,
+        };
+        let mut ws = WebSocket::from_socket(socket, state, self.timer);
         ws.write_timeout = sending.write_timeout;
-        ws.negotiated = self.negotiated;
         Some(ws)
     }
 

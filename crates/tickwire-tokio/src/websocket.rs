@@ -1,6 +1,7 @@
 //! [`WebSocket`]: a sans-IO [`Connection`] driven over an async [`Transport`].
 //!
-//! Owns the connection's stream, its [`Core`] (connection and buffers) and its timer. Sends
+//! Owns the connection's [`Socket`] (stream, connection and buffers), the driver's state
+//! between polls and its timers. Sends
 //! only queue: nothing is written until [`WebSocket::flush`], or a receive that is about to
 //! wait for the peer (which first writes what is owed: pongs, the close reply, keepalive
 //! pings, and whatever the caller queued). Ending a connection waits only in
@@ -10,66 +11,72 @@ use std::future::{Future, poll_fn};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-#[cfg(feature = "deflate")]
-use tickwire_codec::deflate::DeflateParams;
-#[cfg(feature = "deflate")]
-use tickwire_codec::ws::PreparedMessage;
-use tickwire_codec::ws::{
-    Buffers, CloseCode, Compression, Connection, ConnectionState, OpCode, Progress, Role, Sender,
-    SharedFrame,
-};
+use tickwire_codec::ws::{Buffers, CloseCode, Connection, ConnectionState, Progress, Role, Sender};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use tickwire_core::ws::Opened;
+use tickwire_core::ws::{Opened, Socket};
 
-use crate::core::{Core, Timer, now};
+use crate::core::{CoreState, Timer, now};
 use crate::{Error, Recv, Transport};
 
 /// A WebSocket connection over an async stream.
+///
+/// The calls that only queue (`send_text`, `send_binary`, `ping`, `sender`, ...) and the
+/// accessors (`connection`, `stream`, `subprotocol`, `set_read_timeout`, ...) are
+/// [`Socket`]'s, which this dereferences to; receiving, writing and ending the connection are
+/// here.
 ///
 /// Dropping it never blocks: the socket is closed as it is, without a close frame if none was
 /// written (the peer sees code 1006). To end a connection properly, await
 /// [`finish`](Self::finish). Cancel safety of every method: see the crate docs.
 #[derive(Debug)]
 pub struct WebSocket<S> {
-    pub(crate) stream: S,
-    pub(crate) core: Core,
+    pub(crate) socket: Socket<S>,
+    pub(crate) state: CoreState,
     pub(crate) timer: Timer,
     /// The timer of the user's read and write timeouts (a receive that waits too long
     /// returns [`Recv::Timeout`], a flush `TimedOut`), apart from the connection's.
     pub(crate) user_timer: Timer,
-    pub(crate) read_timeout: Option<Duration>,
     pub(crate) write_timeout: Option<Duration>,
-    pub(crate) negotiated: Negotiated,
     /// The `Stream` yielded the peer's close (it ends after that).
     #[cfg(feature = "stream")]
     pub(crate) close_yielded: bool,
 }
 
-/// What the opening handshake settled on.
-#[derive(Debug, Default)]
-pub(crate) struct Negotiated {
-    subprotocol: Option<String>,
-    #[cfg(feature = "deflate")]
-    deflate: Option<DeflateParams>,
+impl<S> std::ops::Deref for WebSocket<S> {
+    type Target = Socket<S>;
+
+    #[inline(always)]
+    fn deref(&self) -> &Socket<S> {
+        &self.socket
+    }
+}
+
+impl<S> std::ops::DerefMut for WebSocket<S> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Socket<S> {
+        &mut self.socket
+    }
 }
 
 impl<S: Transport> WebSocket<S> {
     /// Wraps a stream whose opening handshake is done. `bufs.read` holds any bytes that
     /// arrived after the handshake (see [`Buffers::with_read`]).
     pub fn from_parts(stream: S, conn: Connection, bufs: Buffers, role: Role) -> Self {
-        Self::from_core(stream, Core::new(conn, bufs, role), Timer::default())
+        Self::from_socket(
+            Socket::new(stream, conn, bufs),
+            CoreState::new(role),
+            Timer::default(),
+        )
     }
 
-    pub(crate) fn from_core(stream: S, core: Core, timer: Timer) -> Self {
+    pub(crate) fn from_socket(socket: Socket<S>, state: CoreState, timer: Timer) -> Self {
         Self {
-            stream,
-            core,
+            socket,
+            state,
             timer,
             user_timer: Timer::default(),
-            read_timeout: None,
             write_timeout: None,
-            negotiated: Negotiated::default(),
             #[cfg(feature = "stream")]
             close_yielded: false,
         }
@@ -84,26 +91,14 @@ impl<S: Transport> WebSocket<S> {
         (read_timeout, write_timeout): (Option<Duration>, Option<Duration>),
     ) -> Result<Self, Error> {
         let opened = opened.ok_or(Error::UnexpectedEof)?;
-        let mut ws = Self::from_parts(stream, opened.connection, opened.buffers, role);
-        ws.negotiated.subprotocol = opened.subprotocol;
-        #[cfg(feature = "deflate")]
-        {
-            ws.negotiated.deflate = opened.deflate;
-        }
-        ws.read_timeout = read_timeout;
+        let mut ws = Self::from_socket(
+            Socket::opened(stream, opened),
+            CoreState::new(role),
+            Timer::default(),
+        );
+        ws.set_read_timeout(read_timeout);
         ws.write_timeout = write_timeout;
         Ok(ws)
-    }
-
-    /// The permessage-deflate parameters in force, or `None` when it was not negotiated.
-    #[cfg(feature = "deflate")]
-    pub fn deflate(&self) -> Option<&DeflateParams> {
-        self.negotiated.deflate.as_ref()
-    }
-
-    /// The subprotocol the opening handshake selected, if any.
-    pub fn subprotocol(&self) -> Option<&str> {
-        self.negotiated.subprotocol.as_deref()
     }
 
     /// Waits for the next message, the end of the stream or the read timeout. The message is
@@ -150,7 +145,7 @@ impl<S: Transport> WebSocket<S> {
         let ws = this
             .take()
             .expect("a receive future polled after it completed");
-        let progress = match ws.core.poll_fill(&mut ws.stream, cx, None, &mut ws.timer) {
+        let progress = match ws.poll_fill(cx) {
             Poll::Ready(progress) => progress,
             Poll::Pending => {
                 if ws.poll_read_timeout(deadline, cx).is_pending() {
@@ -163,11 +158,11 @@ impl<S: Transport> WebSocket<S> {
         Poll::Ready(match progress {
             Err(error) => Err(error),
             Ok(Progress::Ready) => ws
-                .core
                 .take_message()
                 .map(|(message, sender)| (Recv::Message(message), sender)),
             Ok(Progress::Closed) => {
-                let (frame, sender) = ws.core.conn.peer_close_with_sender(&mut ws.core.bufs);
+                let parts = ws.socket.parts_mut();
+                let (frame, sender) = parts.connection.peer_close_with_sender(parts.buffers);
                 Ok((Recv::Closed(frame), sender))
             }
             Ok(Progress::NeedMore) => Ok((Recv::Timeout, ws.sender())),
@@ -183,7 +178,7 @@ impl<S: Transport> WebSocket<S> {
         deadline: &mut Option<std::time::Instant>,
         cx: &mut Context<'_>,
     ) -> Poll<()> {
-        match self.read_timeout {
+        match self.read_timeout() {
             None => Poll::Pending,
             Some(timeout) => self.poll_user_deadline(timeout, deadline, cx),
         }
@@ -211,62 +206,7 @@ impl<S: Transport> WebSocket<S> {
     }
 
     fn fill(&mut self) -> impl Future<Output = Result<Progress, Error>> + '_ {
-        let Self {
-            stream,
-            core,
-            timer,
-            ..
-        } = self;
-        poll_fn(move |cx| core.poll_fill(stream, cx, None, timer))
-    }
-
-    /// Queues a text message (not written until [`flush`](Self::flush)).
-    pub fn send_text(&mut self, text: &str) -> Result<(), Error> {
-        Ok(self.sender().text(text)?)
-    }
-
-    /// Queues a binary message.
-    pub fn send_binary(&mut self, payload: &[u8]) -> Result<(), Error> {
-        Ok(self.sender().binary(payload)?)
-    }
-
-    /// Queues a text message, overriding the permessage-deflate policy for this message.
-    pub fn send_text_with(&mut self, text: &str, compression: Compression) -> Result<(), Error> {
-        Ok(self
-            .sender()
-            .message_with(OpCode::Text, text.as_bytes(), compression)?)
-    }
-
-    /// Queues a binary message, overriding the permessage-deflate policy for this message.
-    pub fn send_binary_with(
-        &mut self,
-        payload: &[u8],
-        compression: Compression,
-    ) -> Result<(), Error> {
-        Ok(self
-            .sender()
-            .message_with(OpCode::Binary, payload, compression)?)
-    }
-
-    /// Queues a message compressed once for many connections (see [`PreparedMessage`]).
-    #[cfg(feature = "deflate")]
-    pub fn send_prepared(&mut self, message: &PreparedMessage) -> Result<(), Error> {
-        Ok(self.sender().prepared(message)?)
-    }
-
-    /// Queues a frame encoded once for many connections, by reference (see [`SharedFrame`]).
-    pub fn send_shared(&mut self, frame: &SharedFrame) -> Result<(), Error> {
-        Ok(self.sender().shared(frame)?)
-    }
-
-    /// Queues a ping (at most 125 bytes).
-    pub fn ping(&mut self, payload: &[u8]) -> Result<(), Error> {
-        Ok(self.sender().ping(payload)?)
-    }
-
-    /// The sending half, to queue several messages before one flush.
-    pub fn sender(&mut self) -> Sender<'_> {
-        self.core.conn.sender(&mut self.core.bufs)
+        poll_fn(move |cx| self.poll_fill(cx))
     }
 
     /// Writes everything queued, bounded by the write timeout if one is set (then
@@ -288,7 +228,7 @@ impl<S: Transport> WebSocket<S> {
         deadline: &mut Option<std::time::Instant>,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), Error>> {
-        if let Poll::Ready(result) = self.core.poll_write_out(&mut self.stream, cx.waker()) {
+        if let Poll::Ready(result) = self.poll_write_out(cx.waker()) {
             return Poll::Ready(result);
         }
         match self.write_timeout {
@@ -304,12 +244,17 @@ impl<S: Transport> WebSocket<S> {
     /// [`Recv::Closed`], then [`finish`](Self::finish); or call `finish` at once.
     /// Cancel safe: the close stays queued and goes out on the next flush.
     pub async fn close(&mut self, code: CloseCode, reason: &str) -> Result<(), Error> {
-        if self.core.conn.state() == ConnectionState::Open {
-            self.core
-                .conn
-                .close(&mut self.core.bufs, code, reason, now())?;
-        }
+        self.start_close(code, reason)?;
         self.flush().await
+    }
+
+    /// Queues the close with `code` and `reason` unless one was sent (or received).
+    pub(crate) fn start_close(&mut self, code: CloseCode, reason: &str) -> Result<(), Error> {
+        if self.connection().state() == ConnectionState::Open {
+            let parts = self.socket.parts_mut();
+            parts.connection.close(parts.buffers, code, reason, now())?;
+        }
+        Ok(())
     }
 
     /// Ends the connection: completes the close handshake (sending close 1000 if none was
@@ -322,10 +267,10 @@ impl<S: Transport> WebSocket<S> {
     /// Not cancel safe in the sense that a dropped `finish` leaves the handshake where it
     /// was; calling it again resumes it.
     pub async fn finish(&mut self) -> Result<(), Error> {
-        if self.core.transport.done {
+        if self.state.transport.done {
             return Ok(());
         }
-        let deadline = tokio::time::Instant::now() + self.core.conn.config().close_timeout;
+        let deadline = tokio::time::Instant::now() + self.connection().config().close_timeout;
         let result = tokio::time::timeout_at(deadline, self.complete_close_handshake())
             .await
             .unwrap_or(Err(Error::Protocol(
@@ -333,16 +278,16 @@ impl<S: Transport> WebSocket<S> {
             )));
         let _ = tokio::time::timeout_at(deadline, self.close_transport()).await;
         let _ = tokio::time::timeout_at(deadline, self.drain_until_eof()).await;
-        if self.core.role() == Role::Client {
+        if self.state.transport.role == Role::Client {
             // The client's side, once the server has closed TCP (or did not in time).
-            let _ = tokio::time::timeout_at(deadline, self.stream.shutdown()).await;
+            let _ = tokio::time::timeout_at(deadline, self.stream_mut().shutdown()).await;
         }
-        self.core.transport.done = true;
+        self.state.transport.done = true;
         result
     }
 
     async fn complete_close_handshake(&mut self) -> Result<(), Error> {
-        match self.core.conn.state() {
+        match self.connection().state() {
             ConnectionState::Open => self.close(CloseCode::NORMAL, "").await?,
             ConnectionState::Failed => {
                 let _ = self.flush().await;
@@ -353,7 +298,7 @@ impl<S: Transport> WebSocket<S> {
         loop {
             match self.fill().await? {
                 Progress::Ready => {
-                    self.core.take_message()?;
+                    self.take_message()?;
                 }
                 Progress::Closed | Progress::NeedMore => return self.flush().await,
             }
@@ -361,45 +306,18 @@ impl<S: Transport> WebSocket<S> {
     }
 
     fn close_transport(&mut self) -> impl Future<Output = ()> + '_ {
-        let Self { stream, core, .. } = self;
-        poll_fn(move |cx| core.poll_close_transport(stream, cx.waker()))
+        poll_fn(move |cx| self.poll_close_transport(cx.waker()))
     }
 
     /// Reads and discards until the peer closes: closing a socket with unread input makes
     /// the kernel send RST, which can destroy our close frame in the peer's receive queue.
     async fn drain_until_eof(&mut self) {
         let mut sink = [0u8; 1024];
-        while let Ok(n) = self.stream.read(&mut sink).await {
+        while let Ok(n) = self.stream_mut().read(&mut sink).await {
             if n == 0 {
                 return;
             }
         }
-    }
-
-    /// The sans-IO connection (state, configuration).
-    pub fn connection(&self) -> &Connection {
-        &self.core.conn
-    }
-
-    /// The connection's buffers (received bytes not yet parsed, queued output).
-    pub fn buffers(&self) -> &Buffers {
-        &self.core.bufs
-    }
-
-    /// The stream.
-    pub fn stream(&self) -> &S {
-        &self.stream
-    }
-
-    /// The stream, mutably (socket options).
-    pub fn stream_mut(&mut self) -> &mut S {
-        &mut self.stream
-    }
-
-    /// Sets the read timeout: a [`recv`](Self::recv) that waits longer returns
-    /// [`Recv::Timeout`] and the connection stays usable.
-    pub fn set_read_timeout(&mut self, timeout: Option<Duration>) {
-        self.read_timeout = timeout;
     }
 
     /// Sets the write timeout that bounds [`flush`](Self::flush).

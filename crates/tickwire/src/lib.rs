@@ -67,6 +67,9 @@ pub mod ws {
         CloseCode, CloseFrame, Compression, Config, Connection, Limits, MaskSource, Message,
         OpCode, Role, Sender, SharedFrame,
     };
+    /// The connection every transport's `WebSocket` dereferences to: its sends that only
+    /// queue and its accessors.
+    pub use tickwire_core::ws::{Negotiated, Socket};
     pub use tickwire_core::{Error, Recv};
 }
 

@@ -12,6 +12,7 @@
 mod client;
 mod opening;
 mod server;
+mod socket;
 
 pub use client::{ClientBuilder, ClientOptions, Connect, HandshakeOver};
 pub use opening::{
@@ -20,12 +21,13 @@ pub use opening::{
 pub use server::{Accept, AcceptAll, AcceptOver, ServerBuilder, ServerOptions, Upgrade};
 #[cfg(feature = "tls")]
 pub use server::{AcceptTls, TlsUpgrade};
+pub use socket::{Negotiated, Socket, SocketMut};
 
 /// The names every transport crate re-exports beside its own `WebSocket` and builders (one
 /// glob, `pub use tickwire_core::ws::names::*`): the errors, the receive outcome, and the
 /// codec's WebSocket and handshake types a user writes.
 pub mod names {
-    pub use super::{ClientOptions, ServerOptions};
+    pub use super::{ClientOptions, Negotiated, ServerOptions, Socket};
     pub use crate::{Error, Recv, TransportError};
     pub use tickwire_codec as codec;
     #[cfg(feature = "deflate")]
