@@ -6,6 +6,7 @@ use std::io::Write;
 use clap::Args;
 use tickwire::blocking::codec::http::{Headers, Method, StatusCode, Version};
 use tickwire::blocking::{ClientTlsConfig, HttpClient};
+use tickwire::http::HttpClientBuilder;
 
 #[derive(Args)]
 pub(crate) struct HttpArgs {
@@ -40,7 +41,7 @@ pub(crate) struct HttpArgs {
 /// 0), as with curl.
 pub(crate) fn run(args: &HttpArgs) -> Result<(), String> {
     let plan = Plan::of(args)?;
-    let mut client = client_builder!(HttpClient::builder(&plan.origin), args)
+    let mut client = client_builder(HttpClient::builder(&plan.origin), args)?
         .build()
         .map_err(|e| e.to_string())?;
     let mut request = client
@@ -62,7 +63,7 @@ pub(crate) fn run(args: &HttpArgs) -> Result<(), String> {
 /// the same request on the wire, the same output and exit status.
 pub(crate) fn run_tokio(args: &HttpArgs) -> Result<(), String> {
     let plan = Plan::of(args)?;
-    let mut client = client_builder!(tickwire::tokio::HttpClient::builder(&plan.origin), args)
+    let mut client = client_builder(tickwire::tokio::HttpClient::builder(&plan.origin), args)?
         .build()
         .map_err(|e| e.to_string())?;
     let response = crate::tokio_ws::current_thread()?.block_on(async {
@@ -82,23 +83,18 @@ pub(crate) fn run_tokio(args: &HttpArgs) -> Result<(), String> {
     print_response(args.include, head, response.headers(), response.body())
 }
 
-/// The client's options (gzip, TLS) on a blocking or a tokio `HttpClientBuilder`, which share
-/// their setters.
-macro_rules! client_builder {
-    ($builder:expr, $args:expr) => {{
-        let args: &HttpArgs = $args;
-        let mut builder = $builder;
-        #[cfg(feature = "deflate")]
-        {
-            builder = builder.gzip(args.compressed);
-        }
-        if let Some(tls) = client_tls(args)? {
-            builder = builder.tls(tls);
-        }
-        builder
-    }};
+/// The client's options (gzip, TLS) on an `HttpClientBuilder` of either runtime.
+fn client_builder<T>(
+    builder: HttpClientBuilder<T>,
+    args: &HttpArgs,
+) -> Result<HttpClientBuilder<T>, String> {
+    #[cfg(feature = "deflate")]
+    let builder = builder.gzip(args.compressed);
+    Ok(match client_tls(args)? {
+        Some(tls) => builder.tls(tls),
+        None => builder,
+    })
 }
-use client_builder;
 
 /// What the command line asks for, checked before any connection is made.
 struct Plan<'a> {

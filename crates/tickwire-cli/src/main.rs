@@ -27,61 +27,7 @@ use tickwire::blocking::{
     ClientBuilder, ClientTlsConfig, CloseCode, Error, Limits, Message, Recv, Sender, ServerBuilder,
     ServerTlsConfig, Transport, WebSocket,
 };
-
-/// `serve`'s options on a blocking or a tokio `ServerBuilder` (the two share their setters).
-macro_rules! server_builder {
-    ($builder:expr, $args:expr) => {{
-        let args: &ServeArgs = $args;
-        let builder = $builder.limits(args.limits.limits());
-        #[cfg(feature = "deflate")]
-        let builder = if args.deflate {
-            builder.deflate(tickwire::blocking::DeflateConfig::default())
-        } else {
-            builder
-        };
-        builder
-    }};
-}
-
-/// A WebSocket client's options (`connect`, `feed`) on a blocking or a tokio `ClientBuilder`
-/// (the two share their setters); `?` returns the usage error of a malformed `--header` or
-/// TLS file.
-macro_rules! client_builder {
-    ($builder:expr, $args:expr) => {{
-        let args: &ClientArgs = $args;
-        let mut builder = $builder.limits(args.limits.limits());
-        #[cfg(feature = "deflate")]
-        if args.deflate {
-            builder = builder.deflate(tickwire::blocking::DeflateConfig::default());
-        }
-        for header in &args.headers {
-            let (name, value) = header
-                .split_once(':')
-                .ok_or_else(|| format!("--header {header:?} is not 'Name: value'"))?;
-            builder = builder.header(name.trim(), value.trim());
-        }
-        for protocol in &args.subprotocols {
-            builder = builder.subprotocol(protocol.clone());
-        }
-        if let Some(tls) = client_tls(args)? {
-            builder = builder.tls(tls);
-        }
-        builder
-    }};
-}
-/// `--keepalive` and `--idle-timeout` on a WebSocket client builder of either runtime.
-macro_rules! with_liveness {
-    ($builder:expr, $args:expr) => {{
-        let args: &crate::LivenessArgs = $args;
-        let builder = match args.keepalive {
-            Some(crate::Keepalive::Off) => $builder.no_keepalive(),
-            Some(crate::Keepalive::Every { interval, pong }) => $builder.keepalive(interval, pong),
-            None => $builder,
-        };
-        builder.idle_timeout(args.idle_timeout)
-    }};
-}
-pub(crate) use {client_builder, server_builder, with_liveness};
+use tickwire::ws::{ClientBuilder as ClientBuilderOf, ServerBuilder as ServerBuilderOf};
 
 #[derive(Parser)]
 #[command(
@@ -404,7 +350,7 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let tls = server_tls(args)?;
     print_listening("echo", tls.is_some(), local);
-    let builder = server_builder!(ServerBuilder::new(), args);
+    let builder = server_builder(ServerBuilder::new(), args);
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         let builder = builder.clone();
@@ -481,6 +427,60 @@ fn client_tls(args: &ClientArgs) -> Result<Option<ClientTlsConfig>, String> {
     builder.build().map(Some).map_err(|e| e.to_string())
 }
 
+/// `serve`'s options on a `ServerBuilder` of either runtime.
+pub(crate) fn server_builder<T>(
+    builder: ServerBuilderOf<T>,
+    args: &ServeArgs,
+) -> ServerBuilderOf<T> {
+    let builder = builder.limits(args.limits.limits());
+    #[cfg(feature = "deflate")]
+    let builder = if args.deflate {
+        builder.deflate(tickwire::blocking::DeflateConfig::default())
+    } else {
+        builder
+    };
+    builder
+}
+
+/// A WebSocket client's options (`connect`, `feed`) on a `ClientBuilder` of either runtime;
+/// the usage error of a malformed `--header` or TLS file.
+pub(crate) fn client_builder<T>(
+    mut builder: ClientBuilderOf<T>,
+    args: &ClientArgs,
+) -> Result<ClientBuilderOf<T>, String> {
+    builder = builder.limits(args.limits.limits());
+    #[cfg(feature = "deflate")]
+    if args.deflate {
+        builder = builder.deflate(tickwire::blocking::DeflateConfig::default());
+    }
+    for header in &args.headers {
+        let (name, value) = header
+            .split_once(':')
+            .ok_or_else(|| format!("--header {header:?} is not 'Name: value'"))?;
+        builder = builder.header(name.trim(), value.trim());
+    }
+    for protocol in &args.subprotocols {
+        builder = builder.subprotocol(protocol.clone());
+    }
+    if let Some(tls) = client_tls(args)? {
+        builder = builder.tls(tls);
+    }
+    Ok(builder)
+}
+
+/// `--keepalive` and `--idle-timeout` on a WebSocket client builder of either runtime.
+pub(crate) fn with_liveness<T>(
+    builder: ClientBuilderOf<T>,
+    args: &LivenessArgs,
+) -> ClientBuilderOf<T> {
+    let builder = match args.keepalive {
+        Some(Keepalive::Off) => builder.no_keepalive(),
+        Some(Keepalive::Every { interval, pong }) => builder.keepalive(interval, pong),
+        None => builder,
+    };
+    builder.idle_timeout(args.idle_timeout)
+}
+
 /// Echoes until the peer's close, then ends the connection with [`WebSocket::finish`], also
 /// after a failure: the close frame owed goes out and the socket is drained before it closes.
 fn echo_connection<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), Error> {
@@ -503,8 +503,10 @@ fn echo_messages<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), Error> {
 }
 
 fn connect(args: &ConnectArgs) -> Result<(), String> {
-    let builder = client_builder!(ClientBuilder::new(), &args.client);
-    let builder = with_liveness!(builder, &args.liveness);
+    let builder = with_liveness(
+        client_builder(ClientBuilder::new(), &args.client)?,
+        &args.liveness,
+    );
     if args.echo {
         let mut ws = builder.connect(&args.url).map_err(|e| e.to_string())?;
         let outcome = echo_until_close(&mut ws);

@@ -13,9 +13,8 @@ use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 
 use crate::{
-    ClientArgs, ConnectArgs, ServeArgs, client_builder, client_tls, echo_message, echoed_message,
-    print_listening, print_received, queue_stdin_lines, server_builder, server_tls, stdin_lines,
-    with_liveness,
+    ConnectArgs, ServeArgs, client_builder, echo_message, echoed_message, print_listening,
+    print_received, queue_stdin_lines, server_builder, server_tls, stdin_lines, with_liveness,
 };
 
 /// `tickwire serve --runtime tokio`: the echo server, a task per connection.
@@ -29,8 +28,10 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), String> {
 
 /// `tickwire connect --runtime tokio`: stdin mode or `--echo`, on a current-thread runtime.
 pub(crate) fn connect(args: &ConnectArgs) -> Result<(), String> {
-    let builder = client_builder!(ClientBuilder::new(), &args.client);
-    let builder = with_liveness!(builder, &args.liveness);
+    let builder = with_liveness(
+        client_builder(ClientBuilder::new(), &args.client)?,
+        &args.liveness,
+    );
     current_thread()?.block_on(async {
         if args.echo {
             let mut ws = builder
@@ -65,7 +66,7 @@ async fn serve_connections(args: &ServeArgs) -> Result<(), String> {
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let tls = server_tls(args)?;
     print_listening("echo", tls.is_some(), local);
-    let builder = server_builder!(ServerBuilder::new(), args);
+    let builder = server_builder(ServerBuilder::new(), args);
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;

@@ -67,6 +67,10 @@ pub mod ws {
         CloseCode, CloseFrame, Compression, Config, Connection, Limits, MaskSource, Message,
         OpCode, Role, Sender, SharedFrame,
     };
+    /// The builders, generic over the transport (`blocking::ClientBuilder` is
+    /// `ClientBuilder<Blocking>`, `tokio::ClientBuilder` is `ClientBuilder<Tokio>`): to
+    /// write a builder's options once for both.
+    pub use tickwire_core::ws::{ClientBuilder, ClientOptions, ServerBuilder, ServerOptions};
     /// The connection every transport's `WebSocket` dereferences to: its sends that only
     /// queue and its accessors.
     pub use tickwire_core::ws::{Negotiated, Socket};
@@ -80,6 +84,9 @@ pub mod http {
 
     pub use tickwire_codec::http::*;
     pub use tickwire_codec::rest::RequestWriter;
+    /// The client builder, generic over the transport (`blocking::HttpClientBuilder` is
+    /// `HttpClientBuilder<Blocking>`): to write a client's options once for both.
+    pub use tickwire_core::http::HttpClientBuilder;
     pub use tickwire_core::http::HttpClientError as ClientError;
 }
 

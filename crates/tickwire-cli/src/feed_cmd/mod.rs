@@ -25,17 +25,9 @@ use tickwire::feed::{
 
 use crate::exsim::{parse_budget, parse_duration};
 use crate::signals::Shutdown;
-use crate::{ClientArgs, client_builder, client_tls};
+use crate::{ClientArgs, client_builder};
 use output::{Printer, SharedOut};
 use pointer::SequencePointers;
-
-/// Opens a feed of the driver `$feed` with the receive timestamps asked for: the one place
-/// that names how timestamps reach a feed, for both drivers.
-macro_rules! open_feed {
-    ($feed:ty, $config:expr, $client:expr, $timestamps:expr) => {
-        <$feed>::new($config.with_timestamps($timestamps), $client).map_err(|e| e.to_string())
-    };
-}
 
 #[derive(Args)]
 pub(crate) struct FeedArgs {
@@ -110,25 +102,27 @@ pub(crate) fn run(args: &FeedArgs, tokio: bool) -> Result<(), String> {
         Some(seq) => Some(SequencePointers::parse(seq, args.seq_key.as_deref())?),
         None => None,
     };
-    let config = config(args, pointers.clone())?;
     let timestamps = match args.timestamps {
         TimestampsArg::User => Timestamps::User,
         TimestampsArg::Kernel => Timestamps::Kernel,
     };
+    let config = config(args, pointers.clone())?.with_timestamps(timestamps);
     let printer = Printer::new(args.urls.clone(), pointers);
     let out: SharedOut = Arc::new(Mutex::new(io::BufWriter::new(io::stdout())));
     if tokio {
-        let client = client_builder!(tickwire::tokio::ClientBuilder::new(), &args.client);
+        let client = client_builder(tickwire::tokio::ClientBuilder::new(), &args.client)?;
         let runtime = crate::tokio_ws::current_thread()?;
         // The feed is made inside the runtime (its timer needs one).
         runtime.block_on(async {
             let shutdown = Shutdown::install()?;
-            let feed = open_feed!(tickwire::tokio::feed::Feed, config, client, timestamps)?;
+            let feed =
+                tickwire::tokio::feed::Feed::new(config, client).map_err(|e| e.to_string())?;
             run_tokio(feed, printer, &out, shutdown).await
         })
     } else {
-        let client = client_builder!(tickwire::blocking::ClientBuilder::new(), &args.client);
-        let feed = open_feed!(tickwire::blocking::feed::Feed, config, client, timestamps)?;
+        let client = client_builder(tickwire::blocking::ClientBuilder::new(), &args.client)?;
+        let feed =
+            tickwire::blocking::feed::Feed::new(config, client).map_err(|e| e.to_string())?;
         exit_on_signal(Arc::clone(&out))?;
         run_blocking(feed, printer, &out)
     }
