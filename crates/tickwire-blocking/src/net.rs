@@ -1,36 +1,192 @@
-//! TCP connection setup shared by the WebSocket and HTTP clients.
+//! TCP connection setup shared by the WebSocket, HTTP and packet clients: the codec's connect
+//! plan (Happy Eyeballs v2) driven over non-blocking sockets and `poll(2)`, and the TLS
+//! handshake on top.
 
 use std::io::{self, ErrorKind};
-use std::net::{TcpStream, ToSocketAddrs};
-use std::time::Duration;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
 
-#[cfg(feature = "tls")]
-use std::time::Instant;
+use socket2::{Domain, Protocol, Socket, Type};
+use tickwire_codec::connect::{Action, AttemptId, ConnectPlan, Reason};
+use tickwire_core::connect::{ConnectOptions, connect_failed};
 
 #[cfg(feature = "tls")]
 use crate::{MaybeTlsStream, TransportError};
 
-/// Connects to the first address of `host:port` that answers, each attempt bounded by
-/// `timeout` (`None`: the OS default). The last attempt's error is returned when none does.
+/// Connects to `host:port` as `options` say: fixed addresses or the system resolver, then the
+/// connect plan, each attempt bounded by `timeout` (`None`: by the plan's total deadline).
+/// A plan that fails is an `io::Error` carrying every address's reason
+/// ([`connect_failed`]).
 pub(crate) fn tcp_connect(
     host: &str,
     port: u16,
     timeout: Option<Duration>,
+    options: &ConnectOptions,
 ) -> io::Result<TcpStream> {
-    let addrs = (host, port).to_socket_addrs()?;
-    let mut last = None;
-    for addr in addrs {
-        let attempt = match timeout {
-            Some(timeout) => TcpStream::connect_timeout(&addr, timeout),
-            None => TcpStream::connect(addr),
-        };
-        match attempt {
-            Ok(stream) => return Ok(stream),
-            Err(e) => last = Some(e),
+    let (addrs, fixed) = match options.fixed_addresses(host, port) {
+        Some(addrs) => (addrs.to_vec(), true),
+        None => ((host, port).to_socket_addrs()?.collect(), false),
+    };
+    let plan = options.plan(&addrs, fixed, timeout, Instant::now());
+    Attempts::new(plan, options).run()
+}
+
+/// One plan's sockets: an attempt's socket while it connects.
+struct Attempts<'o> {
+    plan: ConnectPlan,
+    options: &'o ConnectOptions,
+    sockets: Vec<Option<Socket>>,
+}
+
+impl<'o> Attempts<'o> {
+    fn new(plan: ConnectPlan, options: &'o ConnectOptions) -> Self {
+        let sockets = (0..plan.addresses().len()).map(|_| None).collect();
+        Self {
+            plan,
+            options,
+            sockets,
         }
     }
-    Err(last.unwrap_or_else(|| ErrorKind::NotFound.into()))
+
+    /// Follows the plan's actions and waits on the attempts' sockets until it ends.
+    fn run(mut self) -> io::Result<TcpStream> {
+        loop {
+            while let Some(action) = self.plan.poll_action(Instant::now()) {
+                match action {
+                    Action::Attempt { id, addr } => self.start(id, addr),
+                    Action::Abandon { id } => self.sockets[id.0] = None,
+                    Action::Connected { id, .. } => {
+                        let socket = self.sockets[id.0]
+                            .take()
+                            .ok_or_else(|| io::Error::other("the plan's winner has no socket"))?;
+                        socket.set_nonblocking(false)?;
+                        return Ok(socket.into());
+                    }
+                    Action::Failed(error) => return Err(connect_failed(error)),
+                    _ => {}
+                }
+            }
+            self.wait()?;
+        }
+    }
+
+    /// Starts a non-blocking connect to `addr`; a connect that ends at once is reported.
+    fn start(&mut self, id: AttemptId, addr: SocketAddr) {
+        match self.open(addr) {
+            Ok((socket, connected)) => {
+                self.sockets[id.0] = Some(socket);
+                if connected {
+                    self.plan.on_connected(id, Instant::now());
+                }
+            }
+            Err(e) => self
+                .plan
+                .on_failed(id, Reason::from_io(e.kind()), Instant::now()),
+        }
+    }
+
+    /// A socket connecting to `addr` (from the local address, if one is set), and whether
+    /// the connect already completed.
+    fn open(&self, addr: SocketAddr) -> io::Result<(Socket, bool)> {
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+        socket.set_nonblocking(true)?;
+        if let Some(local) = self.options.local_address {
+            if local.is_ipv6() != addr.is_ipv6() {
+                return Err(ErrorKind::AddrNotAvailable.into());
+            }
+            socket.bind(&SocketAddr::new(local, 0).into())?;
+        }
+        match socket.connect(&addr.into()) {
+            Ok(()) => Ok((socket, true)),
+            Err(e) if connecting(&e) => Ok((socket, false)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Waits until an attempt's connect ends or the plan's next deadline, and reports what
+    /// happened.
+    #[cfg(unix)]
+    fn wait(&mut self) -> io::Result<()> {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let timeout = self
+            .plan
+            .poll_timeout()
+            .map(|at| at.saturating_duration_since(Instant::now()));
+        let mut ids = Vec::with_capacity(self.sockets.len());
+        let mut fds = Vec::with_capacity(self.sockets.len());
+        for (index, socket) in self.sockets.iter().enumerate() {
+            if let Some(socket) = socket {
+                ids.push(AttemptId(index));
+                fds.push(PollFd::new(socket, PollFlags::OUT));
+            }
+        }
+        // A bound too far to represent is no bound.
+        let timeout = timeout.and_then(|t| Timespec::try_from(t).ok());
+        match poll(&mut fds, timeout.as_ref()) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let ended: Vec<AttemptId> = fds
+            .iter()
+            .zip(ids)
+            .filter(|(fd, _)| !fd.revents().is_empty())
+            .map(|(_, id)| id)
+            .collect();
+        drop(fds);
+        let now = Instant::now();
+        for id in ended {
+            self.report(id, now);
+        }
+        self.plan.handle_timeout(now);
+        Ok(())
+    }
+
+    /// Without `poll(2)`: each socket in turn, its connect checked once a millisecond.
+    #[cfg(not(unix))]
+    fn wait(&mut self) -> io::Result<()> {
+        std::thread::sleep(Duration::from_millis(1));
+        let now = Instant::now();
+        for index in 0..self.sockets.len() {
+            if let Some(socket) = &self.sockets[index]
+                && (socket.peer_addr().is_ok() || matches!(socket.take_error(), Ok(Some(_))))
+            {
+                self.report(AttemptId(index), now);
+            }
+        }
+        self.plan.handle_timeout(now);
+        Ok(())
+    }
+
+    /// An attempt whose socket is writable or failed: connected, or its error.
+    fn report(&mut self, id: AttemptId, now: Instant) {
+        let Some(socket) = &self.sockets[id.0] else {
+            return;
+        };
+        match socket.take_error() {
+            Ok(None) => match socket.peer_addr() {
+                Ok(_) => self.plan.on_connected(id, now),
+                Err(e) => {
+                    self.sockets[id.0] = None;
+                    self.plan.on_failed(id, Reason::from_io(e.kind()), now);
+                }
+            },
+            Ok(Some(e)) | Err(e) => {
+                self.sockets[id.0] = None;
+                self.plan.on_failed(id, Reason::from_io(e.kind()), now);
+            }
+        }
+    }
 }
+
+/// A non-blocking connect still in progress.
+fn connecting(error: &io::Error) -> bool {
+    error.kind() == ErrorKind::WouldBlock || error.raw_os_error() == Some(EINPROGRESS)
+}
+
+#[cfg(unix)]
+const EINPROGRESS: i32 = libc::EINPROGRESS;
+#[cfg(not(unix))]
+const EINPROGRESS: i32 = 10036; // WSAEINPROGRESS
 
 /// Wraps `tcp` in TLS for `host` (SNI and certificate name; an IP address is checked against
 /// the certificate's IP SANs) and completes the handshake before `deadline`.

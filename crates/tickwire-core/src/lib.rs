@@ -18,6 +18,7 @@
 //! | `serde-json`, `bincode` | the payload formats of typed packet requests (`packet::Format`) |
 #![deny(unsafe_code)] // allowed in one module: feed::kernel (docs/UNSAFE.md)
 
+pub mod connect;
 mod error;
 pub mod feed;
 pub mod http;

@@ -1,6 +1,7 @@
 //! What tickwire's tests and its bench share, so that no crate reaches into another's `tests/`
 //! directory: [`alloc`], the counting global allocator behind every zero-allocation and
-//! memory-bound test and the bench's allocations-per-operation figures, and [`rest`], the
+//! memory-bound test and the bench's allocations-per-operation figures, [`connect`], a black
+//! hole beside a live listener for the connect tests, and [`rest`], the
 //! loopback server and order the zero-allocation REST tests of both transports send.
 //!
 //! Not published. The published crates name it as a path-only dev-dependency, which
@@ -9,4 +10,5 @@
 #![deny(unsafe_code)]
 
 pub mod alloc;
+pub mod connect;
 pub mod rest;

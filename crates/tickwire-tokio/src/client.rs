@@ -77,7 +77,14 @@ pub(crate) async fn open_stream(
 ) -> Result<(ClientOptions, MaybeTlsStream, url::Url, Instant), Error> {
     let parsed = tickwire_core::ws::parse_url(url)?;
     let Endpoint { secure, host, port } = tickwire_core::ws::endpoint(&parsed)?;
-    let tcp = crate::net::tcp_connect(host, port, options.connect_timeout, options.nodelay).await?;
+    let tcp = crate::net::tcp_connect(
+        host,
+        port,
+        options.connect_timeout,
+        options.nodelay,
+        &options.connect,
+    )
+    .await?;
     let deadline = Instant::now() + options.handshake_timeout;
     let stream = if secure {
         #[cfg(feature = "tls")]

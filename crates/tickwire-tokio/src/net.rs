@@ -1,39 +1,167 @@
-//! Connection setup shared by the crate's clients (the WebSocket's, and the HTTP client's):
-//! an async TCP connect with a timeout, and the TLS handshakes that turn a `TcpStream` into a
-//! [`MaybeTls`]. Below every protocol: it knows TCP and TLS, nothing else.
+//! Connection setup shared by the crate's clients (the WebSocket's, the HTTP client's, the
+//! packet client's): the codec's connect plan (Happy Eyeballs v2) driven over tokio's
+//! sockets and timer, and the TLS handshakes that turn a `TcpStream` into a [`MaybeTls`].
+//! Below every protocol: it knows TCP and TLS, nothing else.
 
+use std::future::{Future, poll_fn};
 use std::io::{self, ErrorKind};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::net::TcpStream;
+use tickwire_codec::connect::{Action, AttemptId, ConnectPlan, Reason};
+use tickwire_core::connect::{ConnectOptions, connect_failed};
+use tokio::net::{TcpSocket, TcpStream};
 #[cfg(feature = "tls")]
 use {
     crate::stream::MaybeTls, crate::tls::TlsStream, tickwire_core::TransportError,
     tokio::time::Instant,
 };
 
-/// Resolves `host:port` and connects to the first address that answers, each attempt (and the
-/// resolution) bounded by `timeout` (`None`: the OS default). TCP_NODELAY is set to `nodelay`.
-/// An expired attempt is an `io::Error` of kind `TimedOut`; the last attempt's error is
-/// returned when no address answers.
+use crate::core::now;
+
+/// Connects to `host:port` as `options` say: fixed addresses or the system resolver (off
+/// the runtime's threads, bounded by the plan's total deadline), then the connect plan, each
+/// attempt bounded by `timeout` (`None`: by the total deadline). TCP_NODELAY is set to
+/// `nodelay`. A plan that fails is an `io::Error` carrying every address's reason
+/// ([`connect_failed`]).
 pub(crate) async fn tcp_connect(
     host: &str,
     port: u16,
     timeout: Option<Duration>,
     nodelay: bool,
+    options: &ConnectOptions,
 ) -> io::Result<TcpStream> {
-    let addrs = bounded(timeout, tokio::net::lookup_host((host, port))).await??;
-    let mut last = None;
-    for addr in addrs {
-        match bounded(timeout, TcpStream::connect(addr)).await {
-            Ok(Ok(tcp)) => {
-                tcp.set_nodelay(nodelay)?;
-                return Ok(tcp);
-            }
-            Ok(Err(e)) | Err(e) => last = Some(e),
+    let (addrs, fixed) = match options.fixed_addresses(host, port) {
+        Some(addrs) => (addrs.to_vec(), true),
+        None => {
+            let resolved = bounded(
+                Some(options.total_timeout),
+                tokio::net::lookup_host((host, port)),
+            )
+            .await??;
+            (resolved.collect(), false)
+        }
+    };
+    let plan = options.plan(&addrs, fixed, timeout, now());
+    let tcp = Attempts::new(plan, options).run().await?;
+    tcp.set_nodelay(nodelay)?;
+    Ok(tcp)
+}
+
+/// An attempt's connect.
+type Connecting = Pin<Box<dyn Future<Output = io::Result<TcpStream>> + Send>>;
+
+/// One plan's attempts: an attempt's connect while it runs, its stream once it connected.
+struct Attempts {
+    plan: ConnectPlan,
+    local: Option<std::net::IpAddr>,
+    connecting: Vec<Option<Connecting>>,
+    connected: Vec<Option<TcpStream>>,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Attempts {
+    fn new(plan: ConnectPlan, options: &ConnectOptions) -> Self {
+        let len = plan.addresses().len();
+        Self {
+            plan,
+            local: options.local_address,
+            connecting: (0..len).map(|_| None).collect(),
+            connected: (0..len).map(|_| None).collect(),
+            timer: None,
         }
     }
-    Err(last.unwrap_or_else(|| ErrorKind::NotFound.into()))
+
+    async fn run(mut self) -> io::Result<TcpStream> {
+        poll_fn(|cx| self.poll(cx)).await
+    }
+
+    /// Follows the plan's actions, polls the running attempts and sleeps until the plan's
+    /// next deadline.
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<TcpStream>> {
+        loop {
+            while let Some(action) = self.plan.poll_action(now()) {
+                match action {
+                    Action::Attempt { id, addr } => {
+                        self.connecting[id.0] = Some(Box::pin(connect_one(addr, self.local)));
+                    }
+                    Action::Abandon { id } => {
+                        self.connecting[id.0] = None;
+                        self.connected[id.0] = None;
+                    }
+                    Action::Connected { id, .. } => {
+                        return Poll::Ready(
+                            self.connected[id.0]
+                                .take()
+                                .ok_or_else(|| io::Error::other("the plan's winner has no stream")),
+                        );
+                    }
+                    Action::Failed(error) => return Poll::Ready(Err(connect_failed(error))),
+                    _ => {}
+                }
+            }
+            if self.poll_attempts(cx) {
+                continue;
+            }
+            let Some(at) = self.plan.poll_timeout() else {
+                return Poll::Pending;
+            };
+            let at = tokio::time::Instant::from_std(at);
+            let timer = self
+                .timer
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+            if timer.deadline() != at {
+                timer.as_mut().reset(at);
+            }
+            if timer.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.plan.handle_timeout(now());
+        }
+    }
+
+    /// Polls every running attempt once; `true` when one ended (the plan has news).
+    fn poll_attempts(&mut self, cx: &mut Context<'_>) -> bool {
+        let mut ended = false;
+        for index in 0..self.connecting.len() {
+            let Some(connecting) = &mut self.connecting[index] else {
+                continue;
+            };
+            let Poll::Ready(outcome) = connecting.as_mut().poll(cx) else {
+                continue;
+            };
+            self.connecting[index] = None;
+            ended = true;
+            let id = AttemptId(index);
+            match outcome {
+                Ok(tcp) => {
+                    self.connected[index] = Some(tcp);
+                    self.plan.on_connected(id, now());
+                }
+                Err(e) => self.plan.on_failed(id, Reason::from_io(e.kind()), now()),
+            }
+        }
+        ended
+    }
+}
+
+/// One connect to `addr`, from `local` when set (an address of the other family fails it as
+/// `AddrNotAvailable`).
+async fn connect_one(addr: SocketAddr, local: Option<std::net::IpAddr>) -> io::Result<TcpStream> {
+    let socket = if addr.is_ipv6() {
+        TcpSocket::new_v6()?
+    } else {
+        TcpSocket::new_v4()?
+    };
+    if let Some(local) = local {
+        if local.is_ipv6() != addr.is_ipv6() {
+            return Err(ErrorKind::AddrNotAvailable.into());
+        }
+        socket.bind(SocketAddr::new(local, 0))?;
+    }
+    socket.connect(addr).await
 }
 
 /// Runs `future` for at most `timeout`; an expired one is an `io::Error` of kind `TimedOut`.

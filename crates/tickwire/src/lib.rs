@@ -90,6 +90,17 @@ pub mod http {
     pub use tickwire_core::http::HttpClientError as ClientError;
 }
 
+pub mod connect {
+    //! How every client opens its TCP connection: [`ConnectOptions`] (Happy Eyeballs v2, fixed
+    //! addresses, the local address), the plan behind it ([`ConnectPlan`]) and a failed
+    //! connect's [`ConnectError`], with every address's [`Reason`].
+
+    pub use tickwire_codec::connect::{
+        ConnectError, ConnectPlan, Reason, ResolveEntry, ResolveError,
+    };
+    pub use tickwire_core::connect::ConnectOptions;
+}
+
 pub mod packet {
     //! The binary packet protocol: framing with per-packet LZ4 / Zstd, requests multiplexed
     //! by id. The links (client, server, pool) are in [`crate::blocking`] and

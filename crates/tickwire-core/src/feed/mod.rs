@@ -83,6 +83,7 @@ impl ClientOptions {
                 self.connect_timeout
                     .map_or(connect_timeout, |own| own.min(connect_timeout)),
             ),
+            connect: self.connect.clone(),
             handshake_timeout: self.handshake_timeout.min(connect_timeout),
             read_timeout: None,
             write_timeout: self.write_timeout,

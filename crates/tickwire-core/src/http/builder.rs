@@ -220,9 +220,16 @@ impl<T> HttpClientBuilder<T> {
         self
     }
 
-    /// Timeout of the TCP connect per resolved address, and of the TLS handshake.
+    /// Timeout of the TCP connect per address attempted, and of the TLS handshake.
     pub fn connect_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.options.socket.connect_timeout = timeout;
+        self
+    }
+
+    /// How each TCP connection is opened (see
+    /// [`ConnectOptions`](crate::connect::ConnectOptions)).
+    pub fn connect_options(mut self, options: crate::connect::ConnectOptions) -> Self {
+        self.options.socket.connect = options;
         self
     }
 

@@ -12,8 +12,10 @@ use tickwire_codec::http::ClientSession;
 #[doc(hidden)]
 #[derive(Debug, Clone)]
 pub struct HttpSocketOptions {
-    /// Of the TCP connect per resolved address, and of the TLS handshake.
+    /// Of the TCP connect per address attempted, and of the TLS handshake.
     pub connect_timeout: Option<Duration>,
+    /// How the TCP connection is opened.
+    pub connect: crate::connect::ConnectOptions,
     /// Of one wait for response bytes.
     pub read_timeout: Option<Duration>,
     /// Of one wait for the socket to accept request bytes.
@@ -31,6 +33,7 @@ impl Default for HttpSocketOptions {
     fn default() -> Self {
         Self {
             connect_timeout: Some(Duration::from_secs(10)),
+            connect: crate::connect::ConnectOptions::default(),
             read_timeout: Some(Duration::from_secs(30)),
             write_timeout: Some(Duration::from_secs(30)),
             request_deadline: Some(ClientSession::DEFAULT_REQUEST_DEADLINE),

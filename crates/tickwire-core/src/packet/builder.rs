@@ -203,9 +203,16 @@ impl<T> PacketClientBuilder<T> {
         self
     }
 
-    /// Bounds the TCP connect (per resolved address) and the TLS handshake together.
+    /// Bounds the TCP connect (per address attempted) and the TLS handshake together.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.options.connect_timeout = timeout;
+        self
+    }
+
+    /// How the TCP connection is opened (see
+    /// [`ConnectOptions`](crate::connect::ConnectOptions)).
+    pub fn connect_options(mut self, options: crate::connect::ConnectOptions) -> Self {
+        self.options.connect = options;
         self
     }
 

@@ -43,6 +43,8 @@ pub struct PacketClientOptions {
     pub mux: ClientConfig,
     /// Of the TCP connect and the TLS handshake together.
     pub connect_timeout: Duration,
+    /// How the TCP connection is opened.
+    pub connect: crate::connect::ConnectOptions,
     /// Of each request, from its send to its response.
     pub request_timeout: Option<Duration>,
     /// TLS when set.
@@ -67,6 +69,7 @@ impl Default for PacketClientOptions {
             },
             mux: ClientConfig::new(),
             connect_timeout: Duration::from_secs(10),
+            connect: crate::connect::ConnectOptions::default(),
             request_timeout: Some(Duration::from_secs(30)),
             #[cfg(feature = "tls")]
             tls: None,

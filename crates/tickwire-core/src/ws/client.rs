@@ -22,8 +22,11 @@ pub struct ClientOptions {
     pub handshake: handshake::ClientOptions,
     /// TCP_NODELAY.
     pub nodelay: bool,
-    /// Of the TCP connect, per resolved address (`None`: the OS default).
+    /// Of the TCP connect, per address attempted (`None`: bounded by the connect plan's
+    /// total deadline only).
     pub connect_timeout: Option<Duration>,
+    /// How the TCP connection is opened: Happy Eyeballs, fixed addresses, local address.
+    pub connect: crate::connect::ConnectOptions,
     /// Of the whole opening handshake (TLS and the upgrade) once TCP is up.
     pub handshake_timeout: Duration,
     /// Of one receive; a receive that waits longer returns `Recv::Timeout`.
@@ -62,6 +65,7 @@ impl Default for ClientOptions {
             handshake,
             nodelay: true,
             connect_timeout: Some(Duration::from_secs(10)),
+            connect: crate::connect::ConnectOptions::default(),
             handshake_timeout: Duration::from_secs(10),
             read_timeout: None,
             write_timeout: None,
@@ -261,9 +265,17 @@ impl<T> ClientBuilder<T> {
         self
     }
 
-    /// Timeout for the TCP connect, per resolved address (`None`: the OS default).
+    /// Timeout for the TCP connect, per address attempted (`None`: bounded by the connect
+    /// plan's total deadline only).
     pub fn connect_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.options.connect_timeout = timeout;
+        self
+    }
+
+    /// How the TCP connection is opened (see [`ConnectOptions`](crate::connect::ConnectOptions)):
+    /// the Happy Eyeballs stagger and total deadline, fixed addresses, the local address.
+    pub fn connect_options(mut self, options: crate::connect::ConnectOptions) -> Self {
+        self.options.connect = options;
         self
     }
 

@@ -58,6 +58,7 @@ impl Conn {
             origin.port,
             socket.connect_timeout,
             socket.nodelay,
+            &socket.connect,
         )
         .await?;
         let stream = if origin.secure {

@@ -61,6 +61,7 @@ async fn connect(
         port,
         Some(options.connect_timeout),
         options.link.nodelay,
+        &options.connect,
     )
     .await
     .map_err(Error::connect_failed)?;
