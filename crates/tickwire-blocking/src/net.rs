@@ -96,6 +96,9 @@ impl<'o> Attempts<'o> {
             }
             socket.bind(&SocketAddr::new(local, 0).into())?;
         }
+        if let Some(device) = &self.options.device {
+            bind_device(&socket, device)?;
+        }
         match socket.connect(&addr.into()) {
             Ok(()) => Ok((socket, true)),
             Err(e) if connecting(&e) => Ok((socket, false)),
@@ -176,6 +179,17 @@ impl<'o> Attempts<'o> {
             }
         }
     }
+}
+
+/// `SO_BINDTODEVICE`: the attempt goes out through `device` only.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn bind_device(socket: &Socket, device: &str) -> io::Result<()> {
+    socket.bind_device(Some(device.as_bytes()))
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn bind_device(_: &Socket, _: &str) -> io::Result<()> {
+    Err(ErrorKind::Unsupported.into())
 }
 
 /// A non-blocking connect still in progress.

@@ -17,7 +17,7 @@ use std::time::Duration;
 use tickwire_codec::connect::{ConnectConfig, ConnectError, ConnectPlan, Reason, ResolveEntry};
 
 /// How a client connects: the Happy Eyeballs stagger and total deadline, fixed addresses for
-/// a host, the local address to connect from. The default: a 250 ms stagger, a 30 s total
+/// a host, the local address or interface to connect from. The default: a 250 ms stagger, a 30 s total
 /// deadline, the system resolver, the system's choice of local address.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -35,6 +35,10 @@ pub struct ConnectOptions {
     /// address of the other family fails that attempt as `AddrNotAvailable`). `None`: the
     /// system chooses.
     pub local_address: Option<IpAddr>,
+    /// The network interface to connect through (`SO_BINDTODEVICE`, Linux; needs
+    /// `CAP_NET_RAW` unless the process owns the interface's namespace). Elsewhere an
+    /// attempt with it set fails as `Unsupported`. `None`: the routing table chooses.
+    pub device: Option<String>,
 }
 
 impl Default for ConnectOptions {
@@ -45,6 +49,7 @@ impl Default for ConnectOptions {
             total_timeout: plan.total_timeout,
             resolve: Vec::new(),
             local_address: None,
+            device: None,
         }
     }
 }
@@ -77,6 +82,12 @@ impl ConnectOptions {
     /// Sets the [local address](Self::local_address).
     pub fn with_local_address(mut self, address: IpAddr) -> Self {
         self.local_address = Some(address);
+        self
+    }
+
+    /// Sets the [interface](Self::device) to connect through.
+    pub fn with_device(mut self, name: impl Into<String>) -> Self {
+        self.device = Some(name.into());
         self
     }
 

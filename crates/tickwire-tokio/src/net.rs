@@ -57,6 +57,7 @@ type Connecting = Pin<Box<dyn Future<Output = io::Result<TcpStream>> + Send>>;
 struct Attempts {
     plan: ConnectPlan,
     local: Option<std::net::IpAddr>,
+    device: Option<String>,
     connecting: Vec<Option<Connecting>>,
     connected: Vec<Option<TcpStream>>,
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
@@ -68,6 +69,7 @@ impl Attempts {
         Self {
             plan,
             local: options.local_address,
+            device: options.device.clone(),
             connecting: (0..len).map(|_| None).collect(),
             connected: (0..len).map(|_| None).collect(),
             timer: None,
@@ -85,7 +87,9 @@ impl Attempts {
             while let Some(action) = self.plan.poll_action(now()) {
                 match action {
                     Action::Attempt { id, addr } => {
-                        self.connecting[id.0] = Some(Box::pin(connect_one(addr, self.local)));
+                        let device = self.device.clone();
+                        self.connecting[id.0] =
+                            Some(Box::pin(connect_one(addr, self.local, device)));
                     }
                     Action::Abandon { id } => {
                         self.connecting[id.0] = None;
@@ -148,8 +152,12 @@ impl Attempts {
 }
 
 /// One connect to `addr`, from `local` when set (an address of the other family fails it as
-/// `AddrNotAvailable`).
-async fn connect_one(addr: SocketAddr, local: Option<std::net::IpAddr>) -> io::Result<TcpStream> {
+/// `AddrNotAvailable`), through `device` when set (`SO_BINDTODEVICE`).
+async fn connect_one(
+    addr: SocketAddr,
+    local: Option<std::net::IpAddr>,
+    device: Option<String>,
+) -> io::Result<TcpStream> {
     let socket = if addr.is_ipv6() {
         TcpSocket::new_v6()?
     } else {
@@ -161,7 +169,20 @@ async fn connect_one(addr: SocketAddr, local: Option<std::net::IpAddr>) -> io::R
         }
         socket.bind(SocketAddr::new(local, 0))?;
     }
+    if let Some(device) = device {
+        bind_device(&socket, &device)?;
+    }
     socket.connect(addr).await
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn bind_device(socket: &TcpSocket, device: &str) -> io::Result<()> {
+    socket.bind_device(Some(device.as_bytes()))
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn bind_device(_: &TcpSocket, _: &str) -> io::Result<()> {
+    Err(ErrorKind::Unsupported.into())
 }
 
 /// Runs `future` for at most `timeout`; an expired one is an `io::Error` of kind `TimedOut`.

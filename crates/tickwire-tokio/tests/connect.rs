@@ -118,3 +118,31 @@ async fn a_failed_connect_names_every_address_and_why() {
         "{found}"
     );
 }
+
+#[tokio::test]
+async fn an_interface_that_does_not_exist_fails_each_attempt_and_loopback_connects() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let error = ClientBuilder::new()
+        .connect_options(ConnectOptions::new().with_device("nosuchdev0"))
+        .connect(&format!("ws://127.0.0.1:{port}/"))
+        .await
+        .unwrap_err();
+    let found =
+        find_error::<ConnectError>(&error).unwrap_or_else(|| panic!("no ConnectError in {error}"));
+    assert_eq!(found.failures.len(), 1, "{found}");
+    assert!(
+        !matches!(found.failures[0].1, Reason::TimedOut | Reason::Refused),
+        "{found}"
+    );
+    // Through `lo` the TCP connect goes through (the upgrade then fails: nothing answers).
+    let through_lo = ClientBuilder::new()
+        .handshake_timeout(Duration::from_millis(200))
+        .connect_options(ConnectOptions::new().with_device("lo"))
+        .connect(&format!("ws://127.0.0.1:{port}/"))
+        .await;
+    let error = through_lo.unwrap_err();
+    assert!(find_error::<ConnectError>(&error).is_none(), "{error}");
+    assert!(listener.accept().is_ok());
+}
