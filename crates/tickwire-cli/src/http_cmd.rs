@@ -34,6 +34,12 @@ pub(crate) struct HttpArgs {
     /// servers only.
     #[arg(long)]
     insecure: bool,
+    /// The longest the whole request may take (connect, request, response): seconds as
+    /// curl takes them (2, 0.5) or a duration (500ms).
+    #[arg(short = 'm', long, value_name = "SECONDS", value_parser = crate::parse_seconds)]
+    max_time: Option<std::time::Duration>,
+    #[command(flatten)]
+    net: crate::NetArgs,
 }
 
 /// Runs the request on the blocking client; `Err` is the one stderr line for a usage or
@@ -90,8 +96,18 @@ fn client_builder<T>(
 ) -> Result<HttpClientBuilder<T>, String> {
     #[cfg(feature = "deflate")]
     let builder = builder.gzip(args.compressed);
-    Ok(match client_tls(args)? {
+    let builder = match client_tls(args)? {
         Some(tls) => builder.tls(tls),
+        None => builder,
+    };
+    let (connect, timeout) = args.net.connect();
+    let builder = builder.connect_options(connect);
+    let builder = match timeout {
+        Some(timeout) => builder.connect_timeout(Some(timeout)),
+        None => builder,
+    };
+    Ok(match args.max_time {
+        Some(max) => builder.request_deadline(Some(max)),
         None => builder,
     })
 }

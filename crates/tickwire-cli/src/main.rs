@@ -85,7 +85,7 @@ enum Command {
     /// Keep an exchange feed: reconnects with back-off, resubscribes, stale and heartbeat
     /// timers, sequence gaps, several URLs merged by sequence; one JSON line per message and
     /// event on stdout. Exits 0 on SIGTERM or SIGINT.
-    Feed(feed_cmd::FeedArgs),
+    Feed(Box<feed_cmd::FeedArgs>),
 }
 
 #[derive(Args)]
@@ -183,6 +183,66 @@ struct LivenessArgs {
     idle_timeout: Option<Duration>,
 }
 
+/// How a client reaches its server (`connect`, `feed`, `http`), as curl names the options.
+#[derive(Args)]
+pub(crate) struct NetArgs {
+    /// Use these addresses for HOST:PORT instead of resolving it, tried in the order given
+    /// (repeatable).
+    #[arg(long = "resolve", value_name = "HOST:PORT:ADDR[,ADDR...]", value_parser = parse_resolve)]
+    resolve: Vec<tickwire::connect::ResolveEntry>,
+    /// Connect from this local address, or through this network interface
+    /// (SO_BINDTODEVICE).
+    #[arg(long, value_name = "NAME|ADDRESS")]
+    interface: Option<String>,
+    /// The longest the TCP connect may take, every address tried included: seconds as
+    /// curl takes them (2, 0.5) or a duration (500ms).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    connect_timeout: Option<Duration>,
+}
+
+impl NetArgs {
+    /// The connect options these flags ask for, and the connect timeout that bounds every
+    /// attempt (`None`: the client's default).
+    pub(crate) fn connect(&self) -> (tickwire::connect::ConnectOptions, Option<Duration>) {
+        let mut options = tickwire::connect::ConnectOptions::new();
+        for entry in &self.resolve {
+            options = options.with_resolve(entry.clone());
+        }
+        if let Some(interface) = &self.interface {
+            options = match interface.parse::<std::net::IpAddr>() {
+                Ok(address) => options.with_local_address(address),
+                Err(_) => options.with_device(interface.clone()),
+            };
+        }
+        if let Some(timeout) = self.connect_timeout {
+            options = options.with_total_timeout(timeout);
+        }
+        (options, self.connect_timeout)
+    }
+}
+
+/// `--resolve`: curl's `HOST:PORT:ADDR[,ADDR...]`.
+fn parse_resolve(text: &str) -> Result<tickwire::connect::ResolveEntry, String> {
+    tickwire::connect::ResolveEntry::parse(text).map_err(|e| format!("{text:?}: {e}"))
+}
+
+/// Seconds as curl writes them (`2`, `0.5`), or a duration with its unit (`500ms`, `2m`).
+pub(crate) fn parse_seconds(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(seconds) => Duration::try_from_secs_f64(seconds)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| format!("{text:?} is not a number of seconds above zero")),
+        Err(_) => exsim::parse_duration(text).and_then(|d| {
+            if d.is_zero() {
+                Err(format!("{text:?} is not a duration above zero"))
+            } else {
+                Ok(d)
+            }
+        }),
+    }
+}
+
 /// `--keepalive`: off, or a ping interval and its pong deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Keepalive {
@@ -241,6 +301,8 @@ struct ClientArgs {
     /// wss://: accept any server certificate (no chain, name or expiry check). Test servers only.
     #[arg(long)]
     insecure: bool,
+    #[command(flatten)]
+    net: NetArgs,
 }
 
 /// `--busy-poll`: `off`, `adaptive`, `adaptive:MAX_US` or a fixed window in microseconds.
@@ -464,6 +526,11 @@ pub(crate) fn client_builder<T>(
     }
     if let Some(tls) = client_tls(args)? {
         builder = builder.tls(tls);
+    }
+    let (connect, timeout) = args.net.connect();
+    builder = builder.connect_options(connect);
+    if let Some(timeout) = timeout {
+        builder = builder.connect_timeout(Some(timeout));
     }
     Ok(builder)
 }

@@ -301,3 +301,44 @@ fn tokio_failures_are_one_line_as_with_blocking() {
     http_on("tokio", &["FETCH", "http://127.0.0.1:9/"]).assert_fails_naming("FETCH");
     http_on("tokio", &["GET", "ftp://127.0.0.1:9/"]).assert_fails_naming("ftp");
 }
+
+#[test]
+fn resolve_sends_to_the_fixed_address_with_the_name_in_host_on_both_runtimes() {
+    for runtime in ["blocking", "tokio"] {
+        let (port, server) = one_shot_server(HELLO);
+        let resolve = format!("api.test:{port}:127.0.0.1");
+        let url = format!("http://api.test:{port}/x");
+        let outcome = http_on(runtime, &["GET", &url, "--resolve", &resolve]);
+        outcome.assert_success();
+        assert_eq!(outcome.stdout(), "hello\nworld\n", "{runtime}");
+        let request = String::from_utf8(server.join().unwrap()).unwrap();
+        assert!(
+            request.contains(&format!("\r\nHost: api.test:{port}\r\n")),
+            "{runtime}: {request:?}"
+        );
+    }
+}
+
+#[test]
+fn max_time_ends_a_request_the_server_never_answers_on_both_runtimes() {
+    for runtime in ["blocking", "tokio"] {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // Accepts and reads, never answers, until the client closes.
+        let server = thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut sink = Vec::new();
+            let _ = stream.read_to_end(&mut sink);
+        });
+        let url = format!("http://127.0.0.1:{port}/");
+        let started = std::time::Instant::now();
+        let outcome = http_on(runtime, &["GET", &url, "--max-time", "0.5"]);
+        outcome.assert_fails_naming("within its 500ms deadline");
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(500) && took < PATIENCE,
+            "{runtime}: ended after {took:?}"
+        );
+        server.join().unwrap();
+    }
+}

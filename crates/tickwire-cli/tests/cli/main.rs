@@ -1,6 +1,7 @@
 //! The `tickwire` binary as a user at a terminal runs it: `http`, `serve` and `connect` over
 //! TLS, `--runtime tokio`, and `demo`. One test binary (one link) for all the modules.
 
+mod connect_path;
 mod demo;
 mod echo;
 mod exsim;

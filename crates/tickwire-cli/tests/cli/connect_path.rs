@@ -1,0 +1,88 @@
+//! `connect --resolve` and `--connect-timeout`, as curl names them: a host name mapped to
+//! fixed addresses tried in order (a refused first address costs nothing), and a connect that
+//! a black hole holds ends at the timeout with one line naming the address, on both runtimes.
+
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
+
+use tickwire_test_support::connect::black_hole_beside;
+
+use crate::echo::{Server, args, assert_fails_naming, connect};
+
+const LINES: &str = "first\nsecond\n";
+
+/// The port of a `Server`'s `ws://127.0.0.1:PORT/` URL.
+fn port_of(server: &Server) -> u16 {
+    let url = server.url();
+    let port = url
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    port.parse().unwrap()
+}
+
+#[test]
+fn a_fixed_address_list_reaches_the_server_past_a_refused_first_address() {
+    let server = Server::start_with(&[]);
+    let port = port_of(&server);
+    for runtime in ["blocking", "tokio"] {
+        let resolve = format!("echo.test:{port}:127.0.0.2,127.0.0.1");
+        let url = format!("ws://echo.test:{port}/");
+        let outcome = connect(
+            &args(&[&url, "--runtime", runtime, "--resolve", &resolve]),
+            LINES,
+        );
+        assert!(outcome.status.success(), "{runtime}: {}", outcome.stderr);
+        assert_eq!(outcome.stdout, LINES, "{runtime}");
+    }
+}
+
+#[test]
+fn connect_timeout_ends_a_connect_that_a_black_hole_holds() {
+    let (hole, _live) =
+        black_hole_beside(Ipv4Addr::new(127, 0, 0, 2), Ipv4Addr::new(127, 0, 0, 1)).unwrap();
+    let port = hole.addr.port();
+    for runtime in ["blocking", "tokio"] {
+        let resolve = format!("hole.test:{port}:127.0.0.2");
+        let url = format!("ws://hole.test:{port}/");
+        let started = Instant::now();
+        let outcome = connect(
+            &args(&[
+                &url,
+                "--runtime",
+                runtime,
+                "--resolve",
+                &resolve,
+                "--connect-timeout",
+                "0.4",
+            ]),
+            "",
+        );
+        assert_fails_naming(&outcome, &format!("127.0.0.2:{port} timed out"));
+        assert!(
+            started.elapsed() >= Duration::from_millis(400),
+            "{runtime}: failed after {:?}, before the timeout",
+            started.elapsed()
+        );
+    }
+}
+
+#[test]
+fn a_malformed_resolve_or_timeout_is_refused_before_connecting() {
+    for (flag, bad) in [
+        ("--resolve", "no-port-here"),
+        ("--resolve", "host:80:not-an-address"),
+        ("--connect-timeout", "0"),
+        ("--connect-timeout", "soon"),
+    ] {
+        let outcome = connect(&args(&["ws://127.0.0.1:9/", flag, bad]), "");
+        assert!(!outcome.status.success(), "{flag} {bad} was accepted");
+        assert!(
+            outcome.stderr.contains(flag),
+            "{flag} {bad}: {:?}",
+            outcome.stderr
+        );
+    }
+}
