@@ -47,7 +47,13 @@ pub(crate) fn open_stream(
 ) -> Result<(MaybeTlsStream, url::Url, Instant), Error> {
     let parsed = tickwire_core::ws::parse_url(url)?;
     let Endpoint { secure, host, port } = tickwire_core::ws::endpoint(&parsed)?;
-    let tcp = crate::net::tcp_connect(host, port, options.connect_timeout, &options.connect)?;
+    let tcp = crate::net::tcp_connect(
+        parsed.scheme(),
+        host,
+        port,
+        options.connect_timeout,
+        &options.connect,
+    )?;
     tcp.set_nodelay(options.nodelay)?;
     let deadline = Instant::now() + options.handshake_timeout;
     let stream = if secure {

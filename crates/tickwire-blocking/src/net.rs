@@ -1,34 +1,116 @@
 //! TCP connection setup shared by the WebSocket, HTTP and packet clients: the codec's connect
-//! plan (Happy Eyeballs v2) driven over non-blocking sockets and `poll(2)`, and the TLS
-//! handshake on top.
+//! plan (Happy Eyeballs v2) driven over non-blocking sockets and `poll(2)`, the proxy tunnel
+//! (tickwire-core's [`Tunnel`]) through the proxy the options name, and the TLS handshake on
+//! top.
 
-use std::io::{self, ErrorKind};
+use std::io::{self, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tickwire_codec::connect::{Action, AttemptId, ConnectPlan, Reason};
-use tickwire_core::connect::{ConnectOptions, connect_failed};
+use tickwire_codec::connect::{Action, AttemptId, ConnectPlan, Reason, Target};
+use tickwire_core::connect::{ConnectOptions, Tunnel, connect_failed};
 
 #[cfg(feature = "tls")]
 use crate::{MaybeTlsStream, TransportError};
 
-/// Connects to `host:port` as `options` say: fixed addresses or the system resolver, then the
-/// connect plan, each attempt bounded by `timeout` (`None`: by the plan's total deadline).
-/// A plan that fails is an `io::Error` carrying every address's reason
-/// ([`connect_failed`]).
+/// A TCP stream to `host:port` for a `scheme` URL (`ws`, `wss`, `http`, `https`; `tcp` for
+/// the packet client), through the proxy `options` name for it if any. Each connect is
+/// bounded by `timeout` per attempt (`None`: by the plan's total deadline), the proxy's
+/// handshake by `timeout` (else the total deadline) as a whole.
 pub(crate) fn tcp_connect(
+    scheme: &str,
     host: &str,
     port: u16,
     timeout: Option<Duration>,
     options: &ConnectOptions,
 ) -> io::Result<TcpStream> {
-    let (addrs, fixed) = match options.fixed_addresses(host, port) {
+    let Some(proxy) = options.proxy_for(scheme, host)? else {
+        return direct(host, port, timeout, options);
+    };
+    let mut tcp = direct(&proxy.host, proxy.port, timeout, options)?;
+    let target = if Tunnel::resolves_locally(&proxy) {
+        let (addrs, _) = addresses(host, port, options)?;
+        let first = addrs.first().ok_or(ErrorKind::NotFound)?;
+        Target::new(&first.ip().to_string(), port)
+    } else {
+        Target::new(host, port)
+    };
+    let mut tunnel = Tunnel::new(&proxy, &target)?;
+    let deadline = Instant::now() + timeout.unwrap_or(options.total_timeout);
+    open_tunnel(&mut tcp, &mut tunnel, deadline)?;
+    Ok(tcp)
+}
+
+/// Where `host:port` is: the fixed addresses `options` have for it (`true`), or the system
+/// resolver's.
+fn addresses(
+    host: &str,
+    port: u16,
+    options: &ConnectOptions,
+) -> io::Result<(Vec<SocketAddr>, bool)> {
+    Ok(match options.fixed_addresses(host, port) {
         Some(addrs) => (addrs.to_vec(), true),
         None => ((host, port).to_socket_addrs()?.collect(), false),
-    };
+    })
+}
+
+/// Connects to `host:port` itself: its addresses, then the connect plan. A plan that fails
+/// is an `io::Error` carrying every address's reason ([`connect_failed`]).
+fn direct(
+    host: &str,
+    port: u16,
+    timeout: Option<Duration>,
+    options: &ConnectOptions,
+) -> io::Result<TcpStream> {
+    let (addrs, fixed) = addresses(host, port, options)?;
     let plan = options.plan(&addrs, fixed, timeout, Instant::now());
     Attempts::new(plan, options).run()
+}
+
+/// Moves `tunnel`'s bytes over `tcp` until the proxy has opened it, before `deadline`.
+fn open_tunnel(tcp: &mut TcpStream, tunnel: &mut Tunnel, deadline: Instant) -> io::Result<()> {
+    let left = || {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(io::Error::new(
+                ErrorKind::TimedOut,
+                "the proxy did not open the tunnel in time",
+            ))
+        } else {
+            Ok(left)
+        }
+    };
+    let mut buf = [0u8; 2048];
+    loop {
+        while !tunnel.pending_write().is_empty() {
+            tcp.set_write_timeout(Some(left()?))?;
+            match tcp.write(tunnel.pending_write()) {
+                Ok(0) => return Err(ErrorKind::WriteZero.into()),
+                Ok(n) => tunnel.written(n),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    left()?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        tcp.set_read_timeout(Some(left()?))?;
+        let n = match tcp.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                left()?;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        if tunnel.receive(&buf[..n])? {
+            tcp.set_read_timeout(None)?;
+            tcp.set_write_timeout(None)?;
+            return Ok(());
+        }
+    }
 }
 
 /// One plan's sockets: an attempt's socket while it connects.

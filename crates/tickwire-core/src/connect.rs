@@ -14,7 +14,11 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use tickwire_codec::connect::{ConnectConfig, ConnectError, ConnectPlan, Reason, ResolveEntry};
+use tickwire_codec::connect::{
+    ConnectConfig, ConnectError, ConnectPlan, DEFAULT_MAX_HEAD_BYTES, HttpConnect, HttpProxyError,
+    NoProxy, Progress, ProxyKind, ProxyUrl, Reason, ResolveEntry, Socks5, Socks5Error, Target,
+    proxy_from_env,
+};
 
 /// How a client connects: the Happy Eyeballs stagger and total deadline, fixed addresses for
 /// a host, the local address or interface to connect from. The default: a 250 ms stagger, a 30 s total
@@ -39,6 +43,33 @@ pub struct ConnectOptions {
     /// `CAP_NET_RAW` unless the process owns the interface's namespace). Elsewhere an
     /// attempt with it set fails as `Unsupported`. `None`: the routing table chooses.
     pub device: Option<String>,
+    /// The proxy to tunnel through. Default [`Proxy::FromEnv`].
+    pub proxy: Proxy,
+}
+
+/// Which proxy a client tunnels through: the environment's (the default), none, or one set in
+/// code. The tunnel is HTTP CONNECT (`http://` proxies) or SOCKS5 (`socks5://`, the name
+/// resolved here; `socks5h://`, by the proxy), for every scheme alike (`http://` targets
+/// are tunnelled too, not sent in absolute form). TLS to an `https://` proxy is not
+/// supported: such a proxy fails the connect as `Unsupported`.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub enum Proxy {
+    /// The proxy the environment names for the URL's scheme, read the way curl reads it
+    /// (`no_proxy`, the scheme's variable, `all_proxy`: see
+    /// [`proxy_from_env`](tickwire_codec::connect::proxy_from_env)); none when nothing is
+    /// set.
+    #[default]
+    FromEnv,
+    /// Straight to the server, whatever the environment says.
+    Direct,
+    /// This proxy for every host `except` does not match.
+    Fixed {
+        /// The proxy.
+        url: ProxyUrl,
+        /// The hosts reached directly (curl's `--noproxy` list).
+        except: NoProxy,
+    },
 }
 
 impl Default for ConnectOptions {
@@ -50,6 +81,7 @@ impl Default for ConnectOptions {
             resolve: Vec::new(),
             local_address: None,
             device: None,
+            proxy: Proxy::FromEnv,
         }
     }
 }
@@ -91,6 +123,25 @@ impl ConnectOptions {
         self
     }
 
+    /// Sets the [proxy](Self::proxy).
+    pub fn with_proxy(mut self, proxy: Proxy) -> Self {
+        self.proxy = proxy;
+        self
+    }
+
+    /// The proxy for a connection to `host` over `scheme` (`ws`, `wss`, `http`, `https`;
+    /// another scheme takes only `all_proxy` from the environment); `None`: direct. A proxy
+    /// variable that is not a proxy URL is an `InvalidInput` error carrying the codec's
+    /// `ProxyUrlError`.
+    pub fn proxy_for(&self, scheme: &str, host: &str) -> io::Result<Option<ProxyUrl>> {
+        match &self.proxy {
+            Proxy::Direct => Ok(None),
+            Proxy::FromEnv => proxy_from_env(scheme, host, |name| std::env::var(name).ok())
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e)),
+            Proxy::Fixed { url, except } => Ok((!except.matches(host)).then(|| url.clone())),
+        }
+    }
+
     /// The fixed addresses for `host` and `port`, if an entry names them.
     pub fn fixed_addresses(&self, host: &str, port: u16) -> Option<&[SocketAddr]> {
         self.resolve
@@ -118,6 +169,118 @@ impl ConnectOptions {
             ConnectPlan::new(addrs, config, now)
         }
     }
+}
+
+/// A proxy handshake between socket calls: the bytes owed to the proxy and what its answer
+/// means, for a driver that moves the bytes (write [`pending_write`](Self::pending_write),
+/// read into [`receive`](Self::receive) until it says the tunnel is up). Errors are
+/// `io::Error`s carrying the codec's [`HttpProxyError`] (with the proxy's status) or
+/// [`Socks5Error`] (with its reply code).
+#[derive(Debug)]
+pub enum Tunnel {
+    /// HTTP CONNECT.
+    Http(HttpConnect),
+    /// SOCKS5, with username/password authentication when the proxy URL has credentials.
+    Socks5(Socks5),
+}
+
+impl Tunnel {
+    /// The handshake through `proxy` to `target`. For a `socks5://` proxy (the name resolved
+    /// here, [`resolves_locally`](Self::resolves_locally)) `target`'s host must already be
+    /// the resolved address.
+    pub fn new(proxy: &ProxyUrl, target: &Target) -> io::Result<Self> {
+        let credentials = proxy.credentials.as_ref();
+        match proxy.kind {
+            ProxyKind::Http => HttpConnect::new(target, credentials, DEFAULT_MAX_HEAD_BYTES)
+                .map(Self::Http)
+                .map_err(http_failed),
+            ProxyKind::Socks5 | ProxyKind::Socks5h => Socks5::new(target, credentials)
+                .map(Self::Socks5)
+                .map_err(socks_failed),
+            _ => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "TLS to an https:// proxy is not supported (use an http:// or socks5h:// proxy)",
+            )),
+        }
+    }
+
+    /// Whether the target's name is resolved by the client (`socks5://`) rather than sent
+    /// to the proxy.
+    pub fn resolves_locally(proxy: &ProxyUrl) -> bool {
+        proxy.kind == ProxyKind::Socks5
+    }
+
+    /// The bytes owed to the proxy now.
+    pub fn pending_write(&self) -> &[u8] {
+        match self {
+            Self::Http(h) => h.pending_write(),
+            Self::Socks5(s) => s.pending_write(),
+        }
+    }
+
+    /// `n` bytes of [`pending_write`](Self::pending_write) were written.
+    pub fn written(&mut self, n: usize) {
+        match self {
+            Self::Http(h) => h.written(n),
+            Self::Socks5(s) => s.written(n),
+        }
+    }
+
+    /// The proxy's next bytes (an empty slice: it closed the connection). `Ok(true)`: the
+    /// tunnel is up. Bytes from the target before the client's first ones are an
+    /// `InvalidData` error: every protocol tunnelled here has the client speak first.
+    pub fn receive(&mut self, bytes: &[u8]) -> io::Result<bool> {
+        let progress = match (&mut *self, bytes.is_empty()) {
+            (Self::Http(h), false) => h.receive(bytes).map_err(http_failed)?,
+            (Self::Http(h), true) => h.receive_eof().map_err(http_failed)?,
+            (Self::Socks5(s), false) => s.receive(bytes).map_err(socks_failed)?,
+            (Self::Socks5(s), true) => s.receive_eof().map_err(socks_failed)?,
+        };
+        if progress == Progress::NeedMore {
+            return Ok(false);
+        }
+        let early = match self {
+            Self::Http(h) => h.tunnel_bytes().len(),
+            Self::Socks5(s) => s.tunnel_bytes().len(),
+        };
+        if early > 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{early} bytes came through the tunnel before the client spoke"),
+            ));
+        }
+        Ok(true)
+    }
+}
+
+/// An HTTP CONNECT failure as an `io::Error` of a kind that says whose it is.
+fn http_failed(error: HttpProxyError) -> io::Error {
+    let kind = match &error {
+        HttpProxyError::Refused {
+            status: 401 | 407, ..
+        } => io::ErrorKind::PermissionDenied,
+        HttpProxyError::Refused { .. } => io::ErrorKind::ConnectionRefused,
+        HttpProxyError::Closed => io::ErrorKind::UnexpectedEof,
+        HttpProxyError::InvalidTarget | HttpProxyError::InvalidCredentials => {
+            io::ErrorKind::InvalidInput
+        }
+        _ => io::ErrorKind::InvalidData,
+    };
+    io::Error::new(kind, error)
+}
+
+/// A SOCKS5 failure as an `io::Error` of a kind that says whose it is.
+fn socks_failed(error: Socks5Error) -> io::Error {
+    let kind = match &error {
+        Socks5Error::AuthFailed(_) | Socks5Error::NoAcceptableMethod => {
+            io::ErrorKind::PermissionDenied
+        }
+        Socks5Error::Reply(_) => io::ErrorKind::ConnectionRefused,
+        Socks5Error::Closed => io::ErrorKind::UnexpectedEof,
+        Socks5Error::InvalidTarget | Socks5Error::InvalidCredentials => io::ErrorKind::InvalidInput,
+        _ => io::ErrorKind::InvalidData,
+    };
+    io::Error::new(kind, error)
 }
 
 /// The `io::Error` a failed plan gives: of the kind of the last address's reason (a refused

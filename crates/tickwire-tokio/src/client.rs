@@ -78,6 +78,7 @@ pub(crate) async fn open_stream(
     let parsed = tickwire_core::ws::parse_url(url)?;
     let Endpoint { secure, host, port } = tickwire_core::ws::endpoint(&parsed)?;
     let tcp = crate::net::tcp_connect(
+        parsed.scheme(),
         host,
         port,
         options.connect_timeout,

@@ -10,8 +10,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tickwire_codec::connect::{Action, AttemptId, ConnectPlan, Reason};
-use tickwire_core::connect::{ConnectOptions, connect_failed};
+use tickwire_codec::connect::{Action, AttemptId, ConnectPlan, Reason, Target};
+use tickwire_core::connect::{ConnectOptions, Tunnel, connect_failed};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 #[cfg(feature = "tls")]
 use {
@@ -21,33 +22,93 @@ use {
 
 use crate::core::now;
 
-/// Connects to `host:port` as `options` say: fixed addresses or the system resolver (off
-/// the runtime's threads, bounded by the plan's total deadline), then the connect plan, each
-/// attempt bounded by `timeout` (`None`: by the total deadline). TCP_NODELAY is set to
-/// `nodelay`. A plan that fails is an `io::Error` carrying every address's reason
-/// ([`connect_failed`]).
+/// A TCP stream to `host:port` for a `scheme` URL (`ws`, `wss`, `http`, `https`; `tcp` for
+/// the packet client), through the proxy `options` name for it if any. Each connect is
+/// bounded by `timeout` per attempt (`None`: by the plan's total deadline), the proxy's
+/// handshake by `timeout` (else the total deadline) as a whole. TCP_NODELAY is set to
+/// `nodelay`.
 pub(crate) async fn tcp_connect(
+    scheme: &str,
     host: &str,
     port: u16,
     timeout: Option<Duration>,
     nodelay: bool,
     options: &ConnectOptions,
 ) -> io::Result<TcpStream> {
-    let (addrs, fixed) = match options.fixed_addresses(host, port) {
-        Some(addrs) => (addrs.to_vec(), true),
-        None => {
-            let resolved = bounded(
-                Some(options.total_timeout),
-                tokio::net::lookup_host((host, port)),
-            )
-            .await??;
-            (resolved.collect(), false)
+    let tcp = match options.proxy_for(scheme, host)? {
+        None => direct(host, port, timeout, options).await?,
+        Some(proxy) => {
+            let mut tcp = direct(&proxy.host, proxy.port, timeout, options).await?;
+            let target = if Tunnel::resolves_locally(&proxy) {
+                let (addrs, _) = addresses(host, port, options).await?;
+                let first = addrs.first().ok_or(ErrorKind::NotFound)?;
+                Target::new(&first.ip().to_string(), port)
+            } else {
+                Target::new(host, port)
+            };
+            let mut tunnel = Tunnel::new(&proxy, &target)?;
+            let budget = timeout.unwrap_or(options.total_timeout);
+            tokio::time::timeout(budget, open_tunnel(&mut tcp, &mut tunnel))
+                .await
+                .map_err(|_| {
+                    io::Error::new(
+                        ErrorKind::TimedOut,
+                        "the proxy did not open the tunnel in time",
+                    )
+                })??;
+            tcp
         }
     };
-    let plan = options.plan(&addrs, fixed, timeout, now());
-    let tcp = Attempts::new(plan, options).run().await?;
     tcp.set_nodelay(nodelay)?;
     Ok(tcp)
+}
+
+/// Where `host:port` is: the fixed addresses `options` have for it (`true`), or the system
+/// resolver's (off the runtime's threads, bounded by the plan's total deadline).
+async fn addresses(
+    host: &str,
+    port: u16,
+    options: &ConnectOptions,
+) -> io::Result<(Vec<SocketAddr>, bool)> {
+    if let Some(addrs) = options.fixed_addresses(host, port) {
+        return Ok((addrs.to_vec(), true));
+    }
+    let resolved = bounded(
+        Some(options.total_timeout),
+        tokio::net::lookup_host((host, port)),
+    )
+    .await??;
+    Ok((resolved.collect(), false))
+}
+
+/// Connects to `host:port` itself: its addresses, then the connect plan. A plan that fails
+/// is an `io::Error` carrying every address's reason ([`connect_failed`]).
+async fn direct(
+    host: &str,
+    port: u16,
+    timeout: Option<Duration>,
+    options: &ConnectOptions,
+) -> io::Result<TcpStream> {
+    let (addrs, fixed) = addresses(host, port, options).await?;
+    let plan = options.plan(&addrs, fixed, timeout, now());
+    Attempts::new(plan, options).run().await
+}
+
+/// Moves `tunnel`'s bytes over `tcp` until the proxy has opened it.
+async fn open_tunnel(tcp: &mut TcpStream, tunnel: &mut Tunnel) -> io::Result<()> {
+    let mut buf = [0u8; 2048];
+    loop {
+        while !tunnel.pending_write().is_empty() {
+            match tcp.write(tunnel.pending_write()).await? {
+                0 => return Err(ErrorKind::WriteZero.into()),
+                n => tunnel.written(n),
+            }
+        }
+        let n = tcp.read(&mut buf).await?;
+        if tunnel.receive(&buf[..n])? {
+            return Ok(());
+        }
+    }
 }
 
 /// An attempt's connect.

@@ -96,9 +96,10 @@ pub mod connect {
     //! connect's [`ConnectError`], with every address's [`Reason`].
 
     pub use tickwire_codec::connect::{
-        ConnectError, ConnectPlan, Reason, ResolveEntry, ResolveError,
+        ConnectError, ConnectPlan, HttpProxyError, NoProxy, ProxyKind, ProxyUrl, ProxyUrlError,
+        Reason, ReplyCode, ResolveEntry, ResolveError, Socks5Error,
     };
-    pub use tickwire_core::connect::ConnectOptions;
+    pub use tickwire_core::connect::{ConnectOptions, Proxy};
 }
 
 pub mod packet {

@@ -192,8 +192,14 @@ impl HttpConnection {
     fn open(&mut self) -> Result<(), HttpClientError> {
         let wait = self.wait(self.options.connect_timeout)?;
         let Origin { secure, host, port } = &self.origin;
-        let tcp = crate::net::tcp_connect(host, *port, wait.timeout, &self.options.connect)
-            .map_err(|e| self.deadline_or(wait, e.into()))?;
+        let tcp = crate::net::tcp_connect(
+            if *secure { "https" } else { "http" },
+            host,
+            *port,
+            wait.timeout,
+            &self.options.connect,
+        )
+        .map_err(|e| self.deadline_or(wait, e.into()))?;
         tcp.set_nodelay(self.options.nodelay)?;
         let mut stream = if *secure {
             let budget = self.options.tls_handshake_timeout();

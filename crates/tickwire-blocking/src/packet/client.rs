@@ -44,9 +44,14 @@ impl tickwire_core::packet::PacketTransport for Blocking {
             ..
         } = dial;
         let deadline = Instant::now() + options.connect_timeout;
-        let tcp =
-            crate::net::tcp_connect(host, port, Some(options.connect_timeout), &options.connect)
-                .map_err(Error::connect_failed)?;
+        let tcp = crate::net::tcp_connect(
+            "tcp",
+            host,
+            port,
+            Some(options.connect_timeout),
+            &options.connect,
+        )
+        .map_err(Error::connect_failed)?;
         tcp.set_nodelay(options.link.nodelay)?;
         #[cfg(feature = "tls")]
         let stream = match &options.tls {

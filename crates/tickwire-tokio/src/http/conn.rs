@@ -54,6 +54,7 @@ impl Conn {
         let alarm = Alarm::new().map_err(HttpClientError::Io)?;
         let socket = &options.socket;
         let tcp = crate::net::tcp_connect(
+            if origin.secure { "https" } else { "http" },
             &origin.host,
             origin.port,
             socket.connect_timeout,

@@ -57,6 +57,7 @@ async fn connect(
 ) -> Result<PacketClient, Error> {
     let deadline = tokio::time::Instant::now() + options.connect_timeout;
     let tcp = crate::net::tcp_connect(
+        "tcp",
         host,
         port,
         Some(options.connect_timeout),

@@ -1,0 +1,207 @@
+//! The clients through real proxies on loopback (scripts/proxies.sh): tinyproxy for HTTP
+//! CONNECT and microsocks for SOCKS5, each with and without credentials. A message goes
+//! through each tunnel and back; wrong credentials, an unreachable target and a proxy that
+//! closes mid-handshake are typed errors with the proxy's status or reply code, in bounded
+//! time.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use tickwire_blocking::codec::connect::{
+    HttpProxyError, NoProxy, ProxyUrl, ReplyCode, Socks5Error,
+};
+use tickwire_blocking::{ClientBuilder, ConnectOptions, Error, HttpClient, Message, Recv};
+use tickwire_core::connect::Proxy as Through;
+use tickwire_test_support::connect::find_error;
+use tickwire_test_support::proxies::{Proxy, closing_proxy};
+
+/// The bound on every failure: nothing may hang past it.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// Options that tunnel every connect through `url`.
+fn through(url: &str) -> ConnectOptions {
+    ConnectOptions::new().with_proxy(Through::Fixed {
+        url: ProxyUrl::parse(url).unwrap(),
+        except: NoProxy::parse(""),
+    })
+}
+
+/// A WebSocket echo server on 127.0.0.1, a thread per connection.
+fn echo_server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    thread::spawn(move || {
+        for tcp in listener.incoming() {
+            let Ok(tcp) = tcp else { return };
+            thread::spawn(move || {
+                let Ok(mut ws) = tickwire_blocking::accept(tcp) else {
+                    return;
+                };
+                while let Ok((Recv::Message(Message::Text(text)), mut sender)) =
+                    ws.recv_with_sender()
+                {
+                    let _ = sender.text(text);
+                }
+                let _ = ws.finish();
+            });
+        }
+    });
+    port
+}
+
+/// A WebSocket connect to the echo server on `port` through `proxy_url`.
+fn connect(
+    proxy_url: &str,
+    port: u16,
+) -> Result<tickwire_blocking::WebSocket<tickwire_blocking::MaybeTlsStream>, Error> {
+    ClientBuilder::new()
+        .connect_timeout(Some(Duration::from_secs(5)))
+        .connect_options(through(proxy_url))
+        .connect(&format!("ws://127.0.0.1:{port}/"))
+}
+
+/// The error a connect through `proxy_url` to `port` fails with, within [`PATIENCE`].
+fn failure(proxy_url: &str, port: u16) -> Error {
+    let started = Instant::now();
+    let error = connect(proxy_url, port).map(|_| ()).unwrap_err();
+    assert!(
+        started.elapsed() < PATIENCE,
+        "{proxy_url}: {:?}",
+        started.elapsed()
+    );
+    error
+}
+
+/// A port nothing listens on.
+fn closed_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn a_message_goes_through_each_proxy_and_back_and_not_without_it() {
+    let port = echo_server();
+    for credentials in [false, true] {
+        for proxy in [
+            Proxy::tinyproxy(credentials),
+            Proxy::microsocks(credentials),
+        ] {
+            let mut urls = vec![proxy.url()];
+            if proxy.url().starts_with("socks5h") {
+                // The name resolved here rather than by the proxy.
+                urls.push(proxy.url_as("socks5"));
+            }
+            for url in &urls {
+                let mut ws = connect(url, port).unwrap_or_else(|e| panic!("{url}: {e}"));
+                ws.send_text_now("through the tunnel").unwrap();
+                match ws.recv().unwrap() {
+                    Recv::Message(Message::Text(text)) => assert_eq!(text, "through the tunnel"),
+                    other => panic!("{url}: {other:?}"),
+                }
+                ws.finish().unwrap();
+            }
+            let url = proxy.url();
+            drop(proxy);
+            // The proxy gone, the same connect fails: it was in the path.
+            let error = failure(&url, port);
+            assert!(error.to_string().contains("refused"), "{url}: {error}");
+        }
+    }
+}
+
+#[test]
+fn wrong_or_missing_credentials_are_the_proxys_refusal() {
+    let port = echo_server();
+    let http = Proxy::tinyproxy(true);
+    for url in [
+        http.url_with(USER_WRONG, "nope"),
+        http.url().replace("alice:s3cret@", ""),
+    ] {
+        let error = failure(&url, port);
+        // tinyproxy answers 407 without credentials and 401 to wrong ones.
+        let refusal = find_error::<HttpProxyError>(&error).unwrap_or_else(|| panic!("{error}"));
+        assert!(
+            matches!(
+                refusal,
+                HttpProxyError::Refused {
+                    status: 401 | 407,
+                    ..
+                }
+            ),
+            "{url}: {refusal}"
+        );
+    }
+    let socks = Proxy::microsocks(true);
+    let error = failure(&socks.url_with(USER_WRONG, "nope"), port);
+    let refusal = find_error::<Socks5Error>(&error).unwrap_or_else(|| panic!("{error}"));
+    assert!(matches!(refusal, Socks5Error::AuthFailed(_)), "{refusal}");
+    let anonymous = socks.url().replace("alice:s3cret@", "");
+    let error = failure(&anonymous, port);
+    let refusal = find_error::<Socks5Error>(&error).unwrap_or_else(|| panic!("{error}"));
+    assert_eq!(*refusal, Socks5Error::NoAcceptableMethod);
+}
+
+const USER_WRONG: &str = "mallory";
+
+#[test]
+fn an_unreachable_target_is_the_proxys_typed_answer() {
+    let target = closed_port();
+    let http = Proxy::tinyproxy(false);
+    let error = failure(&http.url(), target);
+    match find_error::<HttpProxyError>(&error) {
+        Some(HttpProxyError::Refused { status, .. }) => assert!(*status >= 500, "{status}"),
+        other => panic!("{other:?}: {error}"),
+    }
+    let socks = Proxy::microsocks(false);
+    let error = failure(&socks.url(), target);
+    let answer = find_error::<Socks5Error>(&error).unwrap_or_else(|| panic!("{error}"));
+    assert_eq!(*answer, Socks5Error::Reply(ReplyCode::CONNECTION_REFUSED));
+}
+
+#[test]
+fn a_proxy_that_closes_mid_handshake_fails_at_once() {
+    let port = echo_server();
+    let closing = closing_proxy();
+    let error = failure(&format!("http://127.0.0.1:{closing}"), port);
+    assert_eq!(
+        find_error::<HttpProxyError>(&error),
+        Some(&HttpProxyError::Closed),
+        "{error}"
+    );
+    let error = failure(&format!("socks5h://127.0.0.1:{closing}"), port);
+    assert_eq!(
+        find_error::<Socks5Error>(&error),
+        Some(&Socks5Error::Closed),
+        "{error}"
+    );
+}
+
+#[test]
+fn the_http_client_goes_through_a_proxy() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = thread::spawn(move || {
+        let (mut tcp, _) = listener.accept().unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && tcp.read(&mut byte).unwrap() == 1 {
+            head.push(byte[0]);
+        }
+        tcp.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            .unwrap();
+        String::from_utf8(head).unwrap()
+    });
+    let proxy = Proxy::microsocks(true);
+    let mut client = HttpClient::builder(&format!("http://127.0.0.1:{port}"))
+        .connect_options(through(&proxy.url()))
+        .build()
+        .unwrap();
+    let response = client.get("/via").send().unwrap();
+    assert_eq!(response.body(), b"ok");
+    assert!(server.join().unwrap().starts_with("GET /via HTTP/1.1\r\n"));
+}
