@@ -198,6 +198,16 @@ pub(crate) struct NetArgs {
     /// curl takes them (2, 0.5) or a duration (500ms).
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     connect_timeout: Option<Duration>,
+    /// Tunnel through this proxy: http://[USER:PASS@]HOST[:PORT] (HTTP CONNECT) or
+    /// socks5://, socks5h:// (SOCKS5; h: the proxy resolves the name). Without it the
+    /// environment's proxy is used (https_proxy, http_proxy, all_proxy, no_proxy, as curl
+    /// reads them).
+    #[arg(short = 'x', long, value_name = "URL", value_parser = parse_proxy)]
+    proxy: Option<tickwire::connect::ProxyUrl>,
+    /// Hosts --proxy does not apply to: a comma-separated list of names, domain suffixes,
+    /// addresses and CIDR blocks, or `*`.
+    #[arg(long, value_name = "LIST", requires = "proxy")]
+    noproxy: Option<String>,
 }
 
 impl NetArgs {
@@ -217,8 +227,20 @@ impl NetArgs {
         if let Some(timeout) = self.connect_timeout {
             options = options.with_total_timeout(timeout);
         }
+        if let Some(url) = &self.proxy {
+            let except = tickwire::connect::NoProxy::parse(self.noproxy.as_deref().unwrap_or(""));
+            options = options.with_proxy(tickwire::connect::Proxy::Fixed {
+                url: url.clone(),
+                except,
+            });
+        }
         (options, self.connect_timeout)
     }
+}
+
+/// `--proxy`: a proxy URL with a scheme this build has a tunnel for.
+fn parse_proxy(text: &str) -> Result<tickwire::connect::ProxyUrl, String> {
+    tickwire::connect::ProxyUrl::parse(text).map_err(|e| format!("{text:?}: {e}"))
 }
 
 /// `--resolve`: curl's `HOST:PORT:ADDR[,ADDR...]`.

@@ -86,3 +86,31 @@ fn a_malformed_resolve_or_timeout_is_refused_before_connecting() {
         );
     }
 }
+
+#[test]
+fn connect_goes_through_a_proxy_given_with_its_credentials_on_both_runtimes() {
+    use tickwire_test_support::proxies::Proxy;
+    let server = Server::start_with(&[]);
+    for proxy in [Proxy::tinyproxy(true), Proxy::microsocks(true)] {
+        for runtime in ["blocking", "tokio"] {
+            let outcome = connect(
+                &args(&[&server.url(), "--runtime", runtime, "--proxy", &proxy.url()]),
+                LINES,
+            );
+            assert!(
+                outcome.status.success(),
+                "{runtime} {}: {}",
+                proxy.url(),
+                outcome.stderr
+            );
+            assert_eq!(outcome.stdout, LINES, "{runtime}");
+            // Wrong credentials: the proxy's refusal, on one line.
+            let wrong = proxy.url_with("mallory", "nope");
+            let outcome = connect(
+                &args(&[&server.url(), "--runtime", runtime, "--proxy", &wrong]),
+                "",
+            );
+            assert_fails_naming(&outcome, "proxy");
+        }
+    }
+}
