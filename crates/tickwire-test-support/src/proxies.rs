@@ -172,6 +172,26 @@ pub fn closing_proxy() -> u16 {
     port
 }
 
+/// An HTTP server on 127.0.0.1 for one request: reads its head, answers `200 OK` with the
+/// body `ok`, and returns the head it read. Returns its port and the thread to join.
+pub fn http_once() -> (u16, thread::JoinHandle<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = thread::spawn(move || {
+        let (mut tcp, _) = listener.accept().unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && std::io::Read::read(&mut tcp, &mut byte).unwrap() == 1
+        {
+            head.push(byte[0]);
+        }
+        std::io::Write::write_all(&mut tcp, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            .unwrap();
+        String::from_utf8(head).unwrap()
+    });
+    (port, server)
+}
+
 mod tempfile_path {
     //! A file under the system's temporary directory, removed when dropped.
 

@@ -4,14 +4,12 @@
 //! closes mid-handshake are typed errors with the proxy's status or reply code, in bounded
 //! time.
 
-use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use tickwire_core::connect::Proxy as Through;
 use tickwire_test_support::connect::find_error;
-use tickwire_test_support::proxies::{Proxy, closing_proxy};
+use tickwire_test_support::proxies::{Proxy, closing_proxy, http_once};
 use tickwire_tokio::codec::connect::{HttpProxyError, NoProxy, ProxyUrl, ReplyCode, Socks5Error};
 use tickwire_tokio::{ClientBuilder, ConnectOptions, Error, HttpClient, Message, Recv};
 
@@ -184,19 +182,7 @@ async fn a_proxy_that_closes_mid_handshake_fails_at_once() {
 
 #[tokio::test]
 async fn the_http_client_goes_through_a_proxy() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let server = thread::spawn(move || {
-        let (mut tcp, _) = listener.accept().unwrap();
-        let mut head = Vec::new();
-        let mut byte = [0u8; 1];
-        while !head.ends_with(b"\r\n\r\n") && tcp.read(&mut byte).unwrap() == 1 {
-            head.push(byte[0]);
-        }
-        tcp.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-            .unwrap();
-        String::from_utf8(head).unwrap()
-    });
+    let (port, server) = http_once();
     let proxy = Proxy::microsocks(true);
     let mut client = HttpClient::builder(&format!("http://127.0.0.1:{port}"))
         .connect_options(through(&proxy.url()))
