@@ -705,3 +705,31 @@ fn without_session_resumption_every_handshake_is_full() {
     let resumed = resumed_twice(server_config(&identity), &client_tls);
     assert_eq!(resumed, [(false, false), (false, false)]);
 }
+
+#[test]
+fn echo_over_wss_through_each_proxy_with_tls_end_to_end() {
+    use tickwire_blocking::ConnectOptions;
+    use tickwire_blocking::codec::connect::{NoProxy, ProxyUrl};
+    use tickwire_core::connect::Proxy as Through;
+    use tickwire_test_support::proxies::Proxy;
+
+    let ca = Ca::new("proxied");
+    let identity = ca.server_cert(&["localhost", "127.0.0.1"]);
+    for proxy in [Proxy::tinyproxy(true), Proxy::microsocks(true)] {
+        let (port, server) = echo_server(server_config(&identity), 1);
+        let options = ConnectOptions::new().with_proxy(Through::Fixed {
+            url: ProxyUrl::parse(&proxy.url()).unwrap(),
+            except: NoProxy::parse(""),
+        });
+        let mut ws = client(&client_config(&ca))
+            .connect_options(options)
+            .connect(&format!("wss://localhost:{port}/feed"))
+            .unwrap_or_else(|e| panic!("{}: {e}", proxy.url()));
+        echo_once_and_close(&mut ws, "sealed through the tunnel");
+        let view = server.join().unwrap().remove(0).unwrap();
+        // The TLS session is the client's with the server, the proxy only carrying it: the
+        // server saw the target's name.
+        assert_eq!(view.sni.as_deref(), Some("localhost"), "{}", proxy.url());
+        assert_eq!(view.echoed, 1);
+    }
+}

@@ -101,3 +101,43 @@ fn an_untrusted_certificate_is_a_tls_error() {
         assert!(joined(server).await);
     });
 }
+
+#[test]
+fn https_through_each_proxy_with_tls_end_to_end() {
+    use tickwire_core::connect::{ConnectOptions, Proxy as Through};
+    use tickwire_test_support::proxies::Proxy;
+    use tickwire_tokio::codec::connect::{NoProxy, ProxyUrl};
+
+    on_both_runtimes(|| async {
+        let ca = Ca::new("https-proxied");
+        for proxy in [Proxy::tinyproxy(true), Proxy::microsocks(true)] {
+            let config = server_config(&ca.server_cert(&["localhost", "127.0.0.1"]));
+            let server = server(move |mut listener| {
+                let codec = TlsCodec::server(&config).unwrap();
+                let mut stream = TlsStream::new(listener.accept_tcp(), codec);
+                stream.handshake(Instant::now() + PATIENCE).unwrap();
+                let sni = stream.codec().server_name().map(str::to_owned);
+                let request = Conn::new(stream).serve_one();
+                (request.target().to_owned(), sni)
+            });
+            let options = ConnectOptions::new().with_proxy(Through::Fixed {
+                url: ProxyUrl::parse(&proxy.url()).unwrap(),
+                except: NoProxy::parse(""),
+            });
+            let mut client = HttpClient::builder(&format!("https://localhost:{}", server.port()))
+                .tls(client_config(&ca))
+                .read_timeout(Some(PATIENCE))
+                .connect_options(options)
+                .build()
+                .unwrap();
+            let response = client.get("/sealed").send().await.unwrap();
+            assert_eq!(response.text(), Some("/sealed"), "{}", proxy.url());
+            drop(client);
+            // The TLS session is the client's with the server: it saw the target's name.
+            assert_eq!(
+                joined(server).await,
+                ("/sealed".to_owned(), Some("localhost".to_owned()))
+            );
+        }
+    });
+}
