@@ -57,7 +57,7 @@ pub struct ConnectOptions {
 pub enum Proxy {
     /// The proxy the environment names for the URL's scheme, read the way curl reads it
     /// (`no_proxy`, the scheme's variable, `all_proxy`: see
-    /// [`proxy_from_env`](tickwire_codec::connect::proxy_from_env)); none when nothing is
+    /// [`proxy_from_env`]); none when nothing is
     /// set.
     #[default]
     FromEnv,
