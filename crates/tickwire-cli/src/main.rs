@@ -167,6 +167,8 @@ struct ConnectArgs {
     liveness: LivenessArgs,
     #[command(flatten)]
     client: ClientArgs,
+    #[command(flatten)]
+    net: NetArgs,
 }
 
 /// How `connect` notices a peer or a link that went silent: keepalive pings and an idle
@@ -323,8 +325,6 @@ struct ClientArgs {
     /// wss://: accept any server certificate (no chain, name or expiry check). Test servers only.
     #[arg(long)]
     insecure: bool,
-    #[command(flatten)]
-    net: NetArgs,
 }
 
 /// `--busy-poll`: `off`, `adaptive`, `adaptive:MAX_US` or a fixed window in microseconds.
@@ -549,12 +549,18 @@ pub(crate) fn client_builder<T>(
     if let Some(tls) = client_tls(args)? {
         builder = builder.tls(tls);
     }
-    let (connect, timeout) = args.net.connect();
-    builder = builder.connect_options(connect);
-    if let Some(timeout) = timeout {
-        builder = builder.connect_timeout(Some(timeout));
-    }
     Ok(builder)
+}
+
+/// `connect`'s `--proxy`, `--resolve`, `--interface` and `--connect-timeout` on a client
+/// builder of either runtime (`feed` has its own connect timeout and takes none of these).
+pub(crate) fn with_net<T>(builder: ClientBuilderOf<T>, args: &NetArgs) -> ClientBuilderOf<T> {
+    let (connect, timeout) = args.connect();
+    let builder = builder.connect_options(connect);
+    match timeout {
+        Some(timeout) => builder.connect_timeout(Some(timeout)),
+        None => builder,
+    }
 }
 
 /// `--keepalive` and `--idle-timeout` on a WebSocket client builder of either runtime.
@@ -596,6 +602,7 @@ fn connect(args: &ConnectArgs) -> Result<(), String> {
         client_builder(ClientBuilder::new(), &args.client)?,
         &args.liveness,
     );
+    let builder = with_net(builder, &args.net);
     if args.echo {
         let mut ws = builder.connect(&args.url).map_err(|e| e.to_string())?;
         let outcome = echo_until_close(&mut ws);

@@ -15,6 +15,7 @@ use tokio::runtime::Runtime;
 use crate::{
     ConnectArgs, ServeArgs, client_builder, echo_message, echoed_message, print_listening,
     print_received, queue_stdin_lines, server_builder, server_tls, stdin_lines, with_liveness,
+    with_net,
 };
 
 /// `tickwire serve --runtime tokio`: the echo server, a task per connection.
@@ -32,6 +33,7 @@ pub(crate) fn connect(args: &ConnectArgs) -> Result<(), String> {
         client_builder(ClientBuilder::new(), &args.client)?,
         &args.liveness,
     );
+    let builder = with_net(builder, &args.net);
     current_thread()?.block_on(async {
         if args.echo {
             let mut ws = builder
