@@ -7,7 +7,6 @@
 
 use std::time::Instant;
 
-use tickwire_codec::handshake::Endpoint;
 use tickwire_codec::ws::Role;
 use tickwire_core::ws::{ClientOpening, ClientOptions, Connect, HandshakeOver};
 
@@ -46,20 +45,13 @@ pub(crate) fn open_stream(
     url: &str,
 ) -> Result<(MaybeTlsStream, url::Url, Instant), Error> {
     let parsed = tickwire_core::ws::parse_url(url)?;
-    let Endpoint { secure, host, port } = tickwire_core::ws::endpoint(&parsed)?;
-    let tcp = crate::net::tcp_connect(
-        parsed.scheme(),
-        host,
-        port,
-        options.connect_timeout,
-        &options.connect,
-    )?;
-    tcp.set_nodelay(options.nodelay)?;
+    let route = options.route(&parsed)?;
+    let tcp = crate::net::tcp_connect(&route)?;
     let deadline = Instant::now() + options.handshake_timeout;
-    let stream = if secure {
+    let stream = if route.secure {
         #[cfg(feature = "tls")]
         {
-            crate::net::tls_connect(tcp, host, options.tls.as_ref(), deadline)?
+            crate::net::tls_connect(tcp, route.host, options.tls.as_ref(), deadline)?
         }
         #[cfg(not(feature = "tls"))]
         return Err(tickwire_core::ws::tls_not_built());

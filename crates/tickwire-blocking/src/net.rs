@@ -5,40 +5,34 @@
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tickwire_codec::connect::{Action, AttemptId, ConnectPlan, Reason, Target};
-use tickwire_core::connect::{ConnectOptions, Tunnel, connect_failed};
+use tickwire_codec::connect::{Action, AttemptId, ConnectPlan, Reason};
+use tickwire_core::connect::{ConnectOptions, Route, Tunnel, connect_failed};
 
 #[cfg(feature = "tls")]
 use crate::{MaybeTlsStream, TransportError};
 
-/// A TCP stream to `host:port` for a `scheme` URL (`ws`, `wss`, `http`, `https`; `tcp` for
-/// the packet client), through the proxy `options` name for it if any. Each connect is
-/// bounded by `timeout` per attempt (`None`: by the plan's total deadline), the proxy's
-/// handshake by `timeout` (else the total deadline) as a whole.
-pub(crate) fn tcp_connect(
-    scheme: &str,
-    host: &str,
-    port: u16,
-    timeout: Option<Duration>,
-    options: &ConnectOptions,
-) -> io::Result<TcpStream> {
-    let Some(proxy) = options.proxy_for(scheme, host)? else {
-        return direct(host, port, timeout, options);
+/// A TCP stream to `route`'s host and port, through the proxy its options name for its
+/// scheme if any, TCP_NODELAY set as it asks. Each connect is bounded by the route's attempt
+/// timeout (`None`: by the plan's total deadline), the proxy's handshake by the same timeout
+/// (else the total deadline) as a whole.
+pub(crate) fn tcp_connect(route: &Route<'_>) -> io::Result<TcpStream> {
+    let Some(proxy) = route.proxy()? else {
+        return direct(route.host, route.port, route);
     };
-    let mut tcp = direct(&proxy.host, proxy.port, timeout, options)?;
-    let target = if Tunnel::resolves_locally(&proxy) {
-        let (addrs, _) = addresses(host, port, options)?;
-        let first = addrs.first().ok_or(ErrorKind::NotFound)?;
-        Target::new(&first.ip().to_string(), port)
-    } else {
-        Target::new(host, port)
-    };
-    let mut tunnel = Tunnel::new(&proxy, &target)?;
-    let deadline = Instant::now() + timeout.unwrap_or(options.total_timeout);
-    open_tunnel(&mut tcp, &mut tunnel, deadline)?;
+    let mut tcp = direct(&proxy.host, proxy.port, route)?;
+    let mut resolved = Vec::new();
+    if Tunnel::resolves_locally(&proxy) {
+        resolved = addresses(route.host, route.port, route.options)?.0;
+    }
+    let mut tunnel = route.tunnel(&proxy, &resolved)?;
+    open_tunnel(
+        &mut tcp,
+        &mut tunnel,
+        Instant::now() + route.tunnel_budget(),
+    )?;
     Ok(tcp)
 }
 
@@ -55,17 +49,17 @@ fn addresses(
     })
 }
 
-/// Connects to `host:port` itself: its addresses, then the connect plan. A plan that fails
-/// is an `io::Error` carrying every address's reason ([`connect_failed`]).
-fn direct(
-    host: &str,
-    port: u16,
-    timeout: Option<Duration>,
-    options: &ConnectOptions,
-) -> io::Result<TcpStream> {
-    let (addrs, fixed) = addresses(host, port, options)?;
-    let plan = options.plan(&addrs, fixed, timeout, Instant::now());
-    Attempts::new(plan, options).run()
+/// Connects to `host:port` (the route's, or its proxy's) itself: its addresses, then the
+/// connect plan, TCP_NODELAY set as the route asks. A plan that fails is an `io::Error`
+/// carrying every address's reason ([`connect_failed`]).
+fn direct(host: &str, port: u16, route: &Route<'_>) -> io::Result<TcpStream> {
+    let (addrs, fixed) = addresses(host, port, route.options)?;
+    let plan = route
+        .options
+        .plan(&addrs, fixed, route.attempt_timeout, Instant::now());
+    let tcp = Attempts::new(plan, route.options).run()?;
+    tcp.set_nodelay(route.nodelay)?;
+    Ok(tcp)
 }
 
 /// Moves `tunnel`'s bytes over `tcp` until the proxy has opened it, before `deadline`.

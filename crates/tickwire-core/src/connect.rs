@@ -171,6 +171,57 @@ impl ConnectOptions {
     }
 }
 
+/// One TCP connection a client asks its transport for, given whole to the transport's
+/// connect: the host and port, the URL scheme (the proxy rules depend on it), the
+/// per-attempt timeout, TCP_NODELAY, the connect options, and whether TLS goes on top (the
+/// transport's next step, to [`host`](Self::host)).
+#[derive(Debug, Clone, Copy)]
+pub struct Route<'a> {
+    /// `ws`, `wss`, `http`, `https`; `tcp` for the packet client.
+    pub scheme: &'a str,
+    /// The host to resolve (or the proxy to resolve), and TLS's server name.
+    pub host: &'a str,
+    /// The port.
+    pub port: u16,
+    /// Of each attempt (`None`: bounded by the plan's total deadline); of the proxy's
+    /// handshake as a whole (else the total deadline).
+    pub attempt_timeout: Option<Duration>,
+    /// TCP_NODELAY on the connected stream.
+    pub nodelay: bool,
+    /// Whether TLS goes on the stream once it is connected.
+    pub secure: bool,
+    /// How to connect.
+    pub options: &'a ConnectOptions,
+}
+
+impl Route<'_> {
+    /// The proxy the route goes through (its options' for its scheme and host); `None`:
+    /// direct.
+    pub fn proxy(&self) -> io::Result<Option<ProxyUrl>> {
+        self.options.proxy_for(self.scheme, self.host)
+    }
+
+    /// The handshake through `proxy` to the route's host and port. A `socks5://` proxy
+    /// ([`Tunnel::resolves_locally`]) is given the first of `resolved`, the addresses the
+    /// client resolved the host to (`NotFound` when there are none); other proxies are given
+    /// the name, and `resolved` is not looked at.
+    pub fn tunnel(&self, proxy: &ProxyUrl, resolved: &[SocketAddr]) -> io::Result<Tunnel> {
+        let target = if Tunnel::resolves_locally(proxy) {
+            let first = resolved.first().ok_or(io::ErrorKind::NotFound)?;
+            Target::new(&first.ip().to_string(), self.port)
+        } else {
+            Target::new(self.host, self.port)
+        };
+        Tunnel::new(proxy, &target)
+    }
+
+    /// How long the proxy may take to open the tunnel: the attempt timeout, else the total
+    /// deadline.
+    pub fn tunnel_budget(&self) -> Duration {
+        self.attempt_timeout.unwrap_or(self.options.total_timeout)
+    }
+}
+
 /// A proxy handshake between socket calls: the bytes owed to the proxy and what its answer
 /// means, for a driver that moves the bytes (write [`pending_write`](Self::pending_write),
 /// read into [`receive`](Self::receive) until it says the tunnel is up). Errors are

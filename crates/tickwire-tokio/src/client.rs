@@ -10,7 +10,6 @@ use std::pin::Pin;
 
 use tokio::time::Instant;
 
-use tickwire_codec::handshake::Endpoint;
 use tickwire_codec::ws::Role;
 use tickwire_core::ws::{ClientOpening, ClientOptions, Connect, HandshakeOver};
 
@@ -76,21 +75,13 @@ pub(crate) async fn open_stream(
     url: &str,
 ) -> Result<(ClientOptions, MaybeTlsStream, url::Url, Instant), Error> {
     let parsed = tickwire_core::ws::parse_url(url)?;
-    let Endpoint { secure, host, port } = tickwire_core::ws::endpoint(&parsed)?;
-    let tcp = crate::net::tcp_connect(
-        parsed.scheme(),
-        host,
-        port,
-        options.connect_timeout,
-        options.nodelay,
-        &options.connect,
-    )
-    .await?;
+    let route = options.route(&parsed)?;
+    let tcp = crate::net::tcp_connect(&route).await?;
     let deadline = Instant::now() + options.handshake_timeout;
-    let stream = if secure {
+    let stream = if route.secure {
         #[cfg(feature = "tls")]
         {
-            crate::net::tls_connect(tcp, host, options.tls.as_ref(), deadline).await?
+            crate::net::tls_connect(tcp, route.host, options.tls.as_ref(), deadline).await?
         }
         #[cfg(not(feature = "tls"))]
         return Err(tickwire_core::ws::tls_not_built());

@@ -10,8 +10,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tickwire_codec::connect::{Action, AttemptId, ConnectPlan, Reason, Target};
-use tickwire_core::connect::{ConnectOptions, Tunnel, connect_failed};
+use tickwire_codec::connect::{Action, AttemptId, ConnectPlan, Reason};
+use tickwire_core::connect::{ConnectOptions, Route, Tunnel, connect_failed};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 #[cfg(feature = "tls")]
@@ -22,44 +22,27 @@ use {
 
 use crate::core::now;
 
-/// A TCP stream to `host:port` for a `scheme` URL (`ws`, `wss`, `http`, `https`; `tcp` for
-/// the packet client), through the proxy `options` name for it if any. Each connect is
-/// bounded by `timeout` per attempt (`None`: by the plan's total deadline), the proxy's
-/// handshake by `timeout` (else the total deadline) as a whole. TCP_NODELAY is set to
-/// `nodelay`.
-pub(crate) async fn tcp_connect(
-    scheme: &str,
-    host: &str,
-    port: u16,
-    timeout: Option<Duration>,
-    nodelay: bool,
-    options: &ConnectOptions,
-) -> io::Result<TcpStream> {
-    let tcp = match options.proxy_for(scheme, host)? {
-        None => direct(host, port, timeout, options).await?,
-        Some(proxy) => {
-            let mut tcp = direct(&proxy.host, proxy.port, timeout, options).await?;
-            let target = if Tunnel::resolves_locally(&proxy) {
-                let (addrs, _) = addresses(host, port, options).await?;
-                let first = addrs.first().ok_or(ErrorKind::NotFound)?;
-                Target::new(&first.ip().to_string(), port)
-            } else {
-                Target::new(host, port)
-            };
-            let mut tunnel = Tunnel::new(&proxy, &target)?;
-            let budget = timeout.unwrap_or(options.total_timeout);
-            tokio::time::timeout(budget, open_tunnel(&mut tcp, &mut tunnel))
-                .await
-                .map_err(|_| {
-                    io::Error::new(
-                        ErrorKind::TimedOut,
-                        "the proxy did not open the tunnel in time",
-                    )
-                })??;
-            tcp
-        }
+/// A TCP stream to `route`'s host and port, through the proxy its options name for its
+/// scheme if any, TCP_NODELAY set as it asks. Each connect is bounded by the route's attempt
+/// timeout (`None`: by the plan's total deadline), the proxy's handshake by the same timeout
+/// (else the total deadline) as a whole.
+pub(crate) async fn tcp_connect(route: &Route<'_>) -> io::Result<TcpStream> {
+    let Some(proxy) = route.proxy()? else {
+        return direct(route.host, route.port, route).await;
     };
-    tcp.set_nodelay(nodelay)?;
+    let mut tcp = direct(&proxy.host, proxy.port, route).await?;
+    let resolved = match Tunnel::resolves_locally(&proxy) {
+        true => addresses(route.host, route.port, route.options).await?.0,
+        false => Vec::new(),
+    };
+    let mut tunnel = route.tunnel(&proxy, &resolved)?;
+    let opened = tokio::time::timeout(route.tunnel_budget(), open_tunnel(&mut tcp, &mut tunnel));
+    opened.await.map_err(|_| {
+        io::Error::new(
+            ErrorKind::TimedOut,
+            "the proxy did not open the tunnel in time",
+        )
+    })??;
     Ok(tcp)
 }
 
@@ -81,17 +64,17 @@ async fn addresses(
     Ok((resolved.collect(), false))
 }
 
-/// Connects to `host:port` itself: its addresses, then the connect plan. A plan that fails
-/// is an `io::Error` carrying every address's reason ([`connect_failed`]).
-async fn direct(
-    host: &str,
-    port: u16,
-    timeout: Option<Duration>,
-    options: &ConnectOptions,
-) -> io::Result<TcpStream> {
-    let (addrs, fixed) = addresses(host, port, options).await?;
-    let plan = options.plan(&addrs, fixed, timeout, now());
-    Attempts::new(plan, options).run().await
+/// Connects to `host:port` (the route's, or its proxy's) itself: its addresses, then the
+/// connect plan, TCP_NODELAY set as the route asks. A plan that fails is an `io::Error`
+/// carrying every address's reason ([`connect_failed`]).
+async fn direct(host: &str, port: u16, route: &Route<'_>) -> io::Result<TcpStream> {
+    let (addrs, fixed) = addresses(host, port, route.options).await?;
+    let plan = route
+        .options
+        .plan(&addrs, fixed, route.attempt_timeout, now());
+    let tcp = Attempts::new(plan, route.options).run().await?;
+    tcp.set_nodelay(route.nodelay)?;
+    Ok(tcp)
 }
 
 /// Moves `tunnel`'s bytes over `tcp` until the proxy has opened it.

@@ -191,16 +191,9 @@ impl HttpConnection {
 
     fn open(&mut self) -> Result<(), HttpClientError> {
         let wait = self.wait(self.options.connect_timeout)?;
-        let Origin { secure, host, port } = &self.origin;
-        let tcp = crate::net::tcp_connect(
-            if *secure { "https" } else { "http" },
-            host,
-            *port,
-            wait.timeout,
-            &self.options.connect,
-        )
-        .map_err(|e| self.deadline_or(wait, e.into()))?;
-        tcp.set_nodelay(self.options.nodelay)?;
+        let Origin { secure, host, .. } = &self.origin;
+        let tcp = crate::net::tcp_connect(&self.options.route(&self.origin, wait.timeout))
+            .map_err(|e| self.deadline_or(wait, e.into()))?;
         let mut stream = if *secure {
             let budget = self.options.tls_handshake_timeout();
             let wait = self.wait(Some(budget))?;

@@ -44,15 +44,8 @@ impl tickwire_core::packet::PacketTransport for Blocking {
             ..
         } = dial;
         let deadline = Instant::now() + options.connect_timeout;
-        let tcp = crate::net::tcp_connect(
-            "tcp",
-            host,
-            port,
-            Some(options.connect_timeout),
-            &options.connect,
-        )
-        .map_err(Error::connect_failed)?;
-        tcp.set_nodelay(options.link.nodelay)?;
+        let tcp =
+            crate::net::tcp_connect(&options.route(host, port)).map_err(Error::connect_failed)?;
         #[cfg(feature = "tls")]
         let stream = match &options.tls {
             Some(tls) => crate::net::tls_connect(tcp, host, Some(tls), deadline)?,

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use tickwire_codec::http::ClientSession;
+use tickwire_codec::rest::Origin;
 
 /// The socket and TLS options of an HTTP client, fixed at build time. The defaults are the
 /// builders' documented ones: a 10 s connect timeout, 30 s read and write timeouts, a 60 s
@@ -45,6 +46,24 @@ impl Default for HttpSocketOptions {
 }
 
 impl HttpSocketOptions {
+    /// The TCP connection to `origin` under these options, each attempt bounded by
+    /// `attempt_timeout` (the connect timeout, or what the request's deadline leaves of it).
+    pub fn route<'a>(
+        &'a self,
+        origin: &'a Origin,
+        attempt_timeout: Option<Duration>,
+    ) -> crate::connect::Route<'a> {
+        crate::connect::Route {
+            scheme: if origin.secure { "https" } else { "http" },
+            host: &origin.host,
+            port: origin.port,
+            attempt_timeout,
+            nodelay: self.nodelay,
+            secure: origin.secure,
+            options: &self.connect,
+        }
+    }
+
     /// The bound on a TLS handshake: the connect timeout, or the read timeout when there is
     /// none, or 10 s (the request's deadline may shorten it further).
     pub fn tls_handshake_timeout(&self) -> Duration {

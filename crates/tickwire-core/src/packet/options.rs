@@ -77,6 +77,24 @@ impl Default for PacketClientOptions {
     }
 }
 
+impl PacketClientOptions {
+    /// The TCP connection to `host:port` under these options (TLS on it when configured).
+    pub fn route<'a>(&'a self, host: &'a str, port: u16) -> crate::connect::Route<'a> {
+        crate::connect::Route {
+            scheme: "tcp",
+            host,
+            port,
+            attempt_timeout: Some(self.connect_timeout),
+            nodelay: self.link.nodelay,
+            #[cfg(feature = "tls")]
+            secure: self.tls.is_some(),
+            #[cfg(not(feature = "tls"))]
+            secure: false,
+            options: &self.connect,
+        }
+    }
+}
+
 /// What a packet server builder of either transport holds. The defaults are the builders'
 /// documented ones: [`PacketConfig::server`], [`ServerConfig::new`], TCP_NODELAY on, a 10 s
 /// TLS handshake timeout, no read or write timeout, no keepalive pings of its own, buffers

@@ -49,6 +49,24 @@ impl ClientOptions {
         super::ClientOpening::new(url, std::mem::take(&mut self.handshake), mask)
     }
 
+    /// The TCP connection `url` asks for under these options (the host and port its
+    /// [`endpoint`](super::endpoint) names, TLS for `wss://`), or the URL's error.
+    pub fn route<'a>(
+        &'a self,
+        url: &'a url::Url,
+    ) -> Result<crate::connect::Route<'a>, crate::Error> {
+        let endpoint = super::endpoint(url)?;
+        Ok(crate::connect::Route {
+            scheme: url.scheme(),
+            host: endpoint.host,
+            port: endpoint.port,
+            attempt_timeout: self.connect_timeout,
+            nodelay: self.nodelay,
+            secure: endpoint.secure,
+            options: &self.connect,
+        })
+    }
+
     /// The default keepalive interval: 20 s, under the 30 s after which some exchanges (OKX)
     /// close a connection that sent nothing, and far below any rate limit on pings.
     pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(20);

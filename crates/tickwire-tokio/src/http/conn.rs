@@ -53,15 +53,7 @@ impl Conn {
     pub(crate) async fn open(origin: &Origin, options: &Options) -> Result<Self, HttpClientError> {
         let alarm = Alarm::new().map_err(HttpClientError::Io)?;
         let socket = &options.socket;
-        let tcp = crate::net::tcp_connect(
-            if origin.secure { "https" } else { "http" },
-            &origin.host,
-            origin.port,
-            socket.connect_timeout,
-            socket.nodelay,
-            &socket.connect,
-        )
-        .await?;
+        let tcp = crate::net::tcp_connect(&socket.route(origin, socket.connect_timeout)).await?;
         let stream = if origin.secure {
             #[cfg(feature = "tls")]
             {

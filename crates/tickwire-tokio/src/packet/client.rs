@@ -56,16 +56,9 @@ async fn connect(
     port: u16,
 ) -> Result<PacketClient, Error> {
     let deadline = tokio::time::Instant::now() + options.connect_timeout;
-    let tcp = crate::net::tcp_connect(
-        "tcp",
-        host,
-        port,
-        Some(options.connect_timeout),
-        options.link.nodelay,
-        &options.connect,
-    )
-    .await
-    .map_err(Error::connect_failed)?;
+    let tcp = crate::net::tcp_connect(&options.route(host, port))
+        .await
+        .map_err(Error::connect_failed)?;
     #[cfg(feature = "tls")]
     let stream = match &options.tls {
         Some(tls) => crate::net::tls_connect(tcp, host, Some(tls), deadline).await?,
