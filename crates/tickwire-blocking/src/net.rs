@@ -4,10 +4,10 @@
 //! top.
 
 use std::io::{self, ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream};
 use std::time::Instant;
 
-use socket2::{Domain, Protocol, Socket, Type};
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use tickwire_codec::connect::{Action, AttemptId, ConnectPlan, Reason};
 use tickwire_core::connect::{ConnectOptions, Route, Tunnel, connect_failed};
 
@@ -36,17 +36,32 @@ pub(crate) fn tcp_connect(route: &Route<'_>) -> io::Result<TcpStream> {
     Ok(tcp)
 }
 
-/// Where `host:port` is: the fixed addresses `options` have for it (`true`), or the system
-/// resolver's.
+/// Where `host:port` is: the addresses `options` know for it (fixed ones: `true`), or its
+/// resolver's, within the total deadline.
 fn addresses(
     host: &str,
     port: u16,
     options: &ConnectOptions,
 ) -> io::Result<(Vec<SocketAddr>, bool)> {
-    Ok(match options.fixed_addresses(host, port) {
-        Some(addrs) => (addrs.to_vec(), true),
-        None => ((host, port).to_socket_addrs()?.collect(), false),
-    })
+    if let Some(known) = options.known_addresses(host, port) {
+        return Ok(known);
+    }
+    // On a thread of its own, so the connect's deadline bounds it: a resolver that hangs
+    // keeps only its thread.
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let (resolver, name) = (options.resolver.clone(), host.to_owned());
+    std::thread::Builder::new()
+        .name("tickwire-resolve".into())
+        .spawn(move || {
+            let _ = tx.send(resolver.resolve(&name, port));
+        })?;
+    match rx.recv_timeout(options.total_timeout) {
+        Ok(resolved) => Ok((resolved?, false)),
+        Err(_) => Err(io::Error::new(
+            ErrorKind::TimedOut,
+            "the resolver did not answer in time",
+        )),
+    }
 }
 
 /// Connects to `host:port` (the route's, or its proxy's) itself: its addresses, then the
@@ -166,15 +181,7 @@ impl<'o> Attempts<'o> {
     fn open(&self, addr: SocketAddr) -> io::Result<(Socket, bool)> {
         let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
         socket.set_nonblocking(true)?;
-        if let Some(local) = self.options.local_address {
-            if local.is_ipv6() != addr.is_ipv6() {
-                return Err(ErrorKind::AddrNotAvailable.into());
-            }
-            socket.bind(&SocketAddr::new(local, 0).into())?;
-        }
-        if let Some(device) = &self.options.device {
-            bind_device(&socket, device)?;
-        }
+        self.options.prepare(SockRef::from(&socket), addr)?;
         match socket.connect(&addr.into()) {
             Ok(()) => Ok((socket, true)),
             Err(e) if connecting(&e) => Ok((socket, false)),
@@ -255,17 +262,6 @@ impl<'o> Attempts<'o> {
             }
         }
     }
-}
-
-/// `SO_BINDTODEVICE`: the attempt goes out through `device` only.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn bind_device(socket: &Socket, device: &str) -> io::Result<()> {
-    socket.bind_device(Some(device.as_bytes()))
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn bind_device(_: &Socket, _: &str) -> io::Result<()> {
-    Err(ErrorKind::Unsupported.into())
 }
 
 /// A non-blocking connect still in progress.

@@ -8,7 +8,6 @@ use std::io::{self, ErrorKind};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use tickwire_codec::connect::{Action, AttemptId, ConnectPlan, Reason};
 use tickwire_core::connect::{ConnectOptions, Route, Tunnel, connect_failed};
@@ -46,22 +45,23 @@ pub(crate) async fn tcp_connect(route: &Route<'_>) -> io::Result<TcpStream> {
     Ok(tcp)
 }
 
-/// Where `host:port` is: the fixed addresses `options` have for it (`true`), or the system
-/// resolver's (off the runtime's threads, bounded by the plan's total deadline).
+/// Where `host:port` is: the addresses `options` know for it (fixed ones: `true`), or its
+/// resolver's (on the blocking pool, within the total deadline).
 async fn addresses(
     host: &str,
     port: u16,
     options: &ConnectOptions,
 ) -> io::Result<(Vec<SocketAddr>, bool)> {
-    if let Some(addrs) = options.fixed_addresses(host, port) {
-        return Ok((addrs.to_vec(), true));
+    if let Some(known) = options.known_addresses(host, port) {
+        return Ok(known);
     }
-    let resolved = bounded(
-        Some(options.total_timeout),
-        tokio::net::lookup_host((host, port)),
-    )
-    .await??;
-    Ok((resolved.collect(), false))
+    let (resolver, name) = (options.resolver.clone(), host.to_owned());
+    let resolving = tokio::task::spawn_blocking(move || resolver.resolve(&name, port));
+    let resolved = tokio::time::timeout(options.total_timeout, resolving)
+        .await
+        .map_err(|_| io::Error::new(ErrorKind::TimedOut, "the resolver did not answer in time"))?
+        .map_err(io::Error::other)??;
+    Ok((resolved, false))
 }
 
 /// Connects to `host:port` (the route's, or its proxy's) itself: its addresses, then the
@@ -98,22 +98,20 @@ async fn open_tunnel(tcp: &mut TcpStream, tunnel: &mut Tunnel) -> io::Result<()>
 type Connecting = Pin<Box<dyn Future<Output = io::Result<TcpStream>> + Send>>;
 
 /// One plan's attempts: an attempt's connect while it runs, its stream once it connected.
-struct Attempts {
+struct Attempts<'a> {
     plan: ConnectPlan,
-    local: Option<std::net::IpAddr>,
-    device: Option<String>,
+    options: &'a ConnectOptions,
     connecting: Vec<Option<Connecting>>,
     connected: Vec<Option<TcpStream>>,
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
-impl Attempts {
-    fn new(plan: ConnectPlan, options: &ConnectOptions) -> Self {
+impl<'a> Attempts<'a> {
+    fn new(plan: ConnectPlan, options: &'a ConnectOptions) -> Self {
         let len = plan.addresses().len();
         Self {
             plan,
-            local: options.local_address,
-            device: options.device.clone(),
+            options,
             connecting: (0..len).map(|_| None).collect(),
             connected: (0..len).map(|_| None).collect(),
             timer: None,
@@ -131,9 +129,10 @@ impl Attempts {
             while let Some(action) = self.plan.poll_action(now()) {
                 match action {
                     Action::Attempt { id, addr } => {
-                        let device = self.device.clone();
-                        self.connecting[id.0] =
-                            Some(Box::pin(connect_one(addr, self.local, device)));
+                        self.connecting[id.0] = Some(match open(addr, self.options) {
+                            Ok(socket) => Box::pin(socket.connect(addr)),
+                            Err(e) => Box::pin(std::future::ready(Err(e))),
+                        });
                     }
                     Action::Abandon { id } => {
                         self.connecting[id.0] = None;
@@ -195,48 +194,15 @@ impl Attempts {
     }
 }
 
-/// One connect to `addr`, from `local` when set (an address of the other family fails it as
-/// `AddrNotAvailable`), through `device` when set (`SO_BINDTODEVICE`).
-async fn connect_one(
-    addr: SocketAddr,
-    local: Option<std::net::IpAddr>,
-    device: Option<String>,
-) -> io::Result<TcpStream> {
+/// An unconnected socket to `addr`, prepared as `options` say ([`ConnectOptions::prepare`]).
+fn open(addr: SocketAddr, options: &ConnectOptions) -> io::Result<TcpSocket> {
     let socket = if addr.is_ipv6() {
         TcpSocket::new_v6()?
     } else {
         TcpSocket::new_v4()?
     };
-    if let Some(local) = local {
-        if local.is_ipv6() != addr.is_ipv6() {
-            return Err(ErrorKind::AddrNotAvailable.into());
-        }
-        socket.bind(SocketAddr::new(local, 0))?;
-    }
-    if let Some(device) = device {
-        bind_device(&socket, &device)?;
-    }
-    socket.connect(addr).await
-}
-
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn bind_device(socket: &TcpSocket, device: &str) -> io::Result<()> {
-    socket.bind_device(Some(device.as_bytes()))
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn bind_device(_: &TcpSocket, _: &str) -> io::Result<()> {
-    Err(ErrorKind::Unsupported.into())
-}
-
-/// Runs `future` for at most `timeout`; an expired one is an `io::Error` of kind `TimedOut`.
-async fn bounded<T>(timeout: Option<Duration>, future: impl Future<Output = T>) -> io::Result<T> {
-    match timeout {
-        Some(timeout) => tokio::time::timeout(timeout, future)
-            .await
-            .map_err(|_| io::Error::new(ErrorKind::TimedOut, "connect timed out")),
-        None => Ok(future.await),
-    }
+    options.prepare(socket2::SockRef::from(&socket), addr)?;
+    Ok(socket)
 }
 
 /// Wraps `tcp` in TLS for `host` (SNI and certificate name; an IP address is checked against

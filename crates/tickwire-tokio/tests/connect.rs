@@ -1,12 +1,13 @@
-//! The connect path through the tokio clients: Happy Eyeballs past a black-holed first
-//! address, and a failed plan's error naming every address. Alone in its binary: it counts
-//! the process's descriptors, which other tests would change.
+//! The connect path through the tokio clients: Happy Eyeballs past a black-holed first address (fixed
+//! addresses, the resolver hook, both families in a network namespace of the test's own), a
+//! failed plan's error naming every address, the socket options. Alone in its binary: it
+//! counts the process's descriptors, which other tests would change.
 #![cfg(target_os = "linux")]
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::time::{Duration, Instant};
 
-use tickwire_test_support::connect::{black_hole_beside, find_error};
+use tickwire_test_support::connect::{black_hole_beside, find_error, recording};
 use tickwire_tokio::codec::connect::{ConnectError, Reason, ResolveEntry};
 use tickwire_tokio::{ClientBuilder, ConnectOptions, Message, Recv};
 
@@ -145,4 +146,179 @@ async fn an_interface_that_does_not_exist_fails_each_attempt_and_loopback_connec
     let error = through_lo.unwrap_err();
     assert!(find_error::<ConnectError>(&error).is_none(), "{error}");
     assert!(listener.accept().is_ok());
+}
+
+#[tokio::test]
+async fn the_resolver_hook_is_asked_for_names_only_and_its_dead_first_address_costs_the_stagger() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let (hole, live) =
+        black_hole_beside(Ipv4Addr::new(127, 0, 0, 2), Ipv4Addr::new(127, 0, 0, 1)).unwrap();
+    let port = hole.addr.port();
+    let good = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let server = echo_once(live);
+    let (resolver, asked) = recording(vec![hole.addr, good]);
+    let options = ConnectOptions::new().with_resolver(resolver);
+    let started = Instant::now();
+    let mut ws = ClientBuilder::new()
+        .connect_timeout(Some(Duration::from_secs(30)))
+        .connect_options(options.clone())
+        .connect(&format!("ws://feed.test:{port}/"))
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "connected after {took:?}");
+    assert_eq!(ws.stream().tcp().peer_addr().unwrap(), good);
+    assert_eq!(*asked.lock().unwrap(), [("feed.test".to_owned(), port)]);
+    ws.finish().await.unwrap();
+    drop(ws);
+    server.await.unwrap();
+    // An IP literal is its own address: the resolver is not asked (nothing listens there).
+    let refused = ClientBuilder::new()
+        .connect_options(options)
+        .connect(&format!("ws://127.0.0.3:{port}/"))
+        .await
+        .unwrap_err();
+    let found = find_error::<ConnectError>(&refused)
+        .unwrap_or_else(|| panic!("no ConnectError in {refused}"));
+    assert_eq!(found.failures[0].1, Reason::Refused, "{found}");
+    assert_eq!(asked.lock().unwrap().len(), 1, "asked for an IP literal");
+}
+
+#[tokio::test]
+async fn a_resolver_that_fails_or_hangs_fails_the_connect_within_the_total_deadline() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let failing = |_: &str, _: u16| -> std::io::Result<Vec<SocketAddr>> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no such feed in the directory",
+        ))
+    };
+    let error = ClientBuilder::new()
+        .connect_options(ConnectOptions::new().with_resolver(failing))
+        .connect("ws://feed.test:9/")
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("no such feed in the directory"),
+        "{error}"
+    );
+    let hanging = |_: &str, _: u16| -> std::io::Result<Vec<SocketAddr>> {
+        std::thread::sleep(Duration::from_millis(1500));
+        Ok(Vec::new())
+    };
+    let started = Instant::now();
+    let error = ClientBuilder::new()
+        .connect_options(
+            ConnectOptions::new()
+                .with_resolver(hanging)
+                .with_total_timeout(Duration::from_millis(200)),
+        )
+        .connect("ws://feed.test:9/")
+        .await
+        .unwrap_err();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(3), "gave up after {took:?}");
+    let io = find_error::<std::io::Error>(&error).unwrap_or_else(|| panic!("{error}"));
+    assert_eq!(io.kind(), std::io::ErrorKind::TimedOut, "{error}");
+}
+
+#[tokio::test]
+async fn the_socket_options_are_on_the_connected_socket() {
+    use tickwire_core::connect::{Keepalive, SocketOptions};
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = echo_once(listener);
+    let keepalive = Keepalive {
+        idle: Duration::from_secs(7),
+        interval: Duration::from_secs(3),
+        retries: 4,
+    };
+    let socket = SocketOptions::new()
+        .with_recv_buffer(256 * 1024)
+        .with_send_buffer(128 * 1024)
+        .with_keepalive(keepalive)
+        .with_busy_poll(50)
+        .with_tos(0xb8);
+    let mut ws = ClientBuilder::new()
+        .connect_options(ConnectOptions::new().with_socket(socket))
+        .connect(&format!("ws://127.0.0.1:{port}/"))
+        .await
+        .unwrap();
+    let tcp = socket2::SockRef::from(ws.stream().tcp());
+    // Linux doubles a buffer size it is given (its bookkeeping), within the sysctl caps.
+    assert!(tcp.recv_buffer_size().unwrap() >= 256 * 1024);
+    assert!(tcp.send_buffer_size().unwrap() >= 128 * 1024);
+    assert!(tcp.keepalive().unwrap());
+    assert_eq!(tcp.tcp_keepalive_time().unwrap(), keepalive.idle);
+    assert_eq!(tcp.tcp_keepalive_interval().unwrap(), keepalive.interval);
+    assert_eq!(tcp.tcp_keepalive_retries().unwrap(), keepalive.retries);
+    assert_eq!(
+        tcp.busy_poll().unwrap(),
+        50,
+        "SO_BUSY_POLL (needs CAP_NET_ADMIN)"
+    );
+    assert_eq!(tcp.tos_v4().unwrap(), 0xb8);
+    ws.send_text("marked").unwrap();
+    ws.flush().await.unwrap();
+    assert!(matches!(ws.recv().await.unwrap(), Recv::Message(Message::Text(t)) if t == "marked"));
+    ws.finish().await.unwrap();
+    drop(ws);
+    server.await.unwrap();
+}
+
+/// Not a `#[tokio::test]`: the namespace is a thread's, so the test runs a runtime of its own
+/// on that thread, where the client's sockets are made.
+#[test]
+fn both_families_in_a_namespace_of_its_own() {
+    use std::net::Ipv6Addr;
+    let _alone = ONE_AT_A_TIME.blocking_lock();
+    tickwire_test_support::connect::in_new_netns(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            // A black-holed IPv6 address first: the plan starts IPv4 after the stagger.
+            let (hole, live) = black_hole_beside(Ipv6Addr::LOCALHOST, Ipv4Addr::LOCALHOST).unwrap();
+            let port = hole.addr.port();
+            let v4 = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+            let server = echo_once(live);
+            let (resolver, _) = recording(vec![hole.addr, v4]);
+            let started = Instant::now();
+            let mut ws = ClientBuilder::new()
+                .connect_timeout(Some(Duration::from_secs(30)))
+                .connect_options(ConnectOptions::new().with_resolver(resolver))
+                .connect(&format!("ws://dual.test:{port}/"))
+                .await
+                .unwrap();
+            let took = started.elapsed();
+            assert!(took < Duration::from_secs(10), "connected after {took:?}");
+            assert_eq!(ws.stream().tcp().peer_addr().unwrap(), v4);
+            ws.finish().await.unwrap();
+            drop(ws);
+            server.await.unwrap();
+            drop(hole);
+            // IPv6 answers: the resolver's first address wins, IPv4 is never tried (the plan
+            // starts it only if IPv6 has not connected within the stagger).
+            let v6_listener = TcpListener::bind((Ipv6Addr::LOCALHOST, 0)).unwrap();
+            let v6 = v6_listener.local_addr().unwrap();
+            let server = echo_once(v6_listener);
+            let (resolver, _) = recording(vec![v6, SocketAddr::from((Ipv4Addr::LOCALHOST, 9))]);
+            let mut ws = ClientBuilder::new()
+                .connect_options(ConnectOptions::new().with_resolver(resolver))
+                .connect(&format!("ws://dual.test:{}/", v6.port()))
+                .await
+                .unwrap();
+            assert_eq!(ws.stream().tcp().peer_addr().unwrap(), v6);
+            ws.send_text("six").unwrap();
+            ws.flush().await.unwrap();
+            assert!(
+                matches!(ws.recv().await.unwrap(), Recv::Message(Message::Text(t)) if t == "six")
+            );
+            ws.finish().await.unwrap();
+            drop(ws);
+            server.await.unwrap();
+        });
+    });
 }

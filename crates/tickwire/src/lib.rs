@@ -91,15 +91,18 @@ pub mod http {
 }
 
 pub mod connect {
-    //! How every client opens its TCP connection: [`ConnectOptions`] (Happy Eyeballs v2, fixed
-    //! addresses, the local address), the plan behind it ([`ConnectPlan`]) and a failed
-    //! connect's [`ConnectError`], with every address's [`Reason`].
+    //! How every client opens its TCP connection: [`ConnectOptions`] (Happy Eyeballs v2, the
+    //! resolver hook and fixed addresses, the local address or interface, the socket options,
+    //! the proxy), the plan behind it ([`ConnectPlan`]) and a failed connect's
+    //! [`ConnectError`], with every address's [`Reason`].
 
     pub use tickwire_codec::connect::{
         ConnectError, ConnectPlan, HttpProxyError, NoProxy, ProxyKind, ProxyUrl, ProxyUrlError,
         Reason, ReplyCode, ResolveEntry, ResolveError, Socks5Error,
     };
-    pub use tickwire_core::connect::{ConnectOptions, Proxy};
+    pub use tickwire_core::connect::{
+        ConnectOptions, Keepalive, Proxy, Resolve, Resolver, SocketOptions, SystemResolver,
+    };
 }
 
 pub mod packet {

@@ -10,9 +10,15 @@
 //! [`ConnectError`] with every address's reason, carried inside the `io::Error` the client
 //! returns (`io_error.get_ref()` downcasts to it).
 
+mod resolver;
+mod socket;
+
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
+
+pub use resolver::{Resolve, Resolver, SystemResolver};
+pub use socket::{Keepalive, SocketOptions};
 
 use tickwire_codec::connect::{
     ConnectConfig, ConnectError, ConnectPlan, DEFAULT_MAX_HEAD_BYTES, HttpConnect, HttpProxyError,
@@ -20,9 +26,11 @@ use tickwire_codec::connect::{
     proxy_from_env,
 };
 
-/// How a client connects: the Happy Eyeballs stagger and total deadline, fixed addresses for
-/// a host, the local address or interface to connect from. The default: a 250 ms stagger, a 30 s total
-/// deadline, the system resolver, the system's choice of local address.
+/// How a client connects: the Happy Eyeballs stagger and total deadline, the resolver and
+/// fixed addresses for a host, the local address or interface to connect from, the socket
+/// options, the proxy. The default: a 250 ms stagger, a 30 s total deadline, the system
+/// resolver, the system's choice of local address and socket options, the environment's
+/// proxy.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ConnectOptions {
@@ -35,6 +43,9 @@ pub struct ConnectOptions {
     /// the first entry that matches replaces the resolver, and its addresses are tried in
     /// the order given.
     pub resolve: Vec<ResolveEntry>,
+    /// Where other names' addresses come from (an IP literal needs none). Default: the
+    /// system resolver.
+    pub resolver: Resolver,
     /// The local address to connect from (its family must match the remote address's: an
     /// address of the other family fails that attempt as `AddrNotAvailable`). `None`: the
     /// system chooses.
@@ -43,6 +54,8 @@ pub struct ConnectOptions {
     /// `CAP_NET_RAW` unless the process owns the interface's namespace). Elsewhere an
     /// attempt with it set fails as `Unsupported`. `None`: the routing table chooses.
     pub device: Option<String>,
+    /// Set on each attempt's socket before it connects. Default: none.
+    pub socket: SocketOptions,
     /// The proxy to tunnel through. Default [`Proxy::FromEnv`].
     pub proxy: Proxy,
 }
@@ -79,8 +92,10 @@ impl Default for ConnectOptions {
             stagger: plan.stagger,
             total_timeout: plan.total_timeout,
             resolve: Vec::new(),
+            resolver: Resolver::system(),
             local_address: None,
             device: None,
+            socket: SocketOptions::default(),
             proxy: Proxy::FromEnv,
         }
     }
@@ -108,6 +123,18 @@ impl ConnectOptions {
     /// [`ResolveEntry::parse`] reads curl's `HOST:PORT:ADDR[,ADDR...]`.
     pub fn with_resolve(mut self, entry: ResolveEntry) -> Self {
         self.resolve.push(entry);
+        self
+    }
+
+    /// Sets the [resolver](Self::resolver).
+    pub fn with_resolver(mut self, resolver: impl Resolve) -> Self {
+        self.resolver = Resolver::new(resolver);
+        self
+    }
+
+    /// Sets the [socket options](Self::socket).
+    pub fn with_socket(mut self, socket: SocketOptions) -> Self {
+        self.socket = socket;
         self
     }
 
