@@ -20,7 +20,7 @@ use std::io::{BufRead, Write};
 use std::net::TcpListener;
 use std::process::ExitCode;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tickwire::blocking::{
@@ -169,6 +169,42 @@ struct ConnectArgs {
     client: ClientArgs,
     #[command(flatten)]
     net: NetArgs,
+    /// The longest the whole command may take (connect, handshake and session): seconds as
+    /// curl takes them (2, 0.5) or a duration (500ms). At it the connection is closed (1000)
+    /// and the command fails, naming the time.
+    #[arg(short = 'm', long, value_name = "SECONDS", value_parser = parse_seconds)]
+    max_time: Option<Duration>,
+}
+
+/// `connect --max-time`: when the command must be over.
+#[derive(Clone, Copy)]
+pub(crate) struct MaxTime {
+    max: Duration,
+    deadline: Instant,
+}
+
+impl MaxTime {
+    /// The deadline `max` after now, if one was asked for.
+    pub(crate) fn start(max: Option<Duration>) -> Option<Self> {
+        max.map(|max| Self {
+            max,
+            deadline: Instant::now() + max,
+        })
+    }
+
+    /// The time left, `None` once it is over.
+    pub(crate) fn left(&self) -> Option<Duration> {
+        Some(self.deadline.saturating_duration_since(Instant::now())).filter(|d| !d.is_zero())
+    }
+
+    /// The command's error once the time is over.
+    pub(crate) fn error(&self) -> String {
+        format!(
+            "operation timed out after {} ms (--max-time {:?})",
+            self.max.as_millis(),
+            self.max
+        )
+    }
 }
 
 /// How `connect` notices a peer or a link that went silent: keepalive pings and an idle
@@ -554,13 +590,23 @@ pub(crate) fn client_builder<T>(
 
 /// `connect`'s `--proxy`, `--resolve`, `--interface` and `--connect-timeout` on a client
 /// builder of either runtime (`feed` has its own connect timeout and takes none of these).
-pub(crate) fn with_net<T>(builder: ClientBuilderOf<T>, args: &NetArgs) -> ClientBuilderOf<T> {
-    let (connect, timeout) = args.connect();
-    let builder = builder.connect_options(connect);
-    match timeout {
+/// The connect-path flags on a WebSocket client builder of either runtime, and `--max-time`
+/// as the bound of the TCP connect (every attempt) and of the opening handshake.
+pub(crate) fn with_net<T>(
+    builder: ClientBuilderOf<T>,
+    args: &NetArgs,
+    max_time: Option<Duration>,
+) -> ClientBuilderOf<T> {
+    let (mut connect, timeout) = args.connect();
+    let mut builder = match timeout {
         Some(timeout) => builder.connect_timeout(Some(timeout)),
         None => builder,
+    };
+    if let Some(max) = max_time {
+        connect.total_timeout = connect.total_timeout.min(max);
+        builder = builder.handshake_timeout(max);
     }
+    builder.connect_options(connect)
 }
 
 /// `--keepalive` and `--idle-timeout` on a WebSocket client builder of either runtime.
@@ -602,18 +648,32 @@ fn connect(args: &ConnectArgs) -> Result<(), String> {
         client_builder(ClientBuilder::new(), &args.client)?,
         &args.liveness,
     );
-    let builder = with_net(builder, &args.net);
+    let builder = with_net(builder, &args.net, args.max_time);
+    let max = MaxTime::start(args.max_time);
+    let connected = |builder: ClientBuilder| {
+        let ws = builder.connect(&args.url).map_err(|e| e.to_string())?;
+        // The TCP connect and the handshake are each bounded by the time; together they
+        // may have used it up.
+        match max.map(|max| (max.left(), max)) {
+            Some((None, max)) => Err(max.error()),
+            _ => Ok(ws),
+        }
+    };
     if args.echo {
-        let mut ws = builder.connect(&args.url).map_err(|e| e.to_string())?;
-        let outcome = echo_until_close(&mut ws);
+        let mut ws = connected(builder)?;
+        let outcome = echo_until_close(&mut ws, max);
         return finish(&mut ws, outcome);
     }
-    let mut ws = builder
-        .read_timeout(Some(Duration::from_millis(20)))
-        .connect(&args.url)
-        .map_err(|e| e.to_string())?;
-    let outcome = print_until_close(&mut ws);
+    let mut ws = connected(builder.read_timeout(Some(Duration::from_millis(20))))?;
+    let outcome = print_until_close(&mut ws, max);
     finish(&mut ws, outcome)
+}
+
+/// `--max-time` in a session loop: once the time is over, the loop's end with the command's
+/// error (the caller's `finish` then closes the connection).
+pub(crate) fn over(max: Option<MaxTime>) -> Option<Result<(), String>> {
+    let max = max?;
+    max.left().is_none().then(|| Err(max.error()))
 }
 
 /// Ends the connection after `outcome` (also after a failure, so the close frame owed goes
@@ -623,11 +683,18 @@ fn finish<S: Transport>(ws: &mut WebSocket<S>, outcome: Result<(), String>) -> R
     outcome.and(finished)
 }
 
-/// Stdin mode: sends stdin lines as text and prints what arrives until the close handshake.
-fn print_until_close<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), String> {
+/// Stdin mode: sends stdin lines as text and prints what arrives until the close handshake
+/// (or `max`).
+fn print_until_close<S: Transport>(
+    ws: &mut WebSocket<S>,
+    max: Option<MaxTime>,
+) -> Result<(), String> {
     let lines = stdin_lines();
     let mut stdin_open = true;
     loop {
+        if let Some(outcome) = over(max) {
+            return outcome;
+        }
         if stdin_open && queue_stdin_lines(&lines, &mut ws.sender())? {
             stdin_open = false;
             ws.close(CloseCode::NORMAL, "").map_err(|e| e.to_string())?;
@@ -684,9 +751,21 @@ fn print_message(message: &Message<'_>) -> Option<Result<(), String>> {
     None
 }
 
-fn echo_until_close<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), String> {
+fn echo_until_close<S: Transport>(
+    ws: &mut WebSocket<S>,
+    max: Option<MaxTime>,
+) -> Result<(), String> {
     loop {
+        if let Some(outcome) = over(max) {
+            return outcome;
+        }
+        if let Some(max) = max {
+            ws.set_read_timeout(max.left());
+        }
         let (recv, mut sender) = ws.recv_with_sender().map_err(|e| e.to_string())?;
+        if matches!(recv, Recv::Timeout) {
+            continue;
+        }
         let message = match echoed_message(recv) {
             Ok(message) => message,
             Err(outcome) => return outcome,

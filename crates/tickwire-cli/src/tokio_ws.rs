@@ -13,9 +13,9 @@ use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 
 use crate::{
-    ConnectArgs, ServeArgs, client_builder, echo_message, echoed_message, print_listening,
-    print_received, queue_stdin_lines, server_builder, server_tls, stdin_lines, with_liveness,
-    with_net,
+    ConnectArgs, MaxTime, ServeArgs, client_builder, echo_message, echoed_message, over,
+    print_listening, print_received, queue_stdin_lines, server_builder, server_tls, stdin_lines,
+    with_liveness, with_net,
 };
 
 /// `tickwire serve --runtime tokio`: the echo server, a task per connection.
@@ -33,22 +33,27 @@ pub(crate) fn connect(args: &ConnectArgs) -> Result<(), String> {
         client_builder(ClientBuilder::new(), &args.client)?,
         &args.liveness,
     );
-    let builder = with_net(builder, &args.net);
+    let builder = with_net(builder, &args.net, args.max_time);
+    let max = MaxTime::start(args.max_time);
+    // The connect and handshake within the time left, exactly.
+    let connected = async |builder: ClientBuilder| {
+        let connecting = builder.connect(&args.url);
+        match max {
+            Some(max) => tokio::time::timeout(max.left().unwrap_or_default(), connecting)
+                .await
+                .map_err(|_| max.error())?,
+            None => connecting.await,
+        }
+        .map_err(|e| e.to_string())
+    };
     current_thread()?.block_on(async {
         if args.echo {
-            let mut ws = builder
-                .connect(&args.url)
-                .await
-                .map_err(|e| e.to_string())?;
-            let outcome = echo_until_close(&mut ws).await;
+            let mut ws = connected(builder).await?;
+            let outcome = echo_until_close(&mut ws, max).await;
             return finish(&mut ws, outcome).await;
         }
-        let mut ws = builder
-            .read_timeout(Some(Duration::from_millis(20)))
-            .connect(&args.url)
-            .await
-            .map_err(|e| e.to_string())?;
-        let outcome = print_until_close(&mut ws).await;
+        let mut ws = connected(builder.read_timeout(Some(Duration::from_millis(20)))).await?;
+        let outcome = print_until_close(&mut ws, max).await;
         finish(&mut ws, outcome).await
     })
 }
@@ -126,10 +131,16 @@ async fn finish<S: Transport>(
 /// Stdin mode: sends stdin lines as text and prints what arrives until the close handshake.
 /// The receive wakes every 20 ms (the read timeout) to pick up new lines, as the blocking
 /// path does.
-async fn print_until_close<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), String> {
+async fn print_until_close<S: Transport>(
+    ws: &mut WebSocket<S>,
+    max: Option<MaxTime>,
+) -> Result<(), String> {
     let lines = stdin_lines();
     let mut stdin_open = true;
     loop {
+        if let Some(outcome) = over(max) {
+            return outcome;
+        }
         if stdin_open && queue_stdin_lines(&lines, &mut ws.sender())? {
             stdin_open = false;
             ws.close(CloseCode::NORMAL, "")
@@ -143,9 +154,21 @@ async fn print_until_close<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), St
     }
 }
 
-async fn echo_until_close<S: Transport>(ws: &mut WebSocket<S>) -> Result<(), String> {
+async fn echo_until_close<S: Transport>(
+    ws: &mut WebSocket<S>,
+    max: Option<MaxTime>,
+) -> Result<(), String> {
     loop {
+        if let Some(outcome) = over(max) {
+            return outcome;
+        }
+        if let Some(max) = max {
+            ws.set_read_timeout(max.left());
+        }
         let (recv, mut sender) = ws.recv_with_sender().await.map_err(|e| e.to_string())?;
+        if matches!(recv, Recv::Timeout) {
+            continue;
+        }
         let message = match echoed_message(recv) {
             Ok(message) => message,
             Err(outcome) => return outcome,

@@ -1,6 +1,7 @@
-//! `connect --resolve` and `--connect-timeout`, as curl names them: a host name mapped to
-//! fixed addresses tried in order (a refused first address costs nothing), and a connect that
-//! a black hole holds ends at the timeout with one line naming the address, on both runtimes.
+//! `connect --resolve`, `--connect-timeout`, `--max-time` and `--proxy`, as curl names them:
+//! a host name mapped to fixed addresses tried in order (a refused first address costs
+//! nothing), a connect that a black hole holds ends at the timeout with one line naming the
+//! address, a session ends at the maximum time, on both runtimes.
 
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
@@ -70,12 +71,42 @@ fn connect_timeout_ends_a_connect_that_a_black_hole_holds() {
 }
 
 #[test]
+fn max_time_ends_a_session_that_never_closes_and_a_connect_a_black_hole_holds() {
+    // The echo server never closes: `--echo` runs until the time is over.
+    let server = Server::start_with(&[]);
+    let (hole, _live) =
+        black_hole_beside(Ipv4Addr::new(127, 0, 0, 2), Ipv4Addr::new(127, 0, 0, 1)).unwrap();
+    let hole_url = format!("ws://{}/", hole.addr);
+    for runtime in ["blocking", "tokio"] {
+        for url in [server.url(), hole_url.clone()] {
+            let started = Instant::now();
+            let outcome = connect(
+                &args(&[&url, "--runtime", runtime, "--echo", "--max-time", "0.6"]),
+                "",
+            );
+            let took = started.elapsed();
+            let cause = if url == hole_url {
+                "timed out"
+            } else {
+                "operation timed out after 600 ms"
+            };
+            assert_fails_naming(&outcome, cause);
+            assert!(
+                took >= Duration::from_millis(600) && took < Duration::from_secs(8),
+                "{runtime} {url}: ended after {took:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_malformed_resolve_or_timeout_is_refused_before_connecting() {
     for (flag, bad) in [
         ("--resolve", "no-port-here"),
         ("--resolve", "host:80:not-an-address"),
         ("--connect-timeout", "0"),
         ("--connect-timeout", "soon"),
+        ("--max-time", "later"),
     ] {
         let outcome = connect(&args(&["ws://127.0.0.1:9/", flag, bad]), "");
         assert!(!outcome.status.success(), "{flag} {bad} was accepted");
