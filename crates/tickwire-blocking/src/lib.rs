@@ -82,6 +82,7 @@ pub use http::{
 #[doc(hidden)]
 pub use http::HttpSocketOptions;
 pub use maybe_tls::MaybeTlsStream;
+pub use net::tcp_connect;
 pub use packet::{PacketClient, PacketClientBuilder, PacketConnection, PacketServer};
 pub use server::{ServerBuilder, accept};
 pub use stream::{Readiness, Transport};

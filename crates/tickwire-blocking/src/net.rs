@@ -14,11 +14,15 @@ use tickwire_core::connect::{ConnectOptions, Route, Tunnel, connect_failed};
 #[cfg(feature = "tls")]
 use crate::{MaybeTlsStream, TransportError};
 
-/// A TCP stream to `route`'s host and port, through the proxy its options name for its
-/// scheme if any, TCP_NODELAY set as it asks. Each connect is bounded by the route's attempt
+/// A TCP stream to `route`'s host and port, the way every client of this crate opens its
+/// connection: the addresses the options know or their resolver gives, the connect plan over
+/// them (Happy Eyeballs v2), through the proxy the options name for the route's scheme if
+/// any, TCP_NODELAY set as the route asks. Each attempt is bounded by the route's attempt
 /// timeout (`None`: by the plan's total deadline), the proxy's handshake by the same timeout
-/// (else the total deadline) as a whole.
-pub(crate) fn tcp_connect(route: &Route<'_>) -> io::Result<TcpStream> {
+/// (else the total deadline) as a whole. A failed plan is an `io::Error` carrying the
+/// codec's `ConnectError` (every address and why); TLS, when the route is `secure`, is the
+/// caller's next step.
+pub fn tcp_connect(route: &Route<'_>) -> io::Result<TcpStream> {
     let Some(proxy) = route.proxy()? else {
         return direct(route.host, route.port, route);
     };
@@ -150,7 +154,8 @@ impl<'o> Attempts<'o> {
                         let socket = self.sockets[id.0]
                             .take()
                             .ok_or_else(|| io::Error::other("the plan's winner has no socket"))?;
-                        socket.set_nonblocking(false)?;
+                        // One ioctl (socket2's is fcntl's get and set).
+                        rustix::io::ioctl_fionbio(&socket, false)?;
                         return Ok(socket.into());
                     }
                     Action::Failed(error) => return Err(connect_failed(error)),
@@ -179,8 +184,12 @@ impl<'o> Attempts<'o> {
     /// A socket connecting to `addr` (from the local address, if one is set), and whether
     /// the connect already completed.
     fn open(&self, addr: SocketAddr) -> io::Result<(Socket, bool)> {
-        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-        socket.set_nonblocking(true)?;
+        // Non-blocking from the start: no fcntl pair before the connect.
+        let socket = Socket::new(
+            Domain::for_address(addr),
+            Type::STREAM.nonblocking(),
+            Some(Protocol::TCP),
+        )?;
         self.options.prepare(SockRef::from(&socket), addr)?;
         match socket.connect(&addr.into()) {
             Ok(()) => Ok((socket, true)),

@@ -96,6 +96,7 @@ pub use client::{ClientBuilder, Handshaking, Tokio, connect};
 pub use http::{
     ClientRequest, ClientResponse, HttpClient, HttpClientBuilder, HttpPool, ResponseFuture,
 };
+pub use net::tcp_connect;
 #[cfg(feature = "stream")]
 pub use owned::OwnedMessage;
 pub use server::{ServerBuilder, accept};

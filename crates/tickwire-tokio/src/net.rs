@@ -21,11 +21,15 @@ use {
 
 use crate::core::now;
 
-/// A TCP stream to `route`'s host and port, through the proxy its options name for its
-/// scheme if any, TCP_NODELAY set as it asks. Each connect is bounded by the route's attempt
+/// A TCP stream to `route`'s host and port, the way every client of this crate opens its
+/// connection: the addresses the options know or their resolver gives, the connect plan over
+/// them (Happy Eyeballs v2), through the proxy the options name for the route's scheme if
+/// any, TCP_NODELAY set as the route asks. Each attempt is bounded by the route's attempt
 /// timeout (`None`: by the plan's total deadline), the proxy's handshake by the same timeout
-/// (else the total deadline) as a whole.
-pub(crate) async fn tcp_connect(route: &Route<'_>) -> io::Result<TcpStream> {
+/// (else the total deadline) as a whole. A failed plan is an `io::Error` carrying the
+/// codec's `ConnectError` (every address and why); TLS, when the route is `secure`, is the
+/// caller's next step.
+pub async fn tcp_connect(route: &Route<'_>) -> io::Result<TcpStream> {
     let Some(proxy) = route.proxy()? else {
         return direct(route.host, route.port, route).await;
     };

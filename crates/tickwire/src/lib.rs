@@ -101,7 +101,7 @@ pub mod connect {
         Reason, ReplyCode, ResolveEntry, ResolveError, Socks5Error,
     };
     pub use tickwire_core::connect::{
-        ConnectOptions, Keepalive, Proxy, Resolve, Resolver, SocketOptions, SystemResolver,
+        ConnectOptions, Keepalive, Proxy, Resolve, Resolver, Route, SocketOptions, SystemResolver,
     };
 }
 

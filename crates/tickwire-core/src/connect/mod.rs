@@ -221,7 +221,21 @@ pub struct Route<'a> {
     pub options: &'a ConnectOptions,
 }
 
-impl Route<'_> {
+impl<'a> Route<'a> {
+    /// A plain TCP route to `host:port` for `scheme` (`tcp` when it is no URL's) under
+    /// `options`: each attempt bounded by the total deadline only, TCP_NODELAY on, no TLS.
+    pub fn new(scheme: &'a str, host: &'a str, port: u16, options: &'a ConnectOptions) -> Self {
+        Self {
+            scheme,
+            host,
+            port,
+            attempt_timeout: None,
+            nodelay: true,
+            secure: false,
+            options,
+        }
+    }
+
     /// The proxy the route goes through (its options' for its scheme and host); `None`:
     /// direct.
     pub fn proxy(&self) -> io::Result<Option<ProxyUrl>> {

@@ -28,7 +28,7 @@ pub use socket::{Negotiated, Socket, SocketMut};
 /// codec's WebSocket and handshake types a user writes.
 pub mod names {
     pub use super::{ClientOptions, Negotiated, ServerOptions, Socket};
-    pub use crate::connect::ConnectOptions;
+    pub use crate::connect::{ConnectOptions, Route};
     pub use crate::{Error, Recv, TransportError};
     pub use tickwire_codec as codec;
     #[cfg(feature = "deflate")]
