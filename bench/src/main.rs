@@ -11,6 +11,7 @@
 //! cargo run --release -p tickwire-bench -- pubsub        # pub/sub fan-out servers under load
 //! cargo run --release -p tickwire-bench -- nats          # NATS-fed nodes against in-process
 //! cargo run --release -p tickwire-bench -- feed          # feed session vs bare recv, failover
+//! cargo run --release -p tickwire-bench -- connect       # connect plan, black hole, proxies
 //! ```
 //!
 //! Tables go to stdout and to `target/bench-report/` (report.md, one SVG per latency table,
@@ -24,6 +25,7 @@
 
 mod alloc_count;
 mod callgrind;
+mod connect;
 mod feed;
 mod harness;
 mod host_copy;
@@ -75,6 +77,14 @@ enum Suite {
     /// to the first message on the new connection, against a tokio-tungstenite reconnect loop
     /// and barter-integration's reconnecting socket.
     Feed(Options),
+    /// Connect path (issue 46): the plan's cost on a direct TCP connect against std's and
+    /// tokio's, a connect past a black-holed first address against tokio-tungstenite and
+    /// reqwest, and a WebSocket connect through tinyproxy and microsocks.
+    Connect(Options),
+    /// The connect suite's black-hole rows, in the namespace the suite made (not for direct
+    /// use).
+    #[command(hide = true)]
+    ConnectBlackHoleTarget,
     /// The feed suite's server as a process of its own (used by `feed --callgrind`, so that
     /// callgrind counts the client alone; not for direct use).
     #[command(hide = true)]
@@ -302,6 +312,8 @@ fn main() {
         Suite::Tokio(options) => run_suite("tokio", &options, None),
         Suite::Packet(options) => run_suite("packet", &options, None),
         Suite::Feed(options) => run_suite("feed", &options, None),
+        Suite::Connect(options) => run_suite("connect", &options, None),
+        Suite::ConnectBlackHoleTarget => connect::black_hole_target(),
         Suite::FeedServer { core } => {
             if let Err(message) = feed::serve_process(core) {
                 eprintln!("feed-server: {message}");
@@ -413,6 +425,7 @@ fn run_suite(suite: &str, options: &Options, processes: Option<ProcessSuite<'_>>
         "server" | "pubsub" | "nats" => server_suite::STEPS,
         "packet" => packet::STEPS,
         "feed" => feed::STEPS,
+        "connect" => connect::STEPS,
         _ => spsc::STEPS,
     } * rounds as u64;
     let progress = ProgressBar::new(steps);
@@ -452,6 +465,7 @@ fn run_suite(suite: &str, options: &Options, processes: Option<ProcessSuite<'_>>
         "tokio" => tables.extend(tokio_suite::run(&ctx)),
         "packet" => tables.extend(packet::run(&ctx, options.no_loopback)),
         "feed" => tables.extend(feed::run(&ctx, &clock, options.callgrind)),
+        "connect" => tables.extend(connect::run(&ctx, &clock)),
         "server" | "pubsub" | "nats" => match processes {
             Some(ProcessSuite::Server(settings)) => {
                 tables.extend(server_suite::run(&ctx, settings, &clock, options.quick));
