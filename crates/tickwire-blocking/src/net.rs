@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use tickwire_codec::connect::{Action, AttemptId, ConnectPlan, Reason};
-use tickwire_core::connect::{ConnectOptions, Route, Tunnel, connect_failed};
+use tickwire_core::connect::{ConnectOptions, Lookup, Query, Route, Tunnel, connect_failed};
 
 #[cfg(feature = "tls")]
 use crate::{MaybeTlsStream, TransportError};
@@ -40,32 +40,30 @@ pub fn tcp_connect(route: &Route<'_>) -> io::Result<TcpStream> {
     Ok(tcp)
 }
 
-/// Where `host:port` is: the addresses `options` know for it (fixed ones: `true`), or its
-/// resolver's, within the total deadline.
+/// Where `host:port` is: the addresses the options know for it (fixed ones: `true`), or
+/// their resolver's answer (`false`).
 fn addresses(
     host: &str,
     port: u16,
     options: &ConnectOptions,
 ) -> io::Result<(Vec<SocketAddr>, bool)> {
-    if let Some(known) = options.known_addresses(host, port) {
-        return Ok(known);
-    }
-    // On a thread of its own, so the connect's deadline bounds it: a resolver that hangs
+    let query = match options.lookup(host, port) {
+        Lookup::Known(addrs, fixed) => return Ok((addrs, fixed)),
+        Lookup::Ask(query) => query,
+    };
+    // On a thread of its own, so that the budget bounds the wait: a resolver that hangs
     // keeps only its thread.
+    let budget = query.budget;
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let (resolver, name) = (options.resolver.clone(), host.to_owned());
     std::thread::Builder::new()
         .name("tickwire-resolve".into())
         .spawn(move || {
-            let _ = tx.send(resolver.resolve(&name, port));
+            let _ = tx.send(query.run());
         })?;
-    match rx.recv_timeout(options.total_timeout) {
-        Ok(resolved) => Ok((resolved?, false)),
-        Err(_) => Err(io::Error::new(
-            ErrorKind::TimedOut,
-            "the resolver did not answer in time",
-        )),
-    }
+    Ok((
+        rx.recv_timeout(budget).map_err(|_| Query::timed_out())??,
+        false,
+    ))
 }
 
 /// Connects to `host:port` (the route's, or its proxy's) itself: its addresses, then the
@@ -292,10 +290,7 @@ pub(crate) fn tls_connect(
     config: Option<&tickwire_tls::ClientTlsConfig>,
     deadline: Instant,
 ) -> Result<MaybeTlsStream, TransportError> {
-    let config = config
-        .cloned()
-        .unwrap_or_else(tickwire_tls::ClientTlsConfig::shared_default);
-    let codec = tickwire_tls::TlsCodec::client(&config, host)?;
+    let codec = tickwire_core::connect::tls_codec(host, config)?;
     let mut stream = crate::TlsStream::new(tcp, codec);
     stream.handshake(deadline)?;
     Ok(MaybeTlsStream::tls_over(stream))

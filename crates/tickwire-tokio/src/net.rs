@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use tickwire_codec::connect::{Action, AttemptId, ConnectPlan, Reason};
-use tickwire_core::connect::{ConnectOptions, Route, Tunnel, connect_failed};
+use tickwire_core::connect::{ConnectOptions, Lookup, Query, Route, Tunnel, connect_failed};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 #[cfg(feature = "tls")]
@@ -49,23 +49,27 @@ pub async fn tcp_connect(route: &Route<'_>) -> io::Result<TcpStream> {
     Ok(tcp)
 }
 
-/// Where `host:port` is: the addresses `options` know for it (fixed ones: `true`), or its
-/// resolver's (on the blocking pool, within the total deadline).
+/// The addresses of `host:port`: those the options know (fixed ones: `true`), or the
+/// resolver's answer (`false`), asked on the blocking pool within the query's budget.
 async fn addresses(
     host: &str,
     port: u16,
     options: &ConnectOptions,
 ) -> io::Result<(Vec<SocketAddr>, bool)> {
-    if let Some(known) = options.known_addresses(host, port) {
-        return Ok(known);
+    match options.lookup(host, port) {
+        Lookup::Known(addrs, fixed) => Ok((addrs, fixed)),
+        Lookup::Ask(query) => {
+            let budget = query.budget;
+            let asking = tokio::task::spawn_blocking(move || query.run());
+            let answer = tokio::time::timeout(budget, asking).await;
+            Ok((
+                answer
+                    .map_err(|_| Query::timed_out())?
+                    .map_err(io::Error::other)??,
+                false,
+            ))
+        }
     }
-    let (resolver, name) = (options.resolver.clone(), host.to_owned());
-    let resolving = tokio::task::spawn_blocking(move || resolver.resolve(&name, port));
-    let resolved = tokio::time::timeout(options.total_timeout, resolving)
-        .await
-        .map_err(|_| io::Error::new(ErrorKind::TimedOut, "the resolver did not answer in time"))?
-        .map_err(io::Error::other)??;
-    Ok((resolved, false))
 }
 
 /// Connects to `host:port` (the route's, or its proxy's) itself: its addresses, then the
@@ -221,11 +225,7 @@ pub(crate) async fn tls_connect(
     config: Option<&tickwire_tls::ClientTlsConfig>,
     deadline: Instant,
 ) -> Result<MaybeTls, TransportError> {
-    let config = config
-        .cloned()
-        .unwrap_or_else(tickwire_tls::ClientTlsConfig::shared_default);
-    let codec = tickwire_tls::TlsCodec::client(&config, host)?;
-    let mut stream = TlsStream::new(tcp, codec);
+    let mut stream = TlsStream::new(tcp, tickwire_core::connect::tls_codec(host, config)?);
     stream.handshake(deadline).await?;
     Ok(MaybeTls::Tls(Box::new(stream)))
 }

@@ -17,7 +17,7 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-pub use resolver::{Resolve, Resolver, SystemResolver};
+pub use resolver::{Lookup, Query, Resolve, Resolver, SystemResolver};
 pub use socket::{Keepalive, SocketOptions};
 
 use tickwire_codec::connect::{
@@ -261,6 +261,21 @@ impl<'a> Route<'a> {
     pub fn tunnel_budget(&self) -> Duration {
         self.attempt_timeout.unwrap_or(self.options.total_timeout)
     }
+}
+
+/// The TLS client a connect puts on its stream for `host` (SNI, and the name or IP address
+/// the certificate is checked against) under `config` (`None`:
+/// [`ClientTlsConfig::shared_default`](crate::ClientTlsConfig::shared_default)). Every
+/// client of both transports starts its TLS here.
+#[cfg(feature = "tls")]
+pub fn tls_codec(
+    host: &str,
+    config: Option<&crate::ClientTlsConfig>,
+) -> Result<tickwire_tls::TlsCodec, crate::TlsError> {
+    let config = config
+        .cloned()
+        .unwrap_or_else(crate::ClientTlsConfig::shared_default);
+    tickwire_tls::TlsCodec::client(&config, host)
 }
 
 /// A proxy handshake between socket calls: the bytes owed to the proxy and what its answer

@@ -5,6 +5,7 @@ use std::fmt;
 use std::io;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::ConnectOptions;
 
@@ -81,16 +82,58 @@ impl fmt::Debug for Resolver {
     }
 }
 
+/// Where a connect's addresses come from: known at once, or a question for the resolver.
+#[derive(Debug)]
+pub enum Lookup {
+    /// The fixed addresses an entry of [`ConnectOptions::resolve`] names (`true`: tried in
+    /// their order), or the host itself when it is an IP address (`false`).
+    Known(Vec<SocketAddr>, bool),
+    /// A name to ask the resolver for (its addresses are Happy Eyeballs-ordered: `false`).
+    Ask(Query),
+}
+
+/// A name the [resolver](ConnectOptions::resolver) must be asked for: [`run`](Self::run)
+/// where blocking is allowed, waiting for it at most [`budget`](Self::budget).
+#[derive(Debug)]
+pub struct Query {
+    resolver: Resolver,
+    host: String,
+    port: u16,
+    /// How long the connect waits for the answer: its total deadline.
+    pub budget: Duration,
+}
+
+impl Query {
+    /// Asks the resolver (blocking).
+    pub fn run(self) -> io::Result<Vec<SocketAddr>> {
+        self.resolver.resolve(&self.host, self.port)
+    }
+
+    /// The error of a resolver that did not answer within the budget.
+    pub fn timed_out() -> io::Error {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the resolver did not answer in time",
+        )
+    }
+}
+
 impl ConnectOptions {
-    /// Where `host:port` is without asking the resolver: the fixed addresses an entry of
-    /// [`resolve`](Self::resolve) names (`true`: tried in their order), else the host itself
-    /// when it is an IP address (an IPv6 literal without brackets). `None`: the
-    /// [resolver](Self::resolver) must be asked.
-    pub fn known_addresses(&self, host: &str, port: u16) -> Option<(Vec<SocketAddr>, bool)> {
+    /// Where `host:port` is: the addresses these options know for it (fixed ones, or the
+    /// host as an IP literal, an IPv6 one without brackets), else the question for the
+    /// resolver.
+    pub fn lookup(&self, host: &str, port: u16) -> Lookup {
         if let Some(fixed) = self.fixed_addresses(host, port) {
-            return Some((fixed.to_vec(), true));
+            return Lookup::Known(fixed.to_vec(), true);
         }
-        let ip = host.parse::<IpAddr>().ok()?;
-        Some((vec![SocketAddr::new(ip, port)], false))
+        match host.parse::<IpAddr>() {
+            Ok(ip) => Lookup::Known(vec![SocketAddr::new(ip, port)], false),
+            Err(_) => Lookup::Ask(Query {
+                resolver: self.resolver.clone(),
+                host: host.to_owned(),
+                port,
+                budget: self.total_timeout,
+            }),
+        }
     }
 }
