@@ -152,8 +152,7 @@ impl<'o> Attempts<'o> {
                         let socket = self.sockets[id.0]
                             .take()
                             .ok_or_else(|| io::Error::other("the plan's winner has no socket"))?;
-                        // One ioctl (socket2's is fcntl's get and set).
-                        rustix::io::ioctl_fionbio(&socket, false)?;
+                        blocking_again(&socket)?;
                         return Ok(socket.into());
                     }
                     Action::Failed(error) => return Err(connect_failed(error)),
@@ -182,12 +181,7 @@ impl<'o> Attempts<'o> {
     /// A socket connecting to `addr` (from the local address, if one is set), and whether
     /// the connect already completed.
     fn open(&self, addr: SocketAddr) -> io::Result<(Socket, bool)> {
-        // Non-blocking from the start: no fcntl pair before the connect.
-        let socket = Socket::new(
-            Domain::for_address(addr),
-            Type::STREAM.nonblocking(),
-            Some(Protocol::TCP),
-        )?;
+        let socket = nonblocking_socket(addr)?;
         self.options.prepare(SockRef::from(&socket), addr)?;
         match socket.connect(&addr.into()) {
             Ok(()) => Ok((socket, true)),
@@ -237,7 +231,7 @@ impl<'o> Attempts<'o> {
     /// Without `poll(2)`: each socket in turn, its connect checked once a millisecond.
     #[cfg(not(unix))]
     fn wait(&mut self) -> io::Result<()> {
-        std::thread::sleep(Duration::from_millis(1));
+        std::thread::sleep(std::time::Duration::from_millis(1));
         let now = Instant::now();
         for index in 0..self.sockets.len() {
             if let Some(socket) = &self.sockets[index]
@@ -269,6 +263,51 @@ impl<'o> Attempts<'o> {
             }
         }
     }
+}
+
+/// An unconnected TCP socket for `addr`, non-blocking from the start (`SOCK_NONBLOCK`: no
+/// `fcntl` pair before the connect).
+#[cfg(any(
+    target_os = "android",
+    target_os = "dragonfly",
+    target_os = "freebsd",
+    target_os = "fuchsia",
+    target_os = "illumos",
+    target_os = "linux",
+    target_os = "netbsd",
+    target_os = "openbsd",
+))]
+fn nonblocking_socket(addr: SocketAddr) -> io::Result<Socket> {
+    let kind = Type::STREAM.nonblocking();
+    Socket::new(Domain::for_address(addr), kind, Some(Protocol::TCP))
+}
+
+/// An unconnected TCP socket for `addr`, made non-blocking (no `SOCK_NONBLOCK` here).
+#[cfg(not(any(
+    target_os = "android",
+    target_os = "dragonfly",
+    target_os = "freebsd",
+    target_os = "fuchsia",
+    target_os = "illumos",
+    target_os = "linux",
+    target_os = "netbsd",
+    target_os = "openbsd",
+)))]
+fn nonblocking_socket(addr: SocketAddr) -> io::Result<Socket> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_nonblocking(true)?;
+    Ok(socket)
+}
+
+/// The winner back to blocking: one `ioctl(FIONBIO)` (socket2's is an `fcntl` get and set).
+#[cfg(unix)]
+fn blocking_again(socket: &Socket) -> io::Result<()> {
+    Ok(rustix::io::ioctl_fionbio(socket, false)?)
+}
+
+#[cfg(not(unix))]
+fn blocking_again(socket: &Socket) -> io::Result<()> {
+    socket.set_nonblocking(false)
 }
 
 /// A non-blocking connect still in progress.
