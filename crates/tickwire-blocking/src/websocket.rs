@@ -241,7 +241,9 @@ impl<S: Transport> WebSocket<S> {
         let _ = self.stream_mut().set_write_timeout(Some(close_timeout));
         let result = self.complete_close_handshake();
         self.finish_transport();
-        self.drain_until_eof(deadline);
+        if self.connection().drains_before_close() {
+            self.drain_until_eof(deadline);
+        }
         if self.state.role == Role::Client {
             // The client's side, once the server has closed TCP (or did not in time).
             let _ = self.stream_mut().shutdown_write();

@@ -242,13 +242,16 @@ fn read_timeout_leaves_the_connection_usable() {
     let _ = handle.join();
 }
 
+/// A peer that stops answering fails the connection on the keepalive's pong timeout, and
+/// `finish` then writes the close it owes and closes without waiting the close timeout (5 s)
+/// for a FIN that is not coming.
 #[test]
-fn keepalive_ping_fails_a_silent_peer() {
-    // A "server" that completes the handshake and then never reads or answers.
-    let (url, handle) = server(|stream| {
-        let mut ws = tickwire_blocking::accept(stream).unwrap();
-        thread::sleep(Duration::from_millis(800));
-        ws.stream_mut().shutdown(std::net::Shutdown::Both).ok();
+fn keepalive_ping_fails_a_silent_peer_and_finish_does_not_wait_for_it() {
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    // A "server" that completes the handshake, then neither reads nor closes until released.
+    let (url, handle) = server(move |stream| {
+        let _ws = tickwire_blocking::accept(stream).unwrap();
+        let _ = released.recv_timeout(Duration::from_secs(30));
     });
     let mut ws = ClientBuilder::new()
         .keepalive(Duration::from_millis(100), Duration::from_millis(200))
@@ -263,7 +266,15 @@ fn keepalive_ping_fails_a_silent_peer() {
         ),
         "{error}"
     );
+    let started = Instant::now();
+    ws.finish().unwrap();
+    let took = started.elapsed();
+    release.send(()).unwrap();
     handle.join().unwrap();
+    assert!(
+        took < Duration::from_secs(2),
+        "finish waited {took:?} on a peer that stopped answering (close timeout 5 s)"
+    );
 }
 
 #[test]

@@ -277,7 +277,9 @@ impl<S: Transport> WebSocket<S> {
                 tickwire_codec::ws::Error::CloseTimeout,
             )));
         let _ = tokio::time::timeout_at(deadline, self.close_transport()).await;
-        let _ = tokio::time::timeout_at(deadline, self.drain_until_eof()).await;
+        if self.connection().drains_before_close() {
+            let _ = tokio::time::timeout_at(deadline, self.drain_until_eof()).await;
+        }
         if self.state.transport.role == Role::Client {
             // The client's side, once the server has closed TCP (or did not in time).
             let _ = tokio::time::timeout_at(deadline, self.stream_mut().shutdown()).await;

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use super::PreparedMessage;
 use super::output::Output;
 use super::{
-    CloseCode, CloseFrame, Compression, Error, Extension, FrameReader, FrameWriter, Limits,
+    CloseCode, CloseFrame, Compression, Error, Extension, Fault, FrameReader, FrameWriter, Limits,
     LimitsSource, MaskSource, Message, OpCode, Role,
 };
 use super::{DroppedShared, SharedFrame, SharedLabel};
@@ -290,6 +290,20 @@ impl Connection {
     /// The current state.
     pub fn state(&self) -> ConnectionState {
         self.link.state
+    }
+
+    /// Once the connection has [failed](ConnectionState::Failed): whose fault the error was.
+    pub fn failure(&self) -> Option<Fault> {
+        self.link.failed_by
+    }
+
+    /// Whether a transport ending the connection reads until the peer closes TCP before it
+    /// closes its socket (so that unread input does not make the kernel reset the
+    /// connection over the close frame still in the peer's receive queue): yes, unless the
+    /// connection failed on a pong or idle timeout, where the peer stopped answering and
+    /// the wait would last the whole close timeout for nothing.
+    pub fn drains_before_close(&self) -> bool {
+        self.failure() != Some(Fault::Timeout)
     }
 
     /// The configuration in force.

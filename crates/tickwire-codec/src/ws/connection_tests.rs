@@ -72,6 +72,10 @@ impl Peer {
         self.conn.state()
     }
 
+    fn drains_before_close(&self) -> bool {
+        self.conn.drains_before_close()
+    }
+
     fn poll(&mut self) -> Result<Event<'_>, Error> {
         self.conn.poll(&mut self.bufs)
     }
@@ -586,11 +590,15 @@ fn keepalive_without_a_pong_fails_with_pong_timeout_and_close_1001() {
     // The ping is lost: the server never answers.
     assert_eq!(pair.client.poll_timeout(), Some(pair.at(8000)));
     assert_eq!(pair.client.handle_timeout(pair.at(7999)), Ok(()));
+    assert!(pair.client.drains_before_close());
     assert_eq!(
         pair.client.handle_timeout(pair.at(8000)),
         Err(Error::PongTimeout)
     );
     assert_eq!(pair.client.state(), ConnectionState::Failed);
+    assert_eq!(pair.client.conn.failure(), Some(Fault::Timeout));
+    // The peer stopped answering: a transport closes without waiting for its FIN.
+    assert!(!pair.client.drains_before_close());
     assert_eq!(pair.client.poll_timeout(), None);
     assert_eq!(
         events(&mut pair.client),
@@ -603,6 +611,20 @@ fn keepalive_without_a_pong_fails_with_pong_timeout_and_close_1001() {
         [Got::Close(Some((CloseCode::GOING_AWAY.0, String::new())))]
     );
     assert!(pair.client.should_close_transport());
+}
+
+/// A peer that broke the protocol is still answering: the transport reads until its FIN
+/// before closing, so the close frame it owes is not lost to a reset.
+#[test]
+fn a_protocol_failure_is_the_peers_fault_and_is_drained_before_the_close() {
+    let mut pair = Pair::with(Config::client(), Config::server());
+    assert_eq!(pair.server.conn.failure(), None);
+    // An unmasked text frame from the client (RFC 6455 §5.1: the server must fail).
+    pair.server.feed(&[0x81, 0x02, b'h', b'i'], pair.at(10));
+    assert_eq!(events(&mut pair.server), [Got::Error(Error::UnmaskedFrame)]);
+    assert_eq!(pair.server.state(), ConnectionState::Failed);
+    assert_eq!(pair.server.conn.failure(), Some(Fault::Peer));
+    assert!(pair.server.drains_before_close());
 }
 
 /// While our close is pending no keepalive ping may be sent, so its deadline must not be
@@ -646,6 +668,7 @@ fn idle_timeout_fails_when_nothing_arrives_and_bytes_push_it_back() {
         Err(Error::IdleTimeout)
     );
     assert_eq!(pair.server.state(), ConnectionState::Failed);
+    assert!(!pair.server.drains_before_close());
     assert_eq!(pair.server.output(), [0x88, 0x02, 0x03, 0xe9]);
     assert_eq!(
         events(&mut pair.server),

@@ -47,6 +47,23 @@ async fn keepalive_pings_go_out_while_the_client_waits() {
     assert_eq!(pings, 3);
 }
 
+/// A client with a 30 ms keepalive to `addr`, once its receive failed on the pong timeout.
+async fn failed_on_a_missing_pong(
+    addr: std::net::SocketAddr,
+) -> tickwire_tokio::WebSocket<tickwire_tokio::MaybeTlsStream> {
+    let mut ws = ClientBuilder::new()
+        .keepalive(Duration::from_millis(30), Duration::from_millis(60))
+        .connect(&format!("ws://{addr}/"))
+        .await
+        .unwrap();
+    let failed = timeout(PATIENCE, ws.recv()).await.unwrap();
+    assert!(
+        matches!(failed, Err(Error::Protocol(WsError::PongTimeout))),
+        "{failed:?}"
+    );
+    ws
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_pong_fails_the_connection() {
     let (listener, addr) = listen().await;
@@ -68,20 +85,35 @@ async fn a_missing_pong_fails_the_connection() {
             }
         }
     });
-    let mut ws = ClientBuilder::new()
-        .keepalive(Duration::from_millis(30), Duration::from_millis(60))
-        .connect(&format!("ws://{addr}/"))
-        .await
-        .unwrap();
-    let failed = timeout(PATIENCE, ws.recv()).await.unwrap();
-    assert!(
-        matches!(failed, Err(Error::Protocol(WsError::PongTimeout))),
-        "{failed:?}"
-    );
+    let mut ws = failed_on_a_missing_pong(addr).await;
     ws.finish().await.unwrap();
     // The peer is told why: 1001 going away.
     let code = timeout(PATIENCE, server).await.unwrap().unwrap();
     assert_eq!(code, Some(CloseCode::GOING_AWAY));
+}
+
+/// After a pong timeout the peer is not answering: `finish` writes the close it owes and
+/// closes without waiting the close timeout (5 s) for a FIN that is not coming.
+#[tokio::test(flavor = "current_thread")]
+async fn finish_after_a_pong_timeout_does_not_wait_for_the_silent_peer() {
+    let (listener, addr) = listen().await;
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    // Completes the handshake, then neither reads nor closes until released.
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let _ws = ServerBuilder::new().accept(tcp).await.unwrap();
+        let _ = timeout(PATIENCE, released).await;
+    });
+    let mut ws = failed_on_a_missing_pong(addr).await;
+    let started = std::time::Instant::now();
+    ws.finish().await.unwrap();
+    let took = started.elapsed();
+    release.send(()).unwrap();
+    server.await.unwrap();
+    assert!(
+        took < Duration::from_secs(2),
+        "finish waited {took:?} on a peer that stopped answering (close timeout 5 s)"
+    );
 }
 
 #[tokio::test(flavor = "current_thread")]

@@ -14,6 +14,8 @@ pub(super) struct Link {
     pub(super) state: ConnectionState,
     /// The close code of the error that failed the connection.
     pub(super) failure: CloseCode,
+    /// Whose fault that error was (`None` until the connection fails).
+    pub(super) failed_by: Option<Fault>,
     pub(super) extension: bool,
     pub(super) ping_sent_at: Option<Instant>,
     pub(super) close_started_at: Option<Instant>,
@@ -79,6 +81,7 @@ impl Link {
             },
             state: ConnectionState::Open,
             failure: CloseCode::ABNORMAL,
+            failed_by: None,
             extension: false,
             ping_sent_at: None,
             close_started_at: None,
@@ -148,13 +151,14 @@ impl Link {
     /// and records it.
     pub(super) fn fail(&mut self, out: &mut Output, error: Error) -> Error {
         let code = error.close_code().unwrap_or(CloseCode::PROTOCOL_ERROR);
-        self.fail_with(out, code);
+        self.fail_with(out, code, error.fault());
         error
     }
 
-    fn fail_with(&mut self, out: &mut Output, code: CloseCode) {
+    fn fail_with(&mut self, out: &mut Output, code: CloseCode, fault: Fault) {
         self.sender(out).queue_close(Some(code));
         self.failure = code;
+        self.failed_by = Some(fault);
         self.state = ConnectionState::Failed;
     }
 
@@ -254,13 +258,13 @@ impl Link {
         if let Some(idle) = config.idle_timeout
             && now >= last_received + idle
         {
-            self.fail_with(out, CloseCode::GOING_AWAY);
+            self.fail_with(out, CloseCode::GOING_AWAY, Fault::Timeout);
             return Err(Error::IdleTimeout);
         }
         if let Some(interval) = config.ping_interval {
             match self.ping_sent_at {
                 Some(sent) if now >= sent + config.pong_timeout => {
-                    self.fail_with(out, CloseCode::GOING_AWAY);
+                    self.fail_with(out, CloseCode::GOING_AWAY, Fault::Timeout);
                     return Err(Error::PongTimeout);
                 }
                 None if now >= last_received + interval && !self.send.close_queued => {
