@@ -191,15 +191,15 @@ impl HttpConnection {
 
     fn open(&mut self) -> Result<(), HttpClientError> {
         let wait = self.wait(self.options.connect_timeout)?;
-        let Origin { secure, host, .. } = &self.origin;
         let tcp = crate::net::tcp_connect(&self.options.route(&self.origin, wait.timeout))
             .map_err(|e| self.deadline_or(wait, e.into()))?;
-        let mut stream = if *secure {
+        let mut stream = if self.origin.secure {
             let budget = self.options.tls_handshake_timeout();
             let wait = self.wait(Some(budget))?;
             let deadline = Instant::now() + wait.timeout.unwrap_or(budget);
             #[cfg(feature = "tls")]
             {
+                let host = &self.origin.host;
                 crate::net::tls_connect(tcp, host, self.options.tls.as_ref(), deadline)
                     .map_err(|e| self.deadline_or(wait, e.into()))?
             }
