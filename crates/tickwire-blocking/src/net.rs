@@ -265,37 +265,18 @@ impl<'o> Attempts<'o> {
     }
 }
 
-/// An unconnected TCP socket for `addr`, non-blocking from the start (`SOCK_NONBLOCK`: no
-/// `fcntl` pair before the connect).
-#[cfg(any(
-    target_os = "android",
-    target_os = "dragonfly",
-    target_os = "freebsd",
-    target_os = "fuchsia",
-    target_os = "illumos",
-    target_os = "linux",
-    target_os = "netbsd",
-    target_os = "openbsd",
-))]
+/// An unconnected TCP socket for `addr`, non-blocking: from the start on Linux
+/// (`SOCK_NONBLOCK`, no `fcntl` pair before the connect), made so elsewhere.
 fn nonblocking_socket(addr: SocketAddr) -> io::Result<Socket> {
-    let kind = Type::STREAM.nonblocking();
-    Socket::new(Domain::for_address(addr), kind, Some(Protocol::TCP))
-}
-
-/// An unconnected TCP socket for `addr`, made non-blocking (no `SOCK_NONBLOCK` here).
-#[cfg(not(any(
-    target_os = "android",
-    target_os = "dragonfly",
-    target_os = "freebsd",
-    target_os = "fuchsia",
-    target_os = "illumos",
-    target_os = "linux",
-    target_os = "netbsd",
-    target_os = "openbsd",
-)))]
-fn nonblocking_socket(addr: SocketAddr) -> io::Result<Socket> {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-    socket.set_nonblocking(true)?;
+    let domain = Domain::for_address(addr);
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let socket = Socket::new(domain, Type::STREAM.nonblocking(), Some(Protocol::TCP))?;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let socket = {
+        let socket = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
+        socket.set_nonblocking(true)?;
+        socket
+    };
     Ok(socket)
 }
 
