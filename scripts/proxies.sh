@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the real proxies the connect-path tests tunnel through, from Debian packages:
-# tinyproxy (HTTP CONNECT, with and without Basic authentication) and microsocks (SOCKS5,
-# with and without RFC 1929 username/password). Prints one line per proxy, `NAME PATH`, on
-# stdout; everything else goes to stderr. Installs only what is missing (apt-get, as root);
-# exits non-zero with a message when it cannot.
+# tinyproxy (HTTP CONNECT, with and without Basic authentication), microsocks (SOCKS5,
+# with and without RFC 1929 username/password) and stunnel (TLS in front of tinyproxy: an
+# https:// proxy). Prints one line per tool, `NAME PATH`, on stdout; everything else goes
+# to stderr. Installs only what is missing (apt-get, as root); exits non-zero with a
+# message when it cannot.
 #
 #   bash scripts/proxies.sh      # tinyproxy /usr/bin/tinyproxy
 #                                # microsocks /usr/bin/microsocks
+#                                # stunnel /usr/bin/stunnel4
 set -euo pipefail
 
 give_up() {
@@ -14,9 +16,11 @@ give_up() {
     exit 1
 }
 
+# The command each package gives.
+declare -A package=([tinyproxy]=tinyproxy [microsocks]=microsocks [stunnel4]=stunnel4)
 missing=()
-for tool in tinyproxy microsocks; do
-    command -v "$tool" > /dev/null 2>&1 || missing+=("$tool")
+for tool in tinyproxy microsocks stunnel4; do
+    command -v "$tool" > /dev/null 2>&1 || missing+=("${package[$tool]}")
 done
 if ((${#missing[@]} > 0)); then
     command -v apt-get > /dev/null 2>&1 || give_up "apt-get not found; install ${missing[*]} by hand"
@@ -37,6 +41,6 @@ if ((${#missing[@]} > 0)); then
             give_up "apt-get install ${still[*]} failed"
     fi
 fi
-for tool in tinyproxy microsocks; do
-    echo "$tool $(command -v "$tool")"
-done
+echo "tinyproxy $(command -v tinyproxy)"
+echo "microsocks $(command -v microsocks)"
+echo "stunnel $(command -v stunnel4)"

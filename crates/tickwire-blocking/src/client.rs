@@ -46,17 +46,17 @@ pub(crate) fn open_stream(
 ) -> Result<(MaybeTlsStream, url::Url, Instant), Error> {
     let parsed = tickwire_core::ws::parse_url(url)?;
     let route = options.route(&parsed)?;
-    let tcp = crate::net::tcp_connect(&route)?;
+    let stream = crate::net::open(&route)?;
     let deadline = Instant::now() + options.handshake_timeout;
     let stream = if route.secure {
         #[cfg(feature = "tls")]
         {
-            crate::net::tls_connect(tcp, route.host, options.tls.as_ref(), deadline)?
+            crate::net::tls_connect(stream, route.host, options.tls.as_ref(), deadline)?
         }
         #[cfg(not(feature = "tls"))]
         return Err(tickwire_core::ws::tls_not_built());
     } else {
-        MaybeTlsStream::plain(tcp)
+        stream
     };
     Ok((stream, parsed, deadline))
 }

@@ -3,16 +3,15 @@
 //! (tickwire-core's [`Tunnel`]) through the proxy the options name, and the TLS handshake on
 //! top.
 
-use std::io::{self, ErrorKind, Read, Write};
+use std::io::{self, ErrorKind};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Instant;
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
-use tickwire_codec::connect::{Action, AttemptId, ConnectPlan, Reason};
+use tickwire_codec::connect::{Action, AttemptId, ConnectPlan, ProxyUrl, Reason};
 use tickwire_core::connect::{ConnectOptions, Lookup, Query, Route, Tunnel, connect_failed};
 
-#[cfg(feature = "tls")]
-use crate::{MaybeTlsStream, TransportError};
+use crate::{MaybeTlsStream, Transport, TransportError};
 
 /// A TCP stream to `route`'s host and port, the way every client of this crate opens its
 /// connection: the addresses the options know or their resolver gives, the connect plan over
@@ -21,23 +20,60 @@ use crate::{MaybeTlsStream, TransportError};
 /// timeout (`None`: by the plan's total deadline), the proxy's handshake by the same timeout
 /// (else the total deadline) as a whole. A failed plan is an `io::Error` carrying the
 /// codec's `ConnectError` (every address and why); TLS, when the route is `secure`, is the
-/// caller's next step.
+/// caller's next step. The tunnel through an `https://` proxy is no bare TCP stream: such a
+/// proxy is an `InvalidInput` error here (the crate's clients take it).
 pub fn tcp_connect(route: &Route<'_>) -> io::Result<TcpStream> {
     let Some(proxy) = route.proxy()? else {
         return direct(route.host, route.port, route);
     };
-    let mut tcp = direct(&proxy.host, proxy.port, route)?;
+    if Tunnel::over_tls(&proxy) {
+        return Err(io::Error::new(
+            ErrorKind::InvalidInput,
+            "the tunnel through an https:// proxy runs over TLS, not a bare TCP stream",
+        ));
+    }
+    let (mut tcp, mut tunnel, deadline) = to_proxy(route, &proxy)?;
+    open_tunnel(&mut tcp, &mut tunnel, deadline)?;
+    Ok(tcp)
+}
+
+/// The stream to `route`'s host and port every client of this crate starts from: TCP as
+/// [`tcp_connect`] opens it, or through an `https://` proxy TLS to the proxy (its handshake
+/// and the tunnel's within the tunnel budget) with the tunnel inside. The server's TLS is
+/// the caller's next step ([`tls_connect`]).
+pub(crate) fn open(route: &Route<'_>) -> Result<MaybeTlsStream, TransportError> {
+    let Some(proxy) = route.proxy()? else {
+        return Ok(MaybeTlsStream::plain(direct(
+            route.host, route.port, route,
+        )?));
+    };
+    let (mut tcp, mut tunnel, deadline) = to_proxy(route, &proxy)?;
+    if !Tunnel::over_tls(&proxy) {
+        open_tunnel(&mut tcp, &mut tunnel, deadline)?;
+        return Ok(MaybeTlsStream::plain(tcp));
+    }
+    #[cfg(feature = "tls")]
+    {
+        let codec = tickwire_core::connect::proxy_tls_codec(&proxy, route.options)?;
+        let mut tls = crate::TlsStream::new(tcp, codec);
+        tls.handshake(deadline)?;
+        open_tunnel(&mut tls, &mut tunnel, deadline)?;
+        Ok(MaybeTlsStream::through_proxy(tls))
+    }
+    #[cfg(not(feature = "tls"))]
+    unreachable!("Tunnel::new refuses an https:// proxy without the tls feature")
+}
+
+/// TCP to `proxy`, the handshake it expects for `route`, and the deadline of the tunnel
+/// (TLS to the proxy included) as a whole.
+fn to_proxy(route: &Route<'_>, proxy: &ProxyUrl) -> io::Result<(TcpStream, Tunnel, Instant)> {
+    let tcp = direct(&proxy.host, proxy.port, route)?;
+    let deadline = Instant::now() + route.tunnel_budget();
     let mut resolved = Vec::new();
-    if Tunnel::resolves_locally(&proxy) {
+    if Tunnel::resolves_locally(proxy) {
         resolved = addresses(route.host, route.port, route.options)?.0;
     }
-    let mut tunnel = route.tunnel(&proxy, &resolved)?;
-    open_tunnel(
-        &mut tcp,
-        &mut tunnel,
-        Instant::now() + route.tunnel_budget(),
-    )?;
-    Ok(tcp)
+    Ok((tcp, route.tunnel(proxy, &resolved)?, deadline))
 }
 
 /// Where `host:port` is: the addresses the options know for it (fixed ones: `true`), or
@@ -79,8 +115,13 @@ fn direct(host: &str, port: u16, route: &Route<'_>) -> io::Result<TcpStream> {
     Ok(tcp)
 }
 
-/// Moves `tunnel`'s bytes over `tcp` until the proxy has opened it, before `deadline`.
-fn open_tunnel(tcp: &mut TcpStream, tunnel: &mut Tunnel, deadline: Instant) -> io::Result<()> {
+/// Moves `tunnel`'s bytes over `tcp` (TCP to the proxy, or TLS to it) until the proxy has
+/// opened it, before `deadline`.
+fn open_tunnel<S: Transport>(
+    tcp: &mut S,
+    tunnel: &mut Tunnel,
+    deadline: Instant,
+) -> io::Result<()> {
     let left = || {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -95,7 +136,7 @@ fn open_tunnel(tcp: &mut TcpStream, tunnel: &mut Tunnel, deadline: Instant) -> i
     let mut buf = [0u8; 2048];
     loop {
         while !tunnel.pending_write().is_empty() {
-            tcp.set_write_timeout(Some(left()?))?;
+            Transport::set_write_timeout(tcp, Some(left()?))?;
             match tcp.write(tunnel.pending_write()) {
                 Ok(0) => return Err(ErrorKind::WriteZero.into()),
                 Ok(n) => tunnel.written(n),
@@ -106,7 +147,7 @@ fn open_tunnel(tcp: &mut TcpStream, tunnel: &mut Tunnel, deadline: Instant) -> i
                 Err(e) => return Err(e),
             }
         }
-        tcp.set_read_timeout(Some(left()?))?;
+        Transport::set_read_timeout(tcp, Some(left()?))?;
         let n = match tcp.read(&mut buf) {
             Ok(n) => n,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -117,8 +158,8 @@ fn open_tunnel(tcp: &mut TcpStream, tunnel: &mut Tunnel, deadline: Instant) -> i
             Err(e) => return Err(e),
         };
         if tunnel.receive(&buf[..n])? {
-            tcp.set_read_timeout(None)?;
-            tcp.set_write_timeout(None)?;
+            Transport::set_read_timeout(tcp, None)?;
+            Transport::set_write_timeout(tcp, None)?;
             return Ok(());
         }
     }
@@ -301,17 +342,15 @@ const EINPROGRESS: i32 = libc::EINPROGRESS;
 #[cfg(not(unix))]
 const EINPROGRESS: i32 = 10036; // WSAEINPROGRESS
 
-/// Wraps `tcp` in TLS for `host` (SNI and certificate name; an IP address is checked against
-/// the certificate's IP SANs) and completes the handshake before `deadline`.
+/// Puts the server's TLS for `host` (SNI and certificate name; an IP address is checked
+/// against the certificate's IP SANs) on `stream` (TCP, or TLS to an `https://` proxy) and
+/// completes the handshake before `deadline`.
 #[cfg(feature = "tls")]
 pub(crate) fn tls_connect(
-    tcp: TcpStream,
+    stream: MaybeTlsStream,
     host: &str,
     config: Option<&tickwire_tls::ClientTlsConfig>,
     deadline: Instant,
 ) -> Result<MaybeTlsStream, TransportError> {
-    let codec = tickwire_core::connect::tls_codec(host, config)?;
-    let mut stream = crate::TlsStream::new(tcp, codec);
-    stream.handshake(deadline)?;
-    Ok(MaybeTlsStream::tls_over(stream))
+    stream.with_tls(tickwire_core::connect::tls_codec(host, config)?, deadline)
 }

@@ -270,11 +270,15 @@ impl<S: Transport> Transport for TlsStream<S> {
         self.sock.shutdown_write()
     }
 
-    /// The codec's recorded [`TlsError`], once TLS failed. Asking the codec keeps the typed
-    /// error out of `io::Error` (no downcast), and it stays the answer for every later call,
-    /// as the connection is finished.
+    /// The codec's recorded [`TlsError`], once TLS failed (else the stream underneath's:
+    /// TLS to a proxy, under the server's). Asking the codec keeps the typed error out of
+    /// `io::Error` (no downcast), and it stays the answer for every later call, as the
+    /// connection is finished.
     fn failure(&self) -> Option<TransportError> {
-        self.codec.error().cloned().map(TransportError::Tls)
+        match self.codec.error() {
+            Some(error) => Some(TransportError::Tls(error.clone())),
+            None => self.sock.failure(),
+        }
     }
 
     /// Pushes queued ciphertext first; new plaintext is taken (encrypted, queued, pushed)
@@ -301,8 +305,9 @@ impl<S: Transport> Transport for TlsStream<S> {
         Ok(n)
     }
 
+    /// Its own records, or the stream underneath's (TLS to a proxy).
     fn has_pending_write(&self) -> bool {
-        self.codec.wants_write()
+        self.codec.wants_write() || self.sock.has_pending_write()
     }
 
     /// One socket read at most, so a wait never blocks on the rest of a record while this

@@ -5,50 +5,19 @@
 //! time.
 
 use std::net::TcpListener;
-use std::thread;
 use std::time::{Duration, Instant};
 
-use tickwire_blocking::codec::connect::{
-    HttpProxyError, NoProxy, ProxyUrl, ReplyCode, Socks5Error,
-};
-use tickwire_blocking::{ClientBuilder, ConnectOptions, Error, HttpClient, Message, Recv};
-use tickwire_core::connect::Proxy as Through;
+#[allow(dead_code, reason = "the TLS proxy's helper is proxy_tls.rs's")]
+mod proxy_support;
+
+use proxy_support::{assert_refused_credentials, plain_echo_server, through};
+use tickwire_blocking::codec::connect::{HttpProxyError, ReplyCode, Socks5Error};
+use tickwire_blocking::{ClientBuilder, Error, HttpClient, Message, Recv};
 use tickwire_test_support::connect::find_error;
 use tickwire_test_support::proxies::{Proxy, closing_proxy, http_once};
 
 /// The bound on every failure: nothing may hang past it.
 const PATIENCE: Duration = Duration::from_secs(10);
-
-/// Options that tunnel every connect through `url`.
-fn through(url: &str) -> ConnectOptions {
-    ConnectOptions::new().with_proxy(Through::Fixed {
-        url: ProxyUrl::parse(url).unwrap(),
-        except: NoProxy::parse(""),
-    })
-}
-
-/// A WebSocket echo server on 127.0.0.1, a thread per connection.
-fn echo_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    thread::spawn(move || {
-        for tcp in listener.incoming() {
-            let Ok(tcp) = tcp else { return };
-            thread::spawn(move || {
-                let Ok(mut ws) = tickwire_blocking::accept(tcp) else {
-                    return;
-                };
-                while let Ok((Recv::Message(Message::Text(text)), mut sender)) =
-                    ws.recv_with_sender()
-                {
-                    let _ = sender.text(text);
-                }
-                let _ = ws.finish();
-            });
-        }
-    });
-    port
-}
 
 /// A WebSocket connect to the echo server on `port` through `proxy_url`.
 fn connect(
@@ -84,7 +53,7 @@ fn closed_port() -> u16 {
 
 #[test]
 fn a_message_goes_through_each_proxy_and_back_and_not_without_it() {
-    let port = echo_server();
+    let port = plain_echo_server();
     for credentials in [false, true] {
         for proxy in [
             Proxy::tinyproxy(credentials),
@@ -115,25 +84,14 @@ fn a_message_goes_through_each_proxy_and_back_and_not_without_it() {
 
 #[test]
 fn wrong_or_missing_credentials_are_the_proxys_refusal() {
-    let port = echo_server();
+    let port = plain_echo_server();
     let http = Proxy::tinyproxy(true);
     for url in [
         http.url_with(USER_WRONG, "nope"),
         http.url().replace("alice:s3cret@", ""),
     ] {
         let error = failure(&url, port);
-        // tinyproxy answers 407 without credentials and 401 to wrong ones.
-        let refusal = find_error::<HttpProxyError>(&error).unwrap_or_else(|| panic!("{error}"));
-        assert!(
-            matches!(
-                refusal,
-                HttpProxyError::Refused {
-                    status: 401 | 407,
-                    ..
-                }
-            ),
-            "{url}: {refusal}"
-        );
+        assert_refused_credentials(&error, &url);
     }
     let socks = Proxy::microsocks(true);
     let error = failure(&socks.url_with(USER_WRONG, "nope"), port);
@@ -164,7 +122,7 @@ fn an_unreachable_target_is_the_proxys_typed_answer() {
 
 #[test]
 fn a_proxy_that_closes_mid_handshake_fails_at_once() {
-    let port = echo_server();
+    let port = plain_echo_server();
     let closing = closing_proxy();
     let error = failure(&format!("http://127.0.0.1:{closing}"), port);
     assert_eq!(

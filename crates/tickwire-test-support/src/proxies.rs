@@ -1,7 +1,7 @@
 //! Real proxies on loopback for the connect-path tests, installed by `scripts/proxies.sh`:
-//! tinyproxy (HTTP CONNECT) and microsocks (SOCKS5), each with or without credentials, and
-//! a fake proxy that accepts and closes at once. Each process is killed when its handle is
-//! dropped.
+//! tinyproxy (HTTP CONNECT) and microsocks (SOCKS5), each with or without credentials;
+//! tinyproxy behind stunnel (TLS to the proxy: an `https://` proxy); and a fake proxy that
+//! accepts and closes at once. Each process is killed when its handle is dropped.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -68,6 +68,8 @@ pub struct Proxy {
     port: u16,
     credentials: bool,
     _config: Option<tempfile_path::TempPath>,
+    /// What runs in front of it (stunnel, for an `https://` proxy), its files.
+    front: Option<(Child, Vec<tempfile_path::TempPath>)>,
 }
 
 impl Proxy {
@@ -96,7 +98,38 @@ impl Proxy {
             port,
             credentials,
             _config: Some(path),
+            front: None,
         }
+    }
+
+    /// tinyproxy behind stunnel on 127.0.0.1: an `https://` proxy, TLS to it with the
+    /// certificate chain `chain_pem` and its key `key_pem` (a certificate for `127.0.0.1`),
+    /// HTTP CONNECT inside, asking for [`USER`] / [`PASSWORD`] when `credentials`.
+    pub fn tinyproxy_tls(credentials: bool, chain_pem: &str, key_pem: &str) -> Self {
+        let mut proxy = Self::tinyproxy(credentials);
+        let port = free_port();
+        let chain = tempfile_path::TempPath::with(&format!("stunnel-{port}.crt"), chain_pem);
+        let key = tempfile_path::TempPath::with(&format!("stunnel-{port}.key"), key_pem);
+        let config = format!(
+            "foreground = yes\npid =\ndebug = 0\n[proxy]\naccept = 127.0.0.1:{port}\n\
+             connect = 127.0.0.1:{}\ncert = {}\nkey = {}\n",
+            proxy.port,
+            chain.path().display(),
+            key.path().display()
+        );
+        let config = tempfile_path::TempPath::with(&format!("stunnel-{port}.conf"), &config);
+        let mut child = Command::new(binary("stunnel"))
+            .arg(config.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start stunnel");
+        wait_listening(port, &mut child, "stunnel");
+        proxy.scheme = "https";
+        proxy.port = port;
+        proxy.front = Some((child, vec![chain, key, config]));
+        proxy
     }
 
     /// microsocks, a SOCKS5 proxy, asking for [`USER`] / [`PASSWORD`] when `credentials`;
@@ -120,6 +153,7 @@ impl Proxy {
             port,
             credentials,
             _config: None,
+            front: None,
         }
     }
 
@@ -149,6 +183,10 @@ impl Proxy {
 
 impl Drop for Proxy {
     fn drop(&mut self) {
+        if let Some((front, _)) = &mut self.front {
+            let _ = front.kill();
+            let _ = front.wait();
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -14,7 +14,6 @@ use tickwire_codec::ws::Role;
 use tickwire_core::ws::{ClientOpening, ClientOptions, Connect, HandshakeOver};
 
 use crate::core::now;
-use crate::stream::MaybeTls;
 use crate::{Error, MaybeTlsStream, Transport, WebSocket};
 
 /// Connects to `url` (`ws://` or `wss://host[:port]/path?query`) with the default
@@ -76,17 +75,17 @@ pub(crate) async fn open_stream(
 ) -> Result<(ClientOptions, MaybeTlsStream, url::Url, Instant), Error> {
     let parsed = tickwire_core::ws::parse_url(url)?;
     let route = options.route(&parsed)?;
-    let tcp = crate::net::tcp_connect(&route).await?;
+    let stream = crate::net::open(&route).await?;
     let deadline = Instant::now() + options.handshake_timeout;
     let stream = if route.secure {
         #[cfg(feature = "tls")]
         {
-            crate::net::tls_connect(tcp, route.host, options.tls.as_ref(), deadline).await?
+            crate::net::tls_connect(stream, route.host, options.tls.as_ref(), deadline).await?
         }
         #[cfg(not(feature = "tls"))]
         return Err(tickwire_core::ws::tls_not_built());
     } else {
-        MaybeTls::Plain(tcp)
+        stream
     };
     Ok((options, MaybeTlsStream(stream), parsed, deadline))
 }

@@ -9,15 +9,14 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use tickwire_codec::connect::{Action, AttemptId, ConnectPlan, Reason};
+use crate::stream::MaybeTls;
+use tickwire_codec::connect::{Action, AttemptId, ConnectPlan, ProxyUrl, Reason};
+use tickwire_core::TransportError;
 use tickwire_core::connect::{ConnectOptions, Lookup, Query, Route, Tunnel, connect_failed};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 #[cfg(feature = "tls")]
-use {
-    crate::stream::MaybeTls, crate::tls::TlsStream, tickwire_core::TransportError,
-    tokio::time::Instant,
-};
+use {crate::tls::TlsStream, tokio::time::Instant};
 
 use crate::core::now;
 
@@ -33,20 +32,71 @@ pub async fn tcp_connect(route: &Route<'_>) -> io::Result<TcpStream> {
     let Some(proxy) = route.proxy()? else {
         return direct(route.host, route.port, route).await;
     };
-    let mut tcp = direct(&proxy.host, proxy.port, route).await?;
-    let resolved = match Tunnel::resolves_locally(&proxy) {
+    if Tunnel::over_tls(&proxy) {
+        return Err(io::Error::new(
+            ErrorKind::InvalidInput,
+            "the tunnel through an https:// proxy runs over TLS, not a bare TCP stream",
+        ));
+    }
+    let (mut tcp, mut tunnel, budget) = to_proxy(route, &proxy).await?;
+    within(budget, open_tunnel(&mut tcp, &mut tunnel)).await?;
+    Ok(tcp)
+}
+
+/// The stream to `route`'s host and port every client of this crate starts from: TCP as
+/// [`tcp_connect`] opens it, or through an `https://` proxy TLS to the proxy (its handshake
+/// and the tunnel's within the tunnel budget) with the tunnel inside. The server's TLS is
+/// the caller's next step ([`tls_connect`]).
+pub(crate) async fn open(route: &Route<'_>) -> Result<MaybeTls, TransportError> {
+    let Some(proxy) = route.proxy()? else {
+        return Ok(MaybeTls::Plain(
+            direct(route.host, route.port, route).await?,
+        ));
+    };
+    let (mut tcp, mut tunnel, budget) = to_proxy(route, &proxy).await?;
+    if !Tunnel::over_tls(&proxy) {
+        within(budget, open_tunnel(&mut tcp, &mut tunnel)).await?;
+        return Ok(MaybeTls::Plain(tcp));
+    }
+    #[cfg(feature = "tls")]
+    {
+        let deadline = tokio::time::Instant::now() + budget;
+        let codec = tickwire_core::connect::proxy_tls_codec(&proxy, route.options)?;
+        let mut tls = TlsStream::new(tcp, codec);
+        tls.handshake(deadline).await?;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        within(left, open_tunnel(&mut tls, &mut tunnel)).await?;
+        Ok(MaybeTls::ProxyTls(Box::new(tls)))
+    }
+    #[cfg(not(feature = "tls"))]
+    unreachable!("Tunnel::new refuses an https:// proxy without the tls feature")
+}
+
+/// TCP to `proxy`, the handshake it expects for `route`, and the time the tunnel (TLS to
+/// the proxy included) may take as a whole.
+async fn to_proxy(
+    route: &Route<'_>,
+    proxy: &ProxyUrl,
+) -> io::Result<(TcpStream, Tunnel, std::time::Duration)> {
+    let tcp = direct(&proxy.host, proxy.port, route).await?;
+    let resolved = match Tunnel::resolves_locally(proxy) {
         true => addresses(route.host, route.port, route.options).await?.0,
         false => Vec::new(),
     };
-    let mut tunnel = route.tunnel(&proxy, &resolved)?;
-    let opened = tokio::time::timeout(route.tunnel_budget(), open_tunnel(&mut tcp, &mut tunnel));
-    opened.await.map_err(|_| {
+    Ok((tcp, route.tunnel(proxy, &resolved)?, route.tunnel_budget()))
+}
+
+/// `opening` within `budget`, else `TimedOut`.
+async fn within(
+    budget: std::time::Duration,
+    opening: impl Future<Output = io::Result<()>>,
+) -> io::Result<()> {
+    tokio::time::timeout(budget, opening).await.map_err(|_| {
         io::Error::new(
             ErrorKind::TimedOut,
             "the proxy did not open the tunnel in time",
         )
-    })??;
-    Ok(tcp)
+    })?
 }
 
 /// The addresses of `host:port`: those the options know (fixed ones: `true`), or the
@@ -85,8 +135,12 @@ async fn direct(host: &str, port: u16, route: &Route<'_>) -> io::Result<TcpStrea
     Ok(tcp)
 }
 
-/// Moves `tunnel`'s bytes over `tcp` until the proxy has opened it.
-async fn open_tunnel(tcp: &mut TcpStream, tunnel: &mut Tunnel) -> io::Result<()> {
+/// Moves `tunnel`'s bytes over `tcp` (TCP to the proxy, or TLS to it) until the proxy has
+/// opened it.
+async fn open_tunnel<S>(tcp: &mut S, tunnel: &mut Tunnel) -> io::Result<()>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     let mut buf = [0u8; 2048];
     loop {
         while !tunnel.pending_write().is_empty() {
@@ -137,7 +191,7 @@ impl<'a> Attempts<'a> {
             while let Some(action) = self.plan.poll_action(now()) {
                 match action {
                     Action::Attempt { id, addr } => {
-                        self.connecting[id.0] = Some(match open(addr, self.options) {
+                        self.connecting[id.0] = Some(match socket_for(addr, self.options) {
                             Ok(socket) => Box::pin(socket.connect(addr)),
                             Err(e) => Box::pin(std::future::ready(Err(e))),
                         });
@@ -203,7 +257,7 @@ impl<'a> Attempts<'a> {
 }
 
 /// An unconnected socket to `addr`, prepared as `options` say ([`ConnectOptions::prepare`]).
-fn open(addr: SocketAddr, options: &ConnectOptions) -> io::Result<TcpSocket> {
+fn socket_for(addr: SocketAddr, options: &ConnectOptions) -> io::Result<TcpSocket> {
     let socket = if addr.is_ipv6() {
         TcpSocket::new_v6()?
     } else {
@@ -213,21 +267,36 @@ fn open(addr: SocketAddr, options: &ConnectOptions) -> io::Result<TcpSocket> {
     Ok(socket)
 }
 
-/// Wraps `tcp` in TLS for `host` (SNI and certificate name; an IP address is checked against
-/// the certificate's IP SANs; `config` `None` is [`ClientTlsConfig::shared_default`]) and
+/// Puts the server's TLS for `host` (SNI and certificate name; an IP address is checked
+/// against the certificate's IP SANs; `config` `None` is
+/// [`ClientTlsConfig::shared_default`]) on `stream` (TCP, or TLS to an `https://` proxy) and
 /// completes the handshake before `deadline` (else [`TransportError::HandshakeTimeout`]).
 ///
 /// [`ClientTlsConfig::shared_default`]: tickwire_tls::ClientTlsConfig::shared_default
 #[cfg(feature = "tls")]
 pub(crate) async fn tls_connect(
-    tcp: TcpStream,
+    stream: MaybeTls,
     host: &str,
     config: Option<&tickwire_tls::ClientTlsConfig>,
     deadline: Instant,
 ) -> Result<MaybeTls, TransportError> {
-    let mut stream = TlsStream::new(tcp, tickwire_core::connect::tls_codec(host, config)?);
-    stream.handshake(deadline).await?;
-    Ok(MaybeTls::Tls(Box::new(stream)))
+    let codec = tickwire_core::connect::tls_codec(host, config)?;
+    match stream {
+        MaybeTls::Plain(tcp) => {
+            let mut stream = TlsStream::new(tcp, codec);
+            stream.handshake(deadline).await?;
+            Ok(MaybeTls::Tls(Box::new(stream)))
+        }
+        MaybeTls::ProxyTls(proxy) => {
+            let mut stream = TlsStream::new(*proxy, codec);
+            stream.handshake(deadline).await?;
+            Ok(MaybeTls::TlsInTls(Box::new(stream)))
+        }
+        MaybeTls::Tls(_) | MaybeTls::TlsInTls(_) => Err(TransportError::Io(io::Error::new(
+            ErrorKind::InvalidInput,
+            "the stream already carries the server's TLS",
+        ))),
+    }
 }
 
 /// The server side of [`tls_connect`]: the TLS handshake on an accepted `tcp` with `config`,

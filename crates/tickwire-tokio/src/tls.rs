@@ -1,6 +1,7 @@
-//! [`TlsStream`]: the sans-IO [`TlsCodec`] driven over a tokio `TcpStream`, as
+//! [`TlsStream`]: the sans-IO [`TlsCodec`] driven over a tokio `TcpStream` (or, for the
+//! server's TLS through an `https://` proxy, over the TLS stream to the proxy), as
 //! `AsyncRead + AsyncWrite`. No tokio-rustls: the codec owns TLS; this file only moves
-//! ciphertext between it and the socket.
+//! ciphertext between it and the [`Carrier`] underneath.
 //!
 //! Ciphertext is read with `try_read` straight into rustls's record buffer (after
 //! `poll_read_ready`), decrypted in place, and copied once into the caller's buffer: for a
@@ -24,10 +25,11 @@ use tickwire_tls::{Owed, Plaintext, TlsCodec, TlsError};
 /// How long a failed handshake may take to write what the peer is owed (an alert, a 400).
 const OWED_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// A TLS connection over a tokio `TcpStream`: reads return plaintext, writes encrypt.
+/// A TLS connection over a tokio `TcpStream` (or another [`Carrier`]): reads return
+/// plaintext, writes encrypt.
 #[derive(Debug)]
-pub(crate) struct TlsStream {
-    tcp: TcpStream,
+pub(crate) struct TlsStream<S = TcpStream> {
+    tcp: S,
     codec: TlsCodec,
     /// close_notify was queued (`poll_shutdown`): later reads drop what arrives until EOF.
     closed_for_writing: bool,
@@ -35,9 +37,9 @@ pub(crate) struct TlsStream {
     pub(crate) kernel: SocketStamp,
 }
 
-impl TlsStream {
+impl<S: Carrier> TlsStream<S> {
     /// Wraps a connected socket; run [`handshake`](Self::handshake) before use.
-    pub(crate) fn new(tcp: TcpStream, codec: TlsCodec) -> Self {
+    pub(crate) fn new(tcp: S, codec: TlsCodec) -> Self {
         Self {
             tcp,
             codec,
@@ -110,12 +112,26 @@ impl TlsStream {
 
     /// The socket underneath.
     pub(crate) fn tcp(&self) -> &TcpStream {
+        self.tcp.tcp()
+    }
+
+    /// The stream underneath (TLS to a proxy, under the server's).
+    pub(crate) fn carrier(&self) -> &S {
         &self.tcp
     }
 
-    /// The codec's recorded failure, typed; `None` while TLS is healthy.
+    /// The stream underneath, mutably.
+    pub(crate) fn carrier_mut(&mut self) -> &mut S {
+        &mut self.tcp
+    }
+
+    /// The codec's recorded failure, typed (else the stream underneath's: TLS to a proxy);
+    /// `None` while TLS is healthy.
     pub(crate) fn failure(&self) -> Option<TransportError> {
-        self.codec.error().cloned().map(TransportError::Tls)
+        match self.codec.error() {
+            Some(error) => Some(TransportError::Tls(error.clone())),
+            None => self.tcp.failure(),
+        }
     }
 
     fn typed(&self, error: io::Error) -> TransportError {
@@ -125,12 +141,15 @@ impl TlsStream {
     /// Writes every queued ciphertext byte, or registers for write readiness.
     fn poll_write_queued(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         while self.codec.wants_write() {
-            ready!(self.tcp.poll_write_ready(cx))?;
-            match self.codec.write_tls_to(&mut TryIo(&self.tcp)) {
+            match self.codec.write_tls_to(&mut PollWrite {
+                tcp: &mut self.tcp,
+                cx,
+            }) {
                 Ok(0) => return Poll::Ready(Err(ErrorKind::WriteZero.into())),
                 Ok(_) => {}
-                // Readiness was stale: `poll_write_ready` registers on the next turn.
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+                // The carrier registered the waker.
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Poll::Pending,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Poll::Ready(Err(e)),
             }
         }
@@ -142,7 +161,7 @@ impl TlsStream {
     /// writer's waker must not be replaced by the reader's).
     fn try_write_queued(&mut self) -> io::Result<()> {
         while self.codec.wants_write() {
-            match self.codec.write_tls_to(&mut TryIo(&self.tcp)) {
+            match self.codec.write_tls_to(&mut TryIo(&mut self.tcp)) {
                 Ok(0) => return Err(ErrorKind::WriteZero.into()),
                 Ok(_) => {}
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
@@ -157,18 +176,17 @@ impl TlsStream {
     fn poll_discard_until_eof(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let mut sink = [0u8; 4096];
         loop {
-            ready!(self.tcp.poll_read_ready(cx))?;
-            match self.tcp.try_read(&mut sink) {
+            match ready!(self.tcp.poll_recv(cx, &mut sink, None)) {
                 Ok(0) => return Poll::Ready(Ok(())),
                 Ok(_) => {}
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Poll::Ready(Err(e)),
             }
         }
     }
 }
 
-impl AsyncRead for TlsStream {
+impl<S: Carrier> AsyncRead for TlsStream<S> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -220,7 +238,7 @@ impl AsyncRead for TlsStream {
     }
 }
 
-impl AsyncWrite for TlsStream {
+impl<S: Carrier> AsyncWrite for TlsStream<S> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -257,47 +275,193 @@ impl AsyncWrite for TlsStream {
     }
 }
 
-/// The socket as a `Read` inside a poll: `Pending` is `WouldBlock`, with the waker
+/// What a [`TlsStream`] runs over: the socket, or (for the server's TLS through an
+/// `https://` proxy) the TLS stream to the proxy. Reads and writes in the shape the codec
+/// wants them; `Pending` registers the waker, as `poll_*` do.
+pub(crate) trait Carrier: AsyncRead + AsyncWrite + Unpin {
+    /// The socket at the bottom.
+    fn tcp(&self) -> &TcpStream;
+
+    /// One read into `buf`, with the kernel's receive time noted in `kernel` where the
+    /// carrier is the socket.
+    fn poll_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+        kernel: Option<&mut SocketStamp>,
+    ) -> Poll<io::Result<usize>>;
+
+    /// One write of what `bufs` holds (some of it).
+    fn poll_send(
+        &mut self,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>>;
+
+    /// What the carrier takes now, registering nothing: `WouldBlock` when it takes nothing.
+    fn try_send(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize>;
+
+    /// Why the carrier failed, when it knows more than its `io::Error`.
+    fn failure(&self) -> Option<TransportError> {
+        None
+    }
+}
+
+impl Carrier for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+
+    #[inline]
+    fn poll_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+        kernel: Option<&mut SocketStamp>,
+    ) -> Poll<io::Result<usize>> {
+        if let Some(at) = kernel {
+            let (n, stamp) = ready!(crate::stamp::poll_recv_stamped(self, cx, buf))?;
+            at.note(n, stamp);
+            return Poll::Ready(Ok(n));
+        }
+        // Through tokio's `poll_read`, not `try_read`: a read shorter than asked for says
+        // the socket is drained and clears its readiness, so the next receive waits for the
+        // wake-up instead of first trying a `recv` that finds nothing.
+        let mut read = ReadBuf::new(buf);
+        ready!(Pin::new(self).poll_read(cx, &mut read))?;
+        Poll::Ready(Ok(read.filled().len()))
+    }
+
+    #[inline]
+    fn poll_send(
+        &mut self,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            ready!(self.poll_write_ready(cx))?;
+            match self.try_write_vectored(bufs) {
+                // Readiness was stale: `poll_write_ready` registers on the next turn.
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+                other => return Poll::Ready(other),
+            }
+        }
+    }
+
+    #[inline]
+    fn try_send(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.try_write_vectored(bufs)
+    }
+}
+
+/// TLS to an `https://` proxy, carrying the server's TLS.
+impl Carrier for TlsStream<TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        &self.tcp
+    }
+
+    /// The kernel's time, when a feed takes it, is this stream's own (its socket reads).
+    fn poll_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+        _kernel: Option<&mut SocketStamp>,
+    ) -> Poll<io::Result<usize>> {
+        let mut read = ReadBuf::new(buf);
+        ready!(Pin::new(self).poll_read(cx, &mut read))?;
+        Poll::Ready(Ok(read.filled().len()))
+    }
+
+    fn poll_send(
+        &mut self,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| b);
+        Pin::new(self).poll_write(cx, first)
+    }
+
+    /// Encrypts only once the earlier records are out, so at most one write's records wait.
+    fn try_send(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.try_write_queued()?;
+        if self.codec.wants_write() {
+            return Err(ErrorKind::WouldBlock.into());
+        }
+        let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| b);
+        let n = self
+            .codec
+            .write_plaintext(first)
+            .map_err(TlsError::into_io)?;
+        // Taken is taken: what the socket refuses now goes first on the next write.
+        let _ = self.try_write_queued();
+        if n == 0 && !first.is_empty() {
+            return Err(ErrorKind::WouldBlock.into());
+        }
+        Ok(n)
+    }
+
+    fn failure(&self) -> Option<TransportError> {
+        TlsStream::failure(self)
+    }
+}
+
+/// The carrier as a `Read` inside a poll: `Pending` is `WouldBlock`, with the waker
 /// registered.
-struct PollRead<'a, 'b> {
-    tcp: &'a mut TcpStream,
+struct PollRead<'a, 'b, S> {
+    tcp: &'a mut S,
     cx: &'a mut Context<'b>,
     /// With kernel timestamps: where the time of a read goes.
     kernel: Option<&'a mut SocketStamp>,
 }
 
-impl Read for PollRead<'_, '_> {
+impl<S: Carrier> Read for PollRead<'_, '_, S> {
+    #[inline]
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if let Some(at) = &mut self.kernel {
-            return match crate::stamp::poll_recv_stamped(self.tcp, self.cx, buf) {
-                Poll::Ready(Ok((n, kernel))) => {
-                    at.note(n, kernel);
-                    Ok(n)
-                }
-                Poll::Ready(Err(e)) => Err(e),
-                Poll::Pending => Err(ErrorKind::WouldBlock.into()),
-            };
-        }
-        let mut read = ReadBuf::new(buf);
-        match Pin::new(&mut *self.tcp).poll_read(self.cx, &mut read) {
-            Poll::Ready(Ok(())) => Ok(read.filled().len()),
-            Poll::Ready(Err(e)) => Err(e),
+        let kernel = self.kernel.as_deref_mut();
+        match self.tcp.poll_recv(self.cx, buf, kernel) {
+            Poll::Ready(result) => result,
             Poll::Pending => Err(ErrorKind::WouldBlock.into()),
         }
     }
 }
 
-/// The socket as a `std::io` writer that never waits: `try_write`, `WouldBlock` when not
-/// ready. The codec writes its records through it in place (reads go through [`PollRead`]).
-struct TryIo<'a>(&'a TcpStream);
+/// The carrier as a `Write` inside a poll: `Pending` is `WouldBlock`, with the waker
+/// registered. The codec writes its records through it in place.
+struct PollWrite<'a, 'b, S> {
+    tcp: &'a mut S,
+    cx: &'a mut Context<'b>,
+}
 
-impl Write for TryIo<'_> {
+impl<S: Carrier> Write for PollWrite<'_, '_, S> {
+    #[inline]
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.try_write(buf)
+        self.write_vectored(&[io::IoSlice::new(buf)])
+    }
+
+    #[inline]
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match self.tcp.poll_send(self.cx, bufs) {
+            Poll::Ready(result) => result,
+            Poll::Pending => Err(ErrorKind::WouldBlock.into()),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The carrier as a `std::io` writer that never waits: `WouldBlock` when not ready, no
+/// waker registered.
+struct TryIo<'a, S>(&'a mut S);
+
+impl<S: Carrier> Write for TryIo<'_, S> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.try_send(&[io::IoSlice::new(buf)])
     }
 
     fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        self.0.try_write_vectored(bufs)
+        self.0.try_send(bufs)
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -69,14 +69,16 @@ impl Transport for tokio::io::DuplexStream {}
 
 /// A connection's stream: plain TCP (`ws://`, [`accept`](crate::accept)) or TLS over TCP
 /// (`wss://`, [`ServerBuilder::accept_tls`](crate::ServerBuilder::accept_tls)), TLS being
-/// [`tickwire_tls::TlsCodec`] driven by this crate.
+/// [`tickwire_tls::TlsCodec`] driven by this crate; through an `https://` proxy, TLS to the
+/// proxy with either inside.
 #[derive(Debug)]
 pub struct MaybeTlsStream(pub(crate) MaybeTls);
 
 impl MaybeTlsStream {
-    /// Whether this is TLS.
+    /// Whether the socket's bytes are TLS: to the peer (`wss://`, `https://`), to an
+    /// `https://` proxy, or both.
     pub fn is_tls(&self) -> bool {
-        !matches!(self.0, MaybeTls::Plain(_))
+        self.0.is_tls()
     }
 
     /// The TCP stream underneath (addresses, socket options).
@@ -84,10 +86,17 @@ impl MaybeTlsStream {
         self.0.tcp()
     }
 
-    /// The TLS state (version, cipher suite, ALPN, peer certificates), for a TLS stream.
+    /// The peer's TLS state (version, cipher suite, ALPN, peer certificates), for TLS to
+    /// the peer (also through a proxy).
     #[cfg(feature = "tls")]
     pub fn tls(&self) -> Option<&tickwire_tls::TlsCodec> {
         self.0.tls()
+    }
+
+    /// The TLS state of the connection to an `https://` proxy, when there is one.
+    #[cfg(feature = "tls")]
+    pub fn proxy_tls(&self) -> Option<&tickwire_tls::TlsCodec> {
+        self.0.proxy_tls()
     }
 }
 
@@ -102,7 +111,7 @@ impl Transport for MaybeTlsStream {
         match &self.0 {
             MaybeTls::Plain(tcp) => Some(tcp.poll_read_ready(cx)),
             #[cfg(feature = "tls")]
-            MaybeTls::Tls(_) => None,
+            _ => None,
         }
     }
 

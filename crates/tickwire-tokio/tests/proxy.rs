@@ -7,44 +7,18 @@
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use tickwire_core::connect::Proxy as Through;
+#[allow(dead_code, reason = "the TLS proxy's helper is proxy_tls.rs's")]
+#[path = "../../tickwire-blocking/tests/proxy_support/mod.rs"]
+mod proxy_support;
+
+use proxy_support::{assert_refused_credentials, plain_echo_server, through};
 use tickwire_test_support::connect::find_error;
 use tickwire_test_support::proxies::{Proxy, closing_proxy, http_once};
-use tickwire_tokio::codec::connect::{HttpProxyError, NoProxy, ProxyUrl, ReplyCode, Socks5Error};
-use tickwire_tokio::{ClientBuilder, ConnectOptions, Error, HttpClient, Message, Recv};
+use tickwire_tokio::codec::connect::{HttpProxyError, ReplyCode, Socks5Error};
+use tickwire_tokio::{ClientBuilder, Error, HttpClient, Message, Recv};
 
 /// The bound on every failure: nothing may hang past it.
 const PATIENCE: Duration = Duration::from_secs(10);
-
-/// Options that tunnel every connect through `url`.
-fn through(url: &str) -> ConnectOptions {
-    ConnectOptions::new().with_proxy(Through::Fixed {
-        url: ProxyUrl::parse(url).unwrap(),
-        except: NoProxy::parse(""),
-    })
-}
-
-/// A WebSocket echo server on 127.0.0.1, a task per connection.
-async fn echo_server() -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let Ok(mut ws) = tickwire_tokio::accept(tcp).await else {
-                    return;
-                };
-                while let Ok((Recv::Message(Message::Text(text)), mut sender)) =
-                    ws.recv_with_sender().await
-                {
-                    let _ = sender.text(text);
-                }
-                let _ = ws.finish().await;
-            });
-        }
-    });
-    port
-}
 
 /// A WebSocket connect to the echo server on `port` through `proxy_url`.
 async fn connect(
@@ -81,7 +55,7 @@ fn closed_port() -> u16 {
 
 #[tokio::test]
 async fn a_message_goes_through_each_proxy_and_back_and_not_without_it() {
-    let port = echo_server().await;
+    let port = plain_echo_server();
     for credentials in [false, true] {
         for proxy in [
             Proxy::tinyproxy(credentials),
@@ -115,25 +89,14 @@ async fn a_message_goes_through_each_proxy_and_back_and_not_without_it() {
 
 #[tokio::test]
 async fn wrong_or_missing_credentials_are_the_proxys_refusal() {
-    let port = echo_server().await;
+    let port = plain_echo_server();
     let http = Proxy::tinyproxy(true);
     for url in [
         http.url_with(USER_WRONG, "nope"),
         http.url().replace("alice:s3cret@", ""),
     ] {
         let error = failure(&url, port).await;
-        // tinyproxy answers 407 without credentials and 401 to wrong ones.
-        let refusal = find_error::<HttpProxyError>(&error).unwrap_or_else(|| panic!("{error}"));
-        assert!(
-            matches!(
-                refusal,
-                HttpProxyError::Refused {
-                    status: 401 | 407,
-                    ..
-                }
-            ),
-            "{url}: {refusal}"
-        );
+        assert_refused_credentials(&error, &url);
     }
     let socks = Proxy::microsocks(true);
     let error = failure(&socks.url_with(USER_WRONG, "nope"), port).await;
@@ -164,7 +127,7 @@ async fn an_unreachable_target_is_the_proxys_typed_answer() {
 
 #[tokio::test]
 async fn a_proxy_that_closes_mid_handshake_fails_at_once() {
-    let port = echo_server().await;
+    let port = plain_echo_server();
     let closing = closing_proxy();
     let error = failure(&format!("http://127.0.0.1:{closing}"), port).await;
     assert_eq!(

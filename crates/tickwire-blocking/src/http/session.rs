@@ -191,7 +191,7 @@ impl HttpConnection {
 
     fn open(&mut self) -> Result<(), HttpClientError> {
         let wait = self.wait(self.options.connect_timeout)?;
-        let tcp = crate::net::tcp_connect(&self.options.route(&self.origin, wait.timeout))
+        let stream = crate::net::open(&self.options.route(&self.origin, wait.timeout))
             .map_err(|e| self.deadline_or(wait, e.into()))?;
         let mut stream = if self.origin.secure {
             let budget = self.options.tls_handshake_timeout();
@@ -200,17 +200,17 @@ impl HttpConnection {
             #[cfg(feature = "tls")]
             {
                 let host = &self.origin.host;
-                crate::net::tls_connect(tcp, host, self.options.tls.as_ref(), deadline)
+                crate::net::tls_connect(stream, host, self.options.tls.as_ref(), deadline)
                     .map_err(|e| self.deadline_or(wait, e.into()))?
             }
             // The builder refuses `https://` without the `tls` feature.
             #[cfg(not(feature = "tls"))]
             {
-                let _ = (tcp, deadline, wait);
+                let _ = (stream, deadline, wait);
                 return Err(HttpClientError::UnsupportedScheme("https".into()));
             }
         } else {
-            MaybeTlsStream::plain(tcp)
+            stream
         };
         stream.set_read_timeout(self.options.read_timeout)?;
         stream.set_write_timeout(self.options.write_timeout)?;

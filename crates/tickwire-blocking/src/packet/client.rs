@@ -16,7 +16,7 @@ use tickwire_core::packet::{AnswerWait, ClientIo, ConnectDefault, Dial, PacketLi
 
 use super::link::Link;
 use super::{Blocking, Error, PacketClientOptions};
-use crate::{MaybeTlsStream, Transport};
+use crate::{MaybeTlsStream, Transport, TransportError};
 
 /// Options for a [`PacketClient`]: the shared builder on the blocking transport. Defaults:
 /// [`PacketConfig::client`] (16 MiB packets, no compression), [`ClientConfig::new`] (1 024
@@ -44,18 +44,17 @@ impl tickwire_core::packet::PacketTransport for Blocking {
             ..
         } = dial;
         let deadline = Instant::now() + options.connect_timeout;
-        let tcp =
-            crate::net::tcp_connect(&options.route(host, port)).map_err(Error::connect_failed)?;
+        let stream = crate::net::open(&options.route(host, port)).map_err(|e| match e {
+            TransportError::Io(io) => Error::connect_failed(io),
+            other => other.into(),
+        })?;
         #[cfg(feature = "tls")]
         let stream = match &options.tls {
-            Some(tls) => crate::net::tls_connect(tcp, host, Some(tls), deadline)?,
-            None => MaybeTlsStream::plain(tcp),
+            Some(tls) => crate::net::tls_connect(stream, host, Some(tls), deadline)?,
+            None => stream,
         };
         #[cfg(not(feature = "tls"))]
-        let stream = {
-            let _ = deadline;
-            MaybeTlsStream::plain(tcp)
-        };
+        let _ = deadline;
         client_over(options, stream)
     }
 }

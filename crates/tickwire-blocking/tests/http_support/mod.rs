@@ -330,3 +330,18 @@ pub(crate) fn the_error<T>(result: Result<T, HttpClientError>) -> HttpClientErro
         Err(e) => e,
     }
 }
+
+/// An HTTPS server for one request on one connection with `config`: serves it as
+/// [`Conn::serve_one`] does and returns it with the name the client's TLS asked for (SNI).
+#[cfg(feature = "tls")]
+pub(crate) fn https_once(
+    config: tickwire_blocking::ServerTlsConfig,
+) -> Server<(Received, Option<String>)> {
+    server(move |mut listener| {
+        let codec = tickwire_blocking::tls::TlsCodec::server(&config).unwrap();
+        let mut stream = tickwire_blocking::TlsStream::new(listener.accept_tcp(), codec);
+        stream.handshake(Instant::now() + PATIENCE).unwrap();
+        let sni = stream.codec().server_name().map(str::to_owned);
+        (Conn::new(stream).serve_one(), sni)
+    })
+}

@@ -58,13 +58,21 @@ pub struct ConnectOptions {
     pub socket: SocketOptions,
     /// The proxy to tunnel through. Default [`Proxy::FromEnv`].
     pub proxy: Proxy,
+    /// The TLS client configuration for an `https://` proxy (the roots its certificate is
+    /// checked against, as curl's `--proxy-cacert`); the proxy's host name is the server
+    /// name. `None`: [`ClientTlsConfig::shared_default`](crate::ClientTlsConfig::shared_default).
+    /// The server's own TLS, through the tunnel, takes the client's TLS configuration.
+    #[cfg(feature = "tls")]
+    pub proxy_tls: Option<crate::ClientTlsConfig>,
 }
 
 /// Which proxy a client tunnels through: the environment's (the default), none, or one set in
 /// code. The tunnel is HTTP CONNECT (`http://` proxies) or SOCKS5 (`socks5://`, the name
 /// resolved here; `socks5h://`, by the proxy), for every scheme alike (`http://` targets
-/// are tunnelled too, not sent in absolute form). TLS to an `https://` proxy is not
-/// supported: such a proxy fails the connect as `Unsupported`.
+/// are tunnelled too, not sent in absolute form). An `https://` proxy is HTTP CONNECT over
+/// TLS to the proxy (checked against [`ConnectOptions::proxy_tls`]); a `wss://` or
+/// `https://` server's TLS then runs inside it. Without the `tls` feature such a proxy fails
+/// the connect as `Unsupported`.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub enum Proxy {
@@ -97,6 +105,8 @@ impl Default for ConnectOptions {
             device: None,
             socket: SocketOptions::default(),
             proxy: Proxy::FromEnv,
+            #[cfg(feature = "tls")]
+            proxy_tls: None,
         }
     }
 }
@@ -153,6 +163,13 @@ impl ConnectOptions {
     /// Sets the [proxy](Self::proxy).
     pub fn with_proxy(mut self, proxy: Proxy) -> Self {
         self.proxy = proxy;
+        self
+    }
+
+    /// Sets the [TLS configuration for an `https://` proxy](Self::proxy_tls).
+    #[cfg(feature = "tls")]
+    pub fn with_proxy_tls(mut self, config: crate::ClientTlsConfig) -> Self {
+        self.proxy_tls = Some(config);
         self
     }
 
@@ -278,6 +295,17 @@ pub fn tls_codec(
     tickwire_tls::TlsCodec::client(&config, host)
 }
 
+/// The TLS client a connect puts on its stream to an `https://` `proxy`
+/// ([`Tunnel::over_tls`]): the proxy's host as the server name, checked against
+/// [`ConnectOptions::proxy_tls`].
+#[cfg(feature = "tls")]
+pub fn proxy_tls_codec(
+    proxy: &ProxyUrl,
+    options: &ConnectOptions,
+) -> Result<tickwire_tls::TlsCodec, crate::TlsError> {
+    tls_codec(&proxy.host, options.proxy_tls.as_ref())
+}
+
 /// A proxy handshake between socket calls: the bytes owed to the proxy and what its answer
 /// means, for a driver that moves the bytes (write [`pending_write`](Self::pending_write),
 /// read into [`receive`](Self::receive) until it says the tunnel is up). Errors are
@@ -298,17 +326,25 @@ impl Tunnel {
     pub fn new(proxy: &ProxyUrl, target: &Target) -> io::Result<Self> {
         let credentials = proxy.credentials.as_ref();
         match proxy.kind {
-            ProxyKind::Http => HttpConnect::new(target, credentials, DEFAULT_MAX_HEAD_BYTES)
-                .map(Self::Http)
-                .map_err(http_failed),
+            #[cfg(not(feature = "tls"))]
+            ProxyKind::Https => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "an https:// proxy needs TLS, and tickwire was built without the tls feature",
+            )),
             ProxyKind::Socks5 | ProxyKind::Socks5h => Socks5::new(target, credentials)
                 .map(Self::Socks5)
                 .map_err(socks_failed),
-            _ => Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "TLS to an https:// proxy is not supported (use an http:// or socks5h:// proxy)",
-            )),
+            // `http://`, and `https://` once TLS to the proxy is up.
+            _ => HttpConnect::new(target, credentials, DEFAULT_MAX_HEAD_BYTES)
+                .map(Self::Http)
+                .map_err(http_failed),
         }
+    }
+
+    /// Whether the connection to `proxy` takes TLS before the tunnel's handshake (an
+    /// `https://` proxy): [`proxy_tls_codec`] is that TLS.
+    pub fn over_tls(proxy: &ProxyUrl) -> bool {
+        proxy.kind == ProxyKind::Https
     }
 
     /// Whether the target's name is resolved by the client (`socks5://`) rather than sent

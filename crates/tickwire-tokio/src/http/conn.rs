@@ -53,21 +53,21 @@ impl Conn {
     pub(crate) async fn open(origin: &Origin, options: &Options) -> Result<Self, HttpClientError> {
         let alarm = Alarm::new().map_err(HttpClientError::Io)?;
         let socket = &options.socket;
-        let tcp = crate::net::tcp_connect(&socket.route(origin, socket.connect_timeout)).await?;
+        let stream = crate::net::open(&socket.route(origin, socket.connect_timeout)).await?;
         let stream = if origin.secure {
             #[cfg(feature = "tls")]
             {
                 let deadline = tokio::time::Instant::now() + socket.tls_handshake_timeout();
-                crate::net::tls_connect(tcp, &origin.host, socket.tls.as_ref(), deadline).await?
+                crate::net::tls_connect(stream, &origin.host, socket.tls.as_ref(), deadline).await?
             }
             // The builder refuses `https://` without the `tls` feature.
             #[cfg(not(feature = "tls"))]
             {
-                drop(tcp);
+                drop(stream);
                 return Err(HttpClientError::UnsupportedScheme("https".into()));
             }
         } else {
-            MaybeTls::Plain(tcp)
+            stream
         };
         let mut rules = ClientSession::with_probe_after(options.probe_after);
         rules.connected(Instant::now());
@@ -238,7 +238,7 @@ impl Conn {
     /// have not seen yet is the case this check exists for), and over TLS a read through the
     /// TLS layer that never waits.
     fn probe(&mut self) -> Probe {
-        let mut probe = IdleProbe::new(!matches!(self.stream, MaybeTls::Plain(_)));
+        let mut probe = IdleProbe::new(self.stream.is_tls());
         let mut step = probe.peeked(peek(self.stream.tcp()));
         loop {
             step = match step {

@@ -22,8 +22,8 @@ use tickwire_core::packet::{
 use super::link::Link;
 use super::{Error, Tokio};
 use crate::core::now;
-use crate::stream::MaybeTls;
 use crate::{MaybeTlsStream, Transport};
+use tickwire_core::TransportError;
 
 /// Options for a [`PacketClient`]: the shared builder on the tokio transport. Defaults as
 /// the blocking builder's: [`PacketConfig::client`] (16 MiB packets, no compression),
@@ -56,19 +56,19 @@ async fn connect(
     port: u16,
 ) -> Result<PacketClient, Error> {
     let deadline = tokio::time::Instant::now() + options.connect_timeout;
-    let tcp = crate::net::tcp_connect(&options.route(host, port))
+    let stream = crate::net::open(&options.route(host, port))
         .await
-        .map_err(Error::connect_failed)?;
+        .map_err(|e| match e {
+            TransportError::Io(io) => Error::connect_failed(io),
+            other => other.into(),
+        })?;
     #[cfg(feature = "tls")]
     let stream = match &options.tls {
-        Some(tls) => crate::net::tls_connect(tcp, host, Some(tls), deadline).await?,
-        None => MaybeTls::Plain(tcp),
+        Some(tls) => crate::net::tls_connect(stream, host, Some(tls), deadline).await?,
+        None => stream,
     };
     #[cfg(not(feature = "tls"))]
-    let stream = {
-        let _ = deadline;
-        MaybeTls::Plain(tcp)
-    };
+    let _ = deadline;
     Ok(client_over(options, MaybeTlsStream(stream)))
 }
 
