@@ -100,7 +100,7 @@ fn client_builder<T>(
         Some(tls) => builder.tls(tls),
         None => builder,
     };
-    let (connect, timeout) = args.net.connect();
+    let (connect, timeout) = args.net.connect()?;
     let builder = builder.connect_options(connect);
     let builder = match timeout {
         Some(timeout) => builder.connect_timeout(Some(timeout)),

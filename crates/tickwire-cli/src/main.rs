@@ -517,7 +517,7 @@ fn connect(args: &ConnectArgs) -> Result<(), String> {
         client_builder(ClientBuilder::new(), &args.client)?,
         &args.liveness,
     );
-    let builder = with_net(builder, &args.net, args.max_time);
+    let builder = with_net(builder, &args.net, args.max_time)?;
     let max = MaxTime::start(args.max_time);
     let connected = |builder: ClientBuilder| {
         let ws = builder.connect(&args.url).map_err(|e| e.to_string())?;

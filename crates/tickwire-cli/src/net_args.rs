@@ -62,8 +62,9 @@ pub(crate) struct NetArgs {
     /// curl takes them (2, 0.5) or a duration (500ms).
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     connect_timeout: Option<Duration>,
-    /// Tunnel through this proxy: http://[USER:PASS@]HOST[:PORT] (HTTP CONNECT) or
-    /// socks5://, socks5h:// (SOCKS5; h: the proxy resolves the name). Without it the
+    /// Tunnel through this proxy: http://[USER:PASS@]HOST[:PORT] (HTTP CONNECT),
+    /// https:// (HTTP CONNECT over TLS to the proxy) or socks5://, socks5h:// (SOCKS5; h:
+    /// the proxy resolves the name). Without it the
     /// environment's proxy is used (https_proxy, http_proxy, all_proxy, no_proxy, as curl
     /// reads them).
     #[arg(short = 'x', long, value_name = "URL", value_parser = parse_proxy)]
@@ -72,12 +73,20 @@ pub(crate) struct NetArgs {
     /// addresses and CIDR blocks, or `*`.
     #[arg(long, value_name = "LIST", requires = "proxy")]
     noproxy: Option<String>,
+    /// Trust this CA certificate (PEM) for an https:// proxy, instead of the Mozilla roots.
+    #[arg(long, value_name = "FILE")]
+    proxy_cacert: Option<std::path::PathBuf>,
+    /// Accept any certificate from an https:// proxy (testing only).
+    #[arg(long)]
+    proxy_insecure: bool,
 }
 
 impl NetArgs {
     /// The connect options these flags ask for, and the connect timeout that bounds every
-    /// attempt (`None`: the client's default).
-    pub(crate) fn connect(&self) -> (tickwire::connect::ConnectOptions, Option<Duration>) {
+    /// attempt (`None`: the client's default). An unreadable `--proxy-cacert` is an error.
+    pub(crate) fn connect(
+        &self,
+    ) -> Result<(tickwire::connect::ConnectOptions, Option<Duration>), String> {
         let mut options = tickwire::connect::ConnectOptions::new();
         for entry in &self.resolve {
             options = options.with_resolve(entry.clone());
@@ -98,7 +107,17 @@ impl NetArgs {
                 except,
             });
         }
-        (options, self.connect_timeout)
+        if self.proxy_cacert.is_some() || self.proxy_insecure {
+            let mut tls = tickwire::blocking::ClientTlsConfig::builder();
+            if let Some(ca) = &self.proxy_cacert {
+                tls = tls.add_root_pem_file(ca).map_err(|e| e.to_string())?;
+            }
+            if self.proxy_insecure {
+                tls = tls.dangerous().disable_certificate_verification();
+            }
+            options = options.with_proxy_tls(tls.build().map_err(|e| e.to_string())?);
+        }
+        Ok((options, self.connect_timeout))
     }
 }
 
@@ -137,8 +156,8 @@ pub(crate) fn with_net<T>(
     builder: ClientBuilderOf<T>,
     args: &NetArgs,
     max_time: Option<Duration>,
-) -> ClientBuilderOf<T> {
-    let (mut connect, timeout) = args.connect();
+) -> Result<ClientBuilderOf<T>, String> {
+    let (mut connect, timeout) = args.connect()?;
     let mut builder = match timeout {
         Some(timeout) => builder.connect_timeout(Some(timeout)),
         None => builder,
@@ -147,5 +166,5 @@ pub(crate) fn with_net<T>(
         connect.total_timeout = connect.total_timeout.min(max);
         builder = builder.handshake_timeout(max);
     }
-    builder.connect_options(connect)
+    Ok(builder.connect_options(connect))
 }

@@ -33,7 +33,7 @@ pub(crate) fn connect(args: &ConnectArgs) -> Result<(), String> {
         client_builder(ClientBuilder::new(), &args.client)?,
         &args.liveness,
     );
-    let builder = with_net(builder, &args.net, args.max_time);
+    let builder = with_net(builder, &args.net, args.max_time)?;
     let max = MaxTime::start(args.max_time);
     // The connect and handshake within the time left, exactly.
     let connected = async |builder: ClientBuilder| {

@@ -1,7 +1,8 @@
 //! `connect --resolve`, `--connect-timeout`, `--max-time` and `--proxy`, as curl names them:
 //! a host name mapped to fixed addresses tried in order (a refused first address costs
 //! nothing), a connect that a black hole holds ends at the timeout with one line naming the
-//! address, a session ends at the maximum time, on both runtimes.
+//! address, a session ends at the maximum time, on both runtimes; an `https://` proxy is
+//! trusted by `--proxy-cacert`.
 
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
@@ -143,5 +144,27 @@ fn connect_goes_through_a_proxy_given_with_its_credentials_on_both_runtimes() {
             );
             assert_fails_naming(&outcome, "proxy");
         }
+    }
+}
+
+#[test]
+fn connect_goes_through_an_https_proxy_it_trusts_by_proxy_cacert_on_both_runtimes() {
+    use crate::echo::Pki;
+    use tickwire_test_support::proxies::Proxy;
+    let pki = Pki::new("https-proxy");
+    let read = |name: &str| std::fs::read_to_string(pki.file(name)).unwrap();
+    let proxy = Proxy::tinyproxy_tls(true, &read("server.pem"), &read("server.key"));
+    let server = Server::start_with(&[]);
+    let ca = pki.file("ca.pem");
+    for runtime in ["blocking", "tokio"] {
+        let through = [&server.url(), "--runtime", runtime, "--proxy", &proxy.url()];
+        let mut trusting = through.to_vec();
+        trusting.extend(["--proxy-cacert", &ca]);
+        let outcome = connect(&args(&trusting), LINES);
+        assert!(outcome.status.success(), "{runtime}: {}", outcome.stderr);
+        assert_eq!(outcome.stdout, LINES, "{runtime}");
+        // Without the proxy's CA the Mozilla roots do not vouch for it.
+        let outcome = connect(&args(&through), "");
+        assert_fails_naming(&outcome, "certificate");
     }
 }
