@@ -13,7 +13,8 @@
 //!   second, through the system resolver (`getaddrinfo`) of every library: the run re-executes
 //!   itself in a network and mount namespace of its own whose `/etc/hosts` names both;
 //! - `connect_tunnel`: microseconds per WebSocket connect and handshake to a local server,
-//!   direct and through tinyproxy (HTTP CONNECT) and microsocks (SOCKS5), on both transports.
+//!   direct and through tinyproxy (HTTP CONNECT), stunnel in front of tinyproxy (HTTPS
+//!   CONNECT) and microsocks (SOCKS5), on both transports.
 //!
 //! The measuring thread is pinned to `--core`, the listeners' threads to `--peer-core`. Rows
 //! are interleaved in each round, their order rotating by one each round.
@@ -48,12 +49,14 @@ const DIRECT: [&str; 5] = [
 ];
 
 /// The tunnel rows, in table order: (transport, route).
-const TUNNEL: [(&str, Via); 6] = [
+const TUNNEL: [(&str, Via); 8] = [
     ("blocking", Via::Direct),
     ("blocking", Via::HttpConnect),
+    ("blocking", Via::HttpsConnect),
     ("blocking", Via::Socks5),
     ("tokio", Via::Direct),
     ("tokio", Via::HttpConnect),
+    ("tokio", Via::HttpsConnect),
     ("tokio", Via::Socks5),
 ];
 
@@ -62,6 +65,7 @@ const TUNNEL: [(&str, Via); 6] = [
 enum Via {
     Direct,
     HttpConnect,
+    HttpsConnect,
     Socks5,
 }
 
@@ -70,6 +74,7 @@ impl Via {
         match self {
             Via::Direct => "direct",
             Via::HttpConnect => "HTTP CONNECT (tinyproxy)",
+            Via::HttpsConnect => "HTTPS CONNECT (stunnel, tinyproxy)",
             Via::Socks5 => "SOCKS5 (microsocks)",
         }
     }
@@ -110,7 +115,11 @@ pub fn run(ctx: &Ctx, clock: &Clock) -> Vec<Table> {
     let runtime = crate::tokio_suite::runtime();
     let proxies = ctx
         .selected("connect_tunnel")
-        .then(|| (Proxy::tinyproxy(false), Proxy::microsocks(false)));
+        .then(|| {
+            let (chain, key) = crate::ws_tls::pki::leaf_pem();
+            let https = Proxy::tinyproxy_tls(false, chain, key);
+            (Proxy::tinyproxy(false), https, Proxy::microsocks(false))
+        });
     for round in 1..=ctx.rounds {
         if ctx.selected("connect_direct") {
             let listener = Acceptor::start(ctx.peer_core);
@@ -130,7 +139,7 @@ pub fn run(ctx: &Ctx, clock: &Clock) -> Vec<Table> {
                 black_hole[row].push(millis);
             }
         }
-        if let Some((http, socks)) = &proxies {
+        if let Some((http, https, socks)) = &proxies {
             let server = WsServer::start(ctx.peer_core);
             for i in report::round_order(TUNNEL.len(), round) {
                 let (transport, via) = TUNNEL[i];
@@ -138,6 +147,7 @@ pub fn run(ctx: &Ctx, clock: &Clock) -> Vec<Table> {
                 let proxy = match via {
                     Via::Direct => None,
                     Via::HttpConnect => Some(http.url()),
+                    Via::HttpsConnect => Some(https.url()),
                     Via::Socks5 => Some(socks.url()),
                 };
                 let samples = scale(TUNNEL_SAMPLES);
@@ -352,7 +362,9 @@ fn tunnel_row(
         },
         None => Through::Direct,
     };
-    let options = ConnectOptions::new().with_proxy(through);
+    let options = ConnectOptions::new()
+        .with_proxy(through)
+        .with_proxy_tls(crate::ws_tls::pki::tickwire_client_config());
     let url = format!("ws://{addr}/");
     let mut histogram = new_histogram();
     let warmup = samples / 10;
@@ -393,8 +405,9 @@ fn tunnel_table(rounds: &[Vec<Histogram<u64>>], clock: &Clock) -> Table {
         "Each sample times one WebSocket connect to a tickwire server on 127.0.0.1 (its \
          thread on the peer core): TCP, the proxy's tunnel when there is one, the upgrade. \
          The proxies are the Debian packages' tinyproxy and microsocks, started by the \
-         suite on loopback without credentials (scripts/proxies.sh installs them); their \
-         processes are not pinned. The client resets the connection after each sample.",
+         suite on loopback without credentials (scripts/proxies.sh installs them), and for \
+         HTTPS CONNECT stunnel (TLS 1.3 to the proxy, its certificate the bench's) in front \
+         of a second tinyproxy; their processes are not pinned. The client resets the connection after each sample.",
     );
     for ((transport, via), histograms) in TUNNEL.iter().zip(rounds) {
         let name = format!("{transport} {}", via.name());

@@ -62,6 +62,11 @@ fn pki() -> &'static Pki {
     })
 }
 
+/// The leaf's chain and key as PEM, for a TLS front that is not tickwire (stunnel).
+pub fn leaf_pem() -> (&'static str, &'static str) {
+    (&pki().chain_pem, &pki().key_pem)
+}
+
 /// ring's provider as tickwire-tls uses it (its default feature).
 fn ring() -> Arc<CryptoProvider> {
     tickwire_tls::provider()
