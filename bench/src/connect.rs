@@ -113,13 +113,11 @@ pub fn run(ctx: &Ctx, clock: &Clock) -> Vec<Table> {
     let mut tunnel: Vec<Vec<Histogram<u64>>> = TUNNEL.iter().map(|_| Vec::new()).collect();
     let mut black_hole: Vec<Vec<f64>> = BLACK_HOLE.iter().map(|_| Vec::new()).collect();
     let runtime = crate::tokio_suite::runtime();
-    let proxies = ctx
-        .selected("connect_tunnel")
-        .then(|| {
-            let (chain, key) = crate::ws_tls::pki::leaf_pem();
-            let https = Proxy::tinyproxy_tls(false, chain, key);
-            (Proxy::tinyproxy(false), https, Proxy::microsocks(false))
-        });
+    let proxies = ctx.selected("connect_tunnel").then(|| {
+        let (chain, key) = crate::ws_tls::pki::leaf_pem();
+        let https = Proxy::tinyproxy_tls(false, chain, key);
+        (Proxy::tinyproxy(false), https, Proxy::microsocks(false))
+    });
     for round in 1..=ctx.rounds {
         if ctx.selected("connect_direct") {
             let listener = Acceptor::start(ctx.peer_core);
