@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Interop tests: tickwire against the Python `websockets` library, both directions, with and
 # without permessage-deflate, over ws:// and wss:// (TLS against Python `ssl` and the openssl CLI),
-# then against headless Chromium.
+# and through real proxies; then against headless Chromium.
 #
 #   bash interop/run.sh
 #
 # Builds target/release/tickwire when it is missing, prepares target/interop-venv
 # (interop/setup.sh, which also checks that `openssl` is on PATH), runs
-# interop/test_websockets_interop.py (which also runs interop/test_deflate_interop.py and
-# interop/test_tls_interop.py, whose certificates it makes with openssl in a temporary directory;
-# its last line is `interop: N passed, M failed`), then
+# interop/test_websockets_interop.py (which also runs interop/test_deflate_interop.py,
+# interop/test_tls_interop.py, whose certificates it makes with openssl in a temporary directory,
+# and interop/test_proxy_interop.py: ws://, wss://, http:// and https:// to `websockets` and
+# httpbin through tinyproxy, microsocks and stunnel in front of tinyproxy, which
+# scripts/proxies.sh installs; its last line is `interop: N passed, M failed`), then
 # interop/browser.sh four times, with and without permessage-deflate, over ws:// and wss://
 # (it installs Chromium when it is missing; each run's last line is
 # `browser: N passed, M failed`), then interop/peers.sh (Node's `ws` and Go's
@@ -30,6 +32,8 @@ if [ ! -x "$TICKWIRE_BIN" ]; then
   cargo build --release -q -p tickwire-cli
 fi
 bash "$root/interop/setup.sh"
+# httpbin's venv, for test_proxy_interop.py's http:// and https:// cases through each proxy.
+bash "$root/interop/http/setup.sh"
 
 status=0
 "$root/target/interop-venv/bin/python" "$root/interop/test_websockets_interop.py" || status=1

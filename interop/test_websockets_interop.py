@@ -3,8 +3,8 @@
 Part A drives `tickwire serve` with a `websockets` client (and with raw sockets where the test
 must send bytes a well-behaved client never would). Part B drives `tickwire connect` against a
 `websockets` server. The permessage-deflate tests live in test_deflate_interop.py and the wss://
-tests (against Python `ssl` and the openssl CLI) in test_tls_interop.py; both run here too, after
-these, and count in the same summary; the plumbing they share is interop/harness.py. Plain
+tests (against Python `ssl` and the openssl CLI) in test_tls_interop.py, the cases through real
+proxies in test_proxy_interop.py; all run here too, after these, and count in the same summary; the plumbing they share is interop/harness.py. Plain
 python3, no pytest: run it with the venv that interop/setup.sh makes, or through interop/run.sh. The last line printed
 is `interop: N passed, M failed`; the exit status is 1 when any test failed.
 
@@ -19,6 +19,7 @@ import sys
 from websockets.asyncio.client import connect as ws_connect
 
 import test_deflate_interop
+import test_proxy_interop
 import test_tls_interop
 from harness import (
     CLIENT_ROLE, MIB, SAMPLE_ACCEPT, STEP, Group, PeerServer, check, expect_eof, finish, raw_exchange, roundtrip,
@@ -323,6 +324,7 @@ async def main():
         Group("client", None, CLIENT_TESTS, CLIENT_ROLE),
         *test_deflate_interop.GROUPS,
         *test_tls_interop.GROUPS,
+        *test_proxy_interop.GROUPS,
     ])
 
 
