@@ -22,6 +22,8 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
+use tickwire_codec::feed::leading_u64;
+
 use crate::harness;
 use crate::wire;
 
@@ -136,20 +138,15 @@ pub fn payload(seq: u64) -> Vec<u8> {
     text
 }
 
-/// The sequence extractor every row that extracts uses, as a user writes one for a known
-/// message shape: the key between `{"key":"` and the next quote, the digits after `,"seq":`.
+/// The sequence extractor every row that extracts uses (the peers' loops included), as a
+/// user writes one for a known message shape: the key between `{"key":"` and the next
+/// quote, the number after `,"seq":` read with the library's [`leading_u64`].
 pub fn sequence(message: &[u8]) -> Option<(&[u8], u64)> {
     let rest = message.strip_prefix(b"{\"key\":\"")?;
     let end = rest.iter().position(|&b| b == b'"')?;
     let (key, rest) = rest.split_at(end);
-    let digits = rest.strip_prefix(b"\",\"seq\":")?;
-    let mut seq = 0u64;
-    let mut any = false;
-    for &b in digits.iter().take_while(|b| b.is_ascii_digit()) {
-        seq = seq.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
-        any = true;
-    }
-    any.then_some((key, seq))
+    let (seq, _) = leading_u64(rest.strip_prefix(b"\",\"seq\":")?)?;
+    Some((key, seq))
 }
 
 fn accept_loop(

@@ -133,6 +133,7 @@
 //! and events other than messages may allocate; none of them happens per message.
 
 mod config;
+mod digits;
 mod event;
 mod limits;
 mod merge;
@@ -147,6 +148,7 @@ pub use config::{
     BuildFn, ConfigError, FeedConfig, Heartbeat, MatchFn, ReconnectPolicy, ReplyFn, SequenceFn,
     Timestamps,
 };
+pub use digits::leading_u64;
 pub use event::{
     Action, ConnFigures, ConnId, ConnState, Counters, Delivery, Disconnect, Disposition, Event,
     FeedError, KeyId, Limited, MAX_CONNECTIONS, ReconnectReason, RecvStamp, SendError,
