@@ -255,7 +255,11 @@ impl Connections {
     fn read_round(&mut self, control: &mut FeedControl) -> bool {
         let used = control.slots_used();
         for turn in 0..used {
-            let index = (self.next_read + turn) % used;
+            // `next_read` is at most `used`: one subtraction wraps it (no division).
+            let mut index = self.next_read + turn;
+            if index >= used {
+                index -= used;
+            }
             let Slot::Open(socket, cell) = &mut self.slots[index] else {
                 continue;
             };

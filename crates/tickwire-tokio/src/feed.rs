@@ -176,7 +176,11 @@ impl Connections {
     fn poll_io(&mut self, control: &mut FeedControl, cx: &mut Context<'_>) -> Poll<()> {
         let used = control.slots_used();
         for turn in 0..used {
-            let index = (self.next_read + turn) % used;
+            // `next_read` is at most `used`: one subtraction wraps it (no division).
+            let mut index = self.next_read + turn;
+            if index >= used {
+                index -= used;
+            }
             let conn = ConnId(index as u8);
             let progressed = match &mut self.slots[index] {
                 Slot::Empty => false,

@@ -19,6 +19,9 @@ use super::event::{ConnId, Delivery, Event, KeyId, MAX_CONNECTIONS, RecvStamp};
 /// What the merge decided about one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Merged {
+    /// Deliver it now, the next number of its key with nothing else to go out: nothing was
+    /// pushed to the output (the data path's common case).
+    Alone(KeyId),
     /// Deliver it now (after any gap queued before it).
     Deliver(KeyId),
     /// Copied and held.
@@ -42,6 +45,8 @@ pub(super) struct Merge {
     index: HashMap<Box<[u8]>, u32, BuildHasherDefault<KeyHasher>>,
     keys: Vec<KeyState>,
     names: Vec<Box<[u8]>>,
+    /// The key the last message carried (an index into `names`; none yet while empty).
+    last_key: u32,
     max_keys: usize,
     key_limit_reported: bool,
     merge_wait: Duration,
@@ -101,6 +106,7 @@ impl Merge {
             index: HashMap::with_capacity_and_hasher(max_keys.min(4096), Default::default()),
             keys: Vec::with_capacity(max_keys.min(4096)),
             names: Vec::with_capacity(max_keys.min(4096)),
+            last_key: 0,
             max_keys,
             key_limit_reported: false,
             merge_wait,
@@ -256,6 +262,10 @@ impl Merge {
         }
         let held = self.keys[key.0 as usize].held;
         let next = delivered.map(|d| d + 1);
+        if held == 0 && next == Some(seq) {
+            self.mark_delivered(key, seq, conn, now);
+            return Merged::Alone(key);
+        }
         if next == Some(seq) || (held == 0 && !self.may_fill(key, seq)) {
             if let Some(next) = next
                 && seq > next
@@ -290,8 +300,16 @@ impl Merge {
         merged
     }
 
+    #[inline]
     fn intern(&mut self, key: &[u8]) -> Option<KeyId> {
+        // Feeds often carry runs of one key: the last key found is checked before the hash.
+        if let Some(name) = self.names.get(self.last_key as usize)
+            && same_key(name, key)
+        {
+            return Some(KeyId(self.last_key));
+        }
         if let Some(id) = self.index.get(key) {
+            self.last_key = *id;
             return Some(KeyId(*id));
         }
         if self.keys.len() >= self.max_keys {
@@ -300,6 +318,7 @@ impl Merge {
         let id = self.keys.len() as u32;
         self.index.insert(key.into(), id);
         self.names.push(key.into());
+        self.last_key = id;
         self.keys.push(KeyState {
             delivered: None,
             delivered_at: None,
@@ -432,6 +451,27 @@ enum Expire {
     Below(u64),
 }
 
+/// `a == b`, for the short byte strings keys are without a call to `memcmp`: up to 16
+/// bytes as two overlapping words from each end.
+#[inline]
+fn same_key(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |bytes: &[u8], at: usize| {
+        u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+    };
+    let half = |bytes: &[u8], at: usize| {
+        u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+    };
+    match n {
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        _ => a == b,
+    }
+}
+
 /// Builds a message event for a held message.
 pub(super) fn held_delivery(held: Held, payload: &[u8]) -> Event<'_> {
     Event::Message(Delivery {
@@ -472,10 +512,17 @@ impl Hasher for KeyHasher {
             self.add(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
         }
         let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut tail = [0u8; 8];
-            tail[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(tail));
+        // The last 1 to 7 bytes in one word without a copy: two overlapping loads (the
+        // length, hashed before the bytes, tells the overlaps apart).
+        let n = rest.len();
+        if n >= 4 {
+            let lo = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes"));
+            let hi = u32::from_le_bytes(rest[n - 4..].try_into().expect("4 bytes"));
+            self.add(u64::from(lo) | (u64::from(hi) << 32));
+        } else if n > 0 {
+            self.add(
+                u64::from(rest[0]) | (u64::from(rest[n / 2]) << 8) | (u64::from(rest[n - 1]) << 16),
+            );
         }
     }
 

@@ -41,6 +41,9 @@ pub struct FeedSession {
     jitter: Jitter,
     ended: Option<FeedError>,
     lent: Option<usize>,
+    /// The message being received, delivered with nothing queued before it (the data path's
+    /// common case): handed out first by `poll_event`, without a trip through `queue`.
+    lone: Option<Meta>,
     current_pending: bool,
     rotation: Option<(ConnId, ConnId)>,
     scratch: Vec<String>,
@@ -78,6 +81,19 @@ struct Meta {
     key: Option<KeyId>,
     seq: Option<u64>,
     stamp: RecvStamp,
+}
+
+impl Meta {
+    #[inline]
+    fn delivery(self, payload: &[u8]) -> Event<'_> {
+        Event::Message(Delivery {
+            conn: self.conn,
+            key: self.key,
+            seq: self.seq,
+            stamp: self.stamp,
+            payload,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,6 +182,7 @@ impl FeedSession {
             jitter: Jitter::seeded(seed),
             ended: None,
             lent: None,
+            lone: None,
             current_pending: false,
             rotation: None,
             scratch: Vec::new(),
@@ -214,17 +231,15 @@ impl FeedSession {
         if let Some(index) = self.lent.take() {
             self.merge.release(index);
         }
+        if let Some(meta) = self.lone.take() {
+            self.current_pending = false;
+            return Some(meta.delivery(current));
+        }
         match self.queue.pop_front()? {
             Queued::Event(event) => Some(event),
             Queued::Current(meta) => {
                 self.current_pending = false;
-                Some(Event::Message(Delivery {
-                    conn: meta.conn,
-                    key: meta.key,
-                    seq: meta.seq,
-                    stamp: meta.stamp,
-                    payload: current,
-                }))
+                Some(meta.delivery(current))
             }
             Queued::Held(index) => {
                 self.lent = Some(index);
@@ -237,7 +252,7 @@ impl FeedSession {
     /// Whether [`poll_event`](Self::poll_event) has an event to give: a driver that must
     /// return one event borrowed from the session checks here before it waits for input.
     pub fn has_event(&self) -> bool {
-        !self.queue.is_empty()
+        self.lone.is_some() || !self.queue.is_empty()
     }
 
     /// The configuration, as changed since (the subscription set is the live one).
@@ -438,6 +453,23 @@ impl FeedSession {
                     self.merge
                         .on_message(conn, key, seq, stamp, payload, now, &mut self.merge_out);
                 match merged {
+                    Merged::Alone(key) => {
+                        let meta = Meta {
+                            conn,
+                            key: Some(key),
+                            seq: Some(seq),
+                            stamp,
+                        };
+                        self.current_pending = true;
+                        self.delivered += 1;
+                        if self.queue.is_empty() {
+                            // Everything queued later comes after it, so it goes out first.
+                            self.lone = Some(meta);
+                        } else {
+                            self.queue.push_back(Queued::Current(meta));
+                        }
+                        Disposition::Deliver
+                    }
                     Merged::Deliver(key) => {
                         self.flush_merge(Some(Meta {
                             conn,
