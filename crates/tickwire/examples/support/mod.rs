@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tickwire::blocking::ClientBuilder;
 use tickwire::blocking::feed::Feed;
-use tickwire::feed::{ConnId, Event, FeedConfig, FeedError, KeyId, Timestamps};
+use tickwire::feed::{ConnId, Event, FeedConfig, FeedError, KeyId, Timestamps, leading_u64};
 
 /// The example's arguments: `[URL] [SECONDS]` (how long it runs; 3 by default).
 pub(crate) fn args(default_url: &str) -> (String, Duration) {
@@ -114,10 +114,9 @@ pub(crate) fn field<'a>(message: &'a [u8], name: &str) -> Option<&'a [u8]> {
 
 /// The field `name` as a number (written as one, or as a string of digits).
 pub(crate) fn number(message: &[u8], name: &str) -> Option<u64> {
-    std::str::from_utf8(field(message, name)?)
-        .ok()?
-        .parse()
-        .ok()
+    let digits = field(message, name)?;
+    let (number, taken) = leading_u64(digits)?;
+    (taken == digits.len()).then_some(number)
 }
 
 /// Whether `message` contains `part` (an acknowledgement's marker, for one).
