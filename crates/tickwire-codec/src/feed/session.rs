@@ -447,29 +447,14 @@ impl FeedSession {
         self.slots[index].messages += 1;
         self.messages += 1;
         let sequenced = self.config.sequence.as_ref().and_then(|f| f(payload));
-        let disposition = match sequenced {
+        // What the message is, and the key and number it goes out with when it goes out now.
+        let (disposition, current) = match sequenced {
             Some((key, seq)) => {
                 let merged =
                     self.merge
                         .on_message(conn, key, seq, stamp, payload, now, &mut self.merge_out);
                 match merged {
-                    Merged::Alone(key) => {
-                        let meta = Meta {
-                            conn,
-                            key: Some(key),
-                            seq: Some(seq),
-                            stamp,
-                        };
-                        self.current_pending = true;
-                        self.delivered += 1;
-                        if self.queue.is_empty() {
-                            // Everything queued later comes after it, so it goes out first.
-                            self.lone = Some(meta);
-                        } else {
-                            self.queue.push_back(Queued::Current(meta));
-                        }
-                        Disposition::Deliver
-                    }
+                    Merged::Alone(key) => (Disposition::Deliver, Some((Some(key), Some(seq)))),
                     Merged::Deliver(key) => {
                         self.flush_merge(Some(Meta {
                             conn,
@@ -477,15 +462,15 @@ impl FeedSession {
                             seq: Some(seq),
                             stamp,
                         }));
-                        Disposition::Deliver
+                        (Disposition::Deliver, None)
                     }
-                    Merged::Held | Merged::Duplicate => {
+                    Merged::Held => {
                         self.flush_merge(None);
-                        if merged == Merged::Held {
-                            Disposition::Held
-                        } else {
-                            Disposition::Duplicate
-                        }
+                        (Disposition::Held, None)
+                    }
+                    Merged::Duplicate => {
+                        self.flush_merge(None);
+                        (Disposition::Duplicate, None)
                     }
                     Merged::Unkeyed(first) => {
                         if first {
@@ -493,26 +478,20 @@ impl FeedSession {
                                 max_keys: self.config.max_keys,
                             });
                         }
-                        self.queue_current(Meta {
-                            conn,
-                            key: None,
-                            seq: Some(seq),
-                            stamp,
-                        });
-                        Disposition::Deliver
+                        (Disposition::Deliver, Some((None, Some(seq))))
                     }
                 }
             }
-            None => {
-                self.queue_current(Meta {
-                    conn,
-                    key: None,
-                    seq: None,
-                    stamp,
-                });
-                Disposition::Deliver
-            }
+            None => (Disposition::Deliver, Some((None, None))),
         };
+        if let Some((key, seq)) = current {
+            self.queue_current(Meta {
+                conn,
+                key,
+                seq,
+                stamp,
+            });
+        }
         if self.rotation.is_some() {
             self.quiet = false;
             self.check_rotation(conn);
@@ -679,30 +658,28 @@ impl FeedSession {
         self.queue.push_back(Queued::Event(event));
     }
 
+    #[inline]
     fn queue_current(&mut self, meta: Meta) {
         self.current_pending = true;
         self.delivered += 1;
-        self.queue.push_back(Queued::Current(meta));
+        if self.queue.is_empty() {
+            // Everything queued later comes after it, so it goes out first.
+            self.lone = Some(meta);
+        } else {
+            self.queue.push_back(Queued::Current(meta));
+        }
     }
 
     /// Moves the merge's output to the queue; `current` is the message being received.
     fn flush_merge(&mut self, current: Option<Meta>) {
-        // The common case, a message delivered and nothing else: no drain.
-        if let ([Output::Current], Some(meta)) = (self.merge_out.as_slice(), current) {
-            self.merge_out.clear();
-            self.current_pending = true;
-            self.delivered += 1;
-            self.queue.push_back(Queued::Current(meta));
-            return;
-        }
         let resync = self.config.resync_on_gap;
-        for output in self.merge_out.drain(..) {
+        // Taken for the loop and put back after, its capacity kept: no allocation.
+        let mut outputs = core::mem::take(&mut self.merge_out);
+        for output in outputs.drain(..) {
             match output {
                 Output::Current => {
                     if let Some(meta) = current {
-                        self.current_pending = true;
-                        self.delivered += 1;
-                        self.queue.push_back(Queued::Current(meta));
+                        self.queue_current(meta);
                     }
                 }
                 Output::Held(index) => {
@@ -718,6 +695,7 @@ impl FeedSession {
                 }
             }
         }
+        self.merge_out = outputs;
     }
 }
 
