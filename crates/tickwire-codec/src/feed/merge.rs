@@ -227,7 +227,44 @@ impl Merge {
         clippy::too_many_arguments,
         reason = "one message and its context, all Copy"
     )]
+    #[inline]
     pub(super) fn on_message(
+        &mut self,
+        conn: ConnId,
+        key: &[u8],
+        seq: u64,
+        stamp: RecvStamp,
+        payload: &[u8],
+        now: Instant,
+        out: &mut Vec<Output>,
+    ) -> Merged {
+        // The data path, inline: the last message's key again, with its next number and
+        // nothing held. Everything else takes the whole rule, out of line.
+        let last = self.last_key;
+        if let Some(name) = self.names.get(last as usize)
+            && same_key(name, key)
+        {
+            let state = &mut self.keys[last as usize];
+            if state.held == 0
+                && state
+                    .delivered
+                    .is_some_and(|d| seq.checked_sub(d) == Some(1))
+            {
+                let seen = &mut state.seen[conn.index()];
+                *seen = Some(seen.map_or(seq, |seen| seen.max(seq)));
+                self.mark_delivered(KeyId(last), seq, conn, now);
+                return Merged::Alone(KeyId(last));
+            }
+        }
+        self.on_message_slow(conn, key, seq, stamp, payload, now, out)
+    }
+
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one message and its context, all Copy"
+    )]
+    #[inline(never)]
+    fn on_message_slow(
         &mut self,
         conn: ConnId,
         key: &[u8],
