@@ -11,7 +11,9 @@
 //! pools) on request ids and lengths alone. [`feed`] is the client side of an exchange feed
 //! over one or several WebSocket connections: reconnects with back-off, subscriptions,
 //! liveness, per-key sequences merged across redundant connections, rotation and send
-//! quotas, as decisions and events for a driver that owns the sockets. [`connect`] is the
+//! quotas, as decisions and events for a driver that owns the sockets. [`rpc`] is order
+//! entry on top of it: requests matched to responses by id, deadlines, a login step,
+//! weighted rate limits shared with REST, and an outcome for every request. [`connect`] is the
 //! connect path's decisions: Happy Eyeballs v2 over resolved addresses (RFC 8305), fixed
 //! addresses for a host (curl's `--resolve`), the HTTP CONNECT and SOCKS5 proxy handshakes
 //! as byte state machines, and the proxy a URL takes from the environment as curl reads it.
@@ -47,6 +49,9 @@
 //! - `mux <- feed`: the feed session takes its reconnect back-off ([`mux::Backoff`], with
 //!   [`mux::Jitter`]) from `mux` and nothing else; it sees whole messages as bytes and never
 //!   a frame, so a driver glues it to its `ws::Connection`s without `feed` naming `ws`.
+//! - `mux, feed <- rpc`: the RPC session takes the deadline heap from `mux` and reads the
+//!   feed session's events (connections, messages) through [`feed::Event`]; it writes and
+//!   reads ids in JSON text itself, so it names neither `ws` nor `http`.
 //!
 //! # Features
 //!
@@ -116,4 +121,5 @@ pub mod http;
 pub mod mux;
 pub mod packet;
 pub mod rest;
+pub mod rpc;
 pub mod ws;

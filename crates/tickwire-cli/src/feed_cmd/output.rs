@@ -203,6 +203,7 @@ fn write_reason(out: &mut impl Write, reason: ReconnectReason) -> io::Result<()>
         ReconnectReason::Stale => "stale",
         ReconnectReason::HeartbeatTimeout => "heartbeat_timeout",
         ReconnectReason::AckTimeout => "ack_timeout",
+        ReconnectReason::LoginTimeout => "login_timeout",
         _ => "other",
     };
     write!(out, r#","reason":"{name}""#)

@@ -116,6 +116,9 @@ pub enum ReconnectReason {
     HeartbeatTimeout,
     /// The subscriptions were not all acknowledged within the deadline.
     AckTimeout,
+    /// The login of a session on top (order entry) had no response within its timeout
+    /// ([`FeedSession::replace`](super::FeedSession::replace)).
+    LoginTimeout,
 }
 
 /// Which quota made a send or a connect wait.

@@ -391,6 +391,23 @@ impl FeedSession {
         }
     }
 
+    /// Drops the open (or connecting) connection `conn` and replaces it, as for a stale one:
+    /// the driver is told to drop its socket ([`Action::Close`] without a code), and
+    /// [`Event::Closed`] and [`Event::Reconnecting`] carry `reason`. `false` when `conn` was
+    /// neither.
+    pub fn replace(&mut self, conn: ConnId, reason: ReconnectReason, now: Instant) -> bool {
+        self.quiet = false;
+        if !matches!(
+            self.slots.get(conn.index()).map(|slot| slot.state),
+            Some(SlotState::Open(_) | SlotState::Connecting { .. })
+        ) {
+            return false;
+        }
+        self.actions.push_back(Action::Close { conn, code: None });
+        self.fail(conn.index(), reason, now);
+        true
+    }
+
     /// A complete text or binary message received on `conn` at `now`, read at `stamp`. Then
     /// drain [`poll_event`](Self::poll_event)`(payload)`: with [`Disposition::Deliver`] the
     /// message's event is among those queued, after any gap before it and before held

@@ -469,6 +469,34 @@ fn the_stale_timer_counts_data_only() {
 }
 
 #[test]
+fn a_connection_replaced_on_request_is_dropped_and_reconnected_with_the_reason() {
+    let mut d = Driver::new(sequenced());
+    assert!(
+        !d.session
+            .replace(ConnId(0), ReconnectReason::LoginTimeout, d.now)
+    );
+    d.open_all();
+    assert!(
+        d.session
+            .replace(ConnId(0), ReconnectReason::LoginTimeout, d.now)
+    );
+    d.act(|_| false);
+    d.drain(&[]);
+    let events = d.take_events();
+    assert!(
+        events
+            .iter()
+            .any(|e| e.contains("Closed") && e.contains("LoginTimeout"))
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e.contains("Reconnecting") && e.contains("LoginTimeout"))
+    );
+    assert_eq!(d.closed, [(0, None)], "its socket dropped, no close frame");
+}
+
+#[test]
 fn an_unanswered_heartbeat_replaces_the_connection() {
     let heartbeat = ping_pong(Duration::from_secs(20), Duration::from_secs(5));
     let mut d = Driver::new(sequenced().with_heartbeat(Some(heartbeat)));

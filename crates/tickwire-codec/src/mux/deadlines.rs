@@ -14,7 +14,7 @@ const UNARMED: u32 = u32::MAX;
 
 /// At most one deadline per slot index in `0..capacity`.
 #[derive(Debug)]
-pub(super) struct Deadlines {
+pub(crate) struct Deadlines {
     /// The heap, ordered by deadline: `heap[0]` is the earliest.
     heap: Vec<(Instant, u32)>,
     /// `position[slot]`: where the slot's entry is in `heap`, or `UNARMED`.
@@ -23,7 +23,7 @@ pub(super) struct Deadlines {
 
 impl Deadlines {
     /// Room for one deadline per slot index below `capacity`, allocated now.
-    pub(super) fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         Self {
             heap: Vec::with_capacity(capacity),
             position: vec![UNARMED; capacity].into_boxed_slice(),
@@ -31,7 +31,7 @@ impl Deadlines {
     }
 
     /// Arms `slot` to expire at `at`. The slot must not be armed already.
-    pub(super) fn insert(&mut self, slot: u32, at: Instant) {
+    pub(crate) fn insert(&mut self, slot: u32, at: Instant) {
         debug_assert_eq!(self.position[slot as usize], UNARMED, "slot armed twice");
         let index = self.heap.len();
         self.heap.push((at, slot));
@@ -40,7 +40,7 @@ impl Deadlines {
     }
 
     /// Disarms `slot`; nothing happens when it is not armed.
-    pub(super) fn remove(&mut self, slot: u32) {
+    pub(crate) fn remove(&mut self, slot: u32) {
         let index = self.position[slot as usize];
         if index == UNARMED {
             return;
@@ -58,13 +58,13 @@ impl Deadlines {
     }
 
     /// The earliest deadline, if any is armed.
-    pub(super) fn earliest(&self) -> Option<Instant> {
+    pub(crate) fn earliest(&self) -> Option<Instant> {
         self.heap.first().map(|&(at, _)| at)
     }
 
     /// Disarms and returns the slot with the earliest deadline when that deadline is at or
     /// before `now`.
-    pub(super) fn pop_due(&mut self, now: Instant) -> Option<u32> {
+    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<u32> {
         let &(at, slot) = self.heap.first()?;
         if at > now {
             return None;
@@ -74,7 +74,7 @@ impl Deadlines {
     }
 
     /// Disarms every slot.
-    pub(super) fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         for &(_, slot) in &self.heap {
             self.position[slot as usize] = UNARMED;
         }
@@ -83,13 +83,13 @@ impl Deadlines {
 
     /// Number of armed deadlines.
     #[cfg(test)]
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.heap.len()
     }
 
     /// Allocated room of the heap, to show it never grows.
     #[cfg(test)]
-    pub(super) fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.heap.capacity()
     }
 

@@ -117,7 +117,7 @@
 
 mod breaker;
 mod client;
-mod deadlines;
+pub(crate) mod deadlines;
 mod error;
 mod reconnect;
 mod server;
