@@ -195,7 +195,7 @@ impl Connections {
                 continue;
             }
             let now = Instant::now();
-            let timer = control.session_mut().poll_timeout();
+            let timer = control.timer();
             if timer.is_some_and(|at| at <= now) {
                 control.session_mut().handle_timeout(now);
                 continue;

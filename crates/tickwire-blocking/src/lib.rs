@@ -66,6 +66,8 @@ mod http;
 mod maybe_tls;
 mod net;
 pub mod packet;
+#[cfg(unix)]
+pub mod rpc;
 mod server;
 #[cfg(unix)]
 mod stamp;

@@ -14,6 +14,7 @@ mod http_cmd;
 mod net_args;
 mod packet_cmd;
 mod reactor;
+mod rpc_cmd;
 mod signals;
 mod tokio_ws;
 
@@ -89,6 +90,11 @@ enum Command {
     /// timers, sequence gaps, several URLs merged by sequence; one JSON line per message and
     /// event on stdout. Exits 0 on SIGTERM or SIGINT.
     Feed(Box<feed_cmd::FeedArgs>),
+    /// Order entry over a WebSocket API: requests matched to responses by id, after an
+    /// optional login, with deadlines and a cap in flight; one JSON line per request as it
+    /// resolves (response, timed_out, not_sent, outcome_unknown, rejected) and per pushed
+    /// message. Exits 0 once every request resolved.
+    Rpc(Box<rpc_cmd::RpcArgs>),
 }
 
 #[derive(Args)]
@@ -304,6 +310,8 @@ fn main() -> ExitCode {
         (Runtime::Tokio, Command::Http(args)) => http_cmd::run_tokio(&args),
         (Runtime::Blocking, Command::Feed(args)) => feed_cmd::run(&args, false),
         (Runtime::Tokio, Command::Feed(args)) => feed_cmd::run(&args, true),
+        (Runtime::Blocking, Command::Rpc(args)) => rpc_cmd::run(&args, false),
+        (Runtime::Tokio, Command::Rpc(args)) => rpc_cmd::run(&args, true),
         (Runtime::Reactor, Command::Serve(args)) => reactor::serve(&args),
         // The demo always runs the reactor server and its own client loop.
         (_, Command::Demo(args)) => demo::run(&args),
@@ -312,9 +320,12 @@ fn main() -> ExitCode {
         (_, Command::Publish(args)) => fleet::publish(&args),
         // The simulator is a test peer on the blocking transports, whatever the runtime.
         (_, Command::ExchangeSim(args)) => exsim::run(&args),
-        (Runtime::Reactor, Command::Connect(_) | Command::Http(_) | Command::Feed(_)) => Err(
-            "--runtime reactor runs `serve` only; `connect`, `http` and `feed` run on blocking \
-             or tokio"
+        (
+            Runtime::Reactor,
+            Command::Connect(_) | Command::Http(_) | Command::Feed(_) | Command::Rpc(_),
+        ) => Err(
+            "--runtime reactor runs `serve` only; `connect`, `http`, `feed` and `rpc` \
+             run on blocking or tokio"
                 .to_owned(),
         ),
     };

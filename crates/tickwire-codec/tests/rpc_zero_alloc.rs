@@ -57,17 +57,17 @@ fn run(
                     stamp,
                     payload,
                 });
-                let absorbed = rpc.absorb(&event, *now);
+                let absorbed = rpc.absorb(&event, *now).expect("not a login");
                 match RpcSession::event(absorbed, payload) {
-                    Some(Event::Resolved {
+                    Event::Resolved {
                         ticket: got,
                         outcome: Outcome::Response(_),
                         ..
-                    }) => {
+                    } => {
                         assert_eq!(got, *ticket);
                         answered += 1;
                     }
-                    Some(Event::Pushed { .. }) => {}
+                    Event::Pushed { .. } => {}
                     other => panic!("unexpected {other:?}"),
                 }
             }

@@ -24,6 +24,7 @@ pub mod feed;
 pub mod http;
 pub mod packet;
 mod recv;
+pub mod rpc;
 pub mod ws;
 
 pub use error::{Error, TransportError};

@@ -204,7 +204,7 @@ impl Connections {
                 return Poll::Ready(());
             }
         }
-        if let Some(at) = control.session_mut().poll_timeout() {
+        if let Some(at) = control.timer() {
             if at > Instant::now() {
                 self.timer
                     .as_mut()

@@ -83,6 +83,7 @@ mod net;
 #[cfg(feature = "stream")]
 mod owned;
 pub mod packet;
+pub mod rpc;
 mod server;
 pub mod split;
 mod stamp;

@@ -8,6 +8,7 @@
 //! | [`http`] | the HTTP client's error and the sans-IO HTTP/1.1 codec | always |
 //! | [`packet`] | the binary packet protocol's error, options and request ids | always |
 //! | [`feed`] | exchange feed sessions: configuration, events, receive stamps (the drivers are `blocking::feed` and `tokio::feed`) | always |
+//! | [`rpc`] | order entry: requests matched to responses by id, deadlines, login, rate limits, outcomes (the drivers are `blocking::rpc` and `tokio::rpc`) | always |
 //! | [`codec`] | every sans-IO codec and state machine ([`tickwire_codec`]) | always |
 //! | `blocking` | `std::net` transports: WebSocket client and server, HTTP client, packet links | `blocking` (default) |
 //! | `tokio` | the same transports on tokio | `tokio` |
@@ -143,6 +144,45 @@ pub mod feed {
 
     pub use tickwire_codec::feed::*;
     pub use tickwire_core::feed::{Feed, FeedControl, FeedIo};
+}
+
+pub mod rpc {
+    //! Order entry over WebSocket: requests matched to responses by id ([`RpcSession`]),
+    //! deadlines, a login step, weighted [`RateLimits`] shared with REST, and an outcome for
+    //! every request that tells "never written" ([`Outcome::NotSent`]) from "written, then
+    //! lost" ([`Outcome::OutcomeUnknown`]). The drivers are `blocking::rpc::Rpc` and
+    //! `tokio::rpc::Rpc`, over a feed session's connections:
+    //!
+    //! ```no_run
+    //! # #[cfg(feature = "blocking")]
+    //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    //! use tickwire::blocking::ClientBuilder;
+    //! use tickwire::blocking::rpc::Rpc;
+    //! use tickwire::feed::FeedConfig;
+    //! use tickwire::rpc::{Event, Outcome, Request, RpcConfig};
+    //!
+    //! let feed = FeedConfig::new("ws://127.0.0.1:9001/ws-api");
+    //! let mut rpc = Rpc::new(feed, RpcConfig::new(), ClientBuilder::new())?;
+    //! let order = rpc.submit(r#"{"method":"order.place","params":{}}"#, Request::new())?;
+    //! while let Some(event) = rpc.next_event()? {
+    //!     if let Event::Resolved { ticket, outcome, .. } = event
+    //!         && ticket == order
+    //!     {
+    //!         match outcome {
+    //!             Outcome::Response(text) => println!("{}", String::from_utf8_lossy(text)),
+    //!             Outcome::NotSent(_) => println!("never sent: safe to send again"),
+    //!             other => println!("{}: look the order up before sending again", other.name()),
+    //!         }
+    //!         break;
+    //!     }
+    //! }
+    //! # Ok(()) }
+    //! # #[cfg(not(feature = "blocking"))]
+    //! # fn main() {}
+    //! ```
+
+    pub use tickwire_codec::rpc::*;
+    pub use tickwire_core::rpc::{Rpc, RpcIo};
 }
 
 #[cfg(feature = "tls")]

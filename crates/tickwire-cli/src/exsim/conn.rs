@@ -74,6 +74,11 @@ impl Conn {
         }
     }
 
+    /// The next command the control interface queued.
+    pub(crate) fn take_command(&self) -> Option<Command> {
+        self.lock().commands.pop_front()
+    }
+
     pub(crate) fn command(&self, command: Command) -> bool {
         let mut shared = self.lock();
         if shared.ended.is_some() {
@@ -101,6 +106,34 @@ impl Tcp for TlsStream<TcpStream> {
     }
 }
 
+/// Adds a connection to the simulator's list (the control interface's `conn` numbers),
+/// subscribed to `keys`.
+pub(crate) fn register(sim: &Sim, peer: Option<SocketAddr>, keys: &[usize]) -> Arc<Conn> {
+    let mut state = sim.lock();
+    let mut subscribed = vec![false; sim.args.keys.len()];
+    for &key in keys {
+        subscribed[key] = true;
+    }
+    let conn = Arc::new(Conn {
+        id: state.conns.len() as u64,
+        peer,
+        opened: sim.now(),
+        shared: Mutex::new(Shared {
+            subscribed,
+            ..Shared::default()
+        }),
+    });
+    state.conns.push(Arc::clone(&conn));
+    conn
+}
+
+/// Marks a connection ended, `ending` saying how.
+pub(crate) fn finish(conn: &Conn, ending: String) {
+    let mut shared = conn.lock();
+    shared.ended = Some(ending);
+    shared.queue.clear();
+}
+
 /// Registers the connection and serves it until it ends; `opening` is what its opening
 /// request subscribed to.
 pub(crate) fn run<S: Tcp>(
@@ -109,24 +142,7 @@ pub(crate) fn run<S: Tcp>(
     peer: Option<SocketAddr>,
     opening: Opening,
 ) {
-    let conn = {
-        let mut state = sim.lock();
-        let mut subscribed = vec![false; sim.args.keys.len()];
-        for &key in &opening.keys {
-            subscribed[key] = true;
-        }
-        let conn = Arc::new(Conn {
-            id: state.conns.len() as u64,
-            peer,
-            opened: sim.now(),
-            shared: Mutex::new(Shared {
-                subscribed,
-                ..Shared::default()
-            }),
-        });
-        state.conns.push(Arc::clone(&conn));
-        conn
-    };
+    let conn = register(sim, peer, &opening.keys);
     ws.set_read_timeout(Some(TICK));
     let mut session = Session::new(sim, &conn, opening);
     let ended = session.serve(&mut ws);
@@ -134,9 +150,7 @@ pub(crate) fn run<S: Tcp>(
         End::Close(how, code) => close(&mut ws, how, code),
         End::Peer(why) => why,
     };
-    let mut shared = conn.lock();
-    shared.ended = Some(ending);
-    shared.queue.clear();
+    finish(&conn, ending);
 }
 
 /// How a connection ended: the simulator closes it, or the peer did.
@@ -145,7 +159,8 @@ enum End {
     Peer(String),
 }
 
-fn close<S: Tcp>(ws: &mut WebSocket<S>, how: CloseHow, code: u16) -> String {
+/// Ends the connection as `how` says; returns how it ended (`ws 1000`, `fin`, `rst`).
+pub(crate) fn close<S: Tcp>(ws: &mut WebSocket<S>, how: CloseHow, code: u16) -> String {
     match how {
         CloseHow::Ws => {
             let _ = ws.close(CloseCode::from(code), "");

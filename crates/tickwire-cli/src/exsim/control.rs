@@ -1,6 +1,7 @@
 //! The simulator's control interface: HTTP/1.1 on its own port, one request per connection,
-//! JSON answers. `GET /counters`, `GET /record`, and the commands `/close`, `/stall`,
-//! `/resume`, `/gap`, `/replay` and `/reject` with their arguments in the query string
+//! JSON answers. `GET /counters`, `GET /record`, `GET /orders` (the order gateway's log),
+//! and the commands `/close`, `/stall`, `/resume`, `/gap`, `/replay`, `/reject` and
+//! `/cut-next` with their arguments in the query string
 //! (GET or POST alike, so `curl URL` and a test's one-line request both work).
 
 use std::io::{Read, Write};
@@ -103,12 +104,24 @@ fn answer(sim: &Sim, target: &str) -> (u16, Value) {
         "/replay" => to_conn(sim, &query, |q| Ok(Command::Replay(q.required("count")?))),
         "/gap" => gap(sim, &query),
         "/reject" => reject(sim, &query),
+        "/orders" => Ok(super::orders::report(sim)),
+        "/cut-next" => cut_next(sim, &query),
         _ => return (404, json!({"error": format!("no such command {path:?}")})),
     };
     match result {
         Ok(body) => (200, body),
         Err(e) => (400, json!({"error": e})),
     }
+}
+
+/// `/cut-next?how=ws|fin|rst`: the order connection that receives the next request closes
+/// before it answers.
+fn cut_next(sim: &Sim, query: &Query<'_>) -> Result<Value, String> {
+    let how = query
+        .get("how")
+        .map_or(Ok(CloseHow::Rst), CloseHow::parse)?;
+    sim.lock().orders.cut_next = Some(how);
+    Ok(json!({"armed": true}))
 }
 
 fn counters(sim: &Sim, query: &Query<'_>) -> Result<Value, String> {

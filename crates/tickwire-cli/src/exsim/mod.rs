@@ -11,6 +11,7 @@
 
 mod conn;
 mod control;
+mod orders;
 mod style;
 
 use std::collections::VecDeque;
@@ -98,6 +99,9 @@ pub(crate) struct ExsimArgs {
     /// The certificate's private key (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<String>,
+    /// The order gateway (connections to `/ws-api...`).
+    #[command(flatten)]
+    orders: orders::OrderArgs,
 }
 
 /// How the simulator ends a connection.
@@ -202,6 +206,8 @@ struct State {
     skipped: Vec<Skipped>,
     sent: Vec<Sent>,
     record_file: Option<BufWriter<File>>,
+    /// The order gateway's requests and answers.
+    orders: orders::Log,
 }
 
 impl Sim {
@@ -333,17 +339,24 @@ fn handshake(
         }
     };
     let opening = || sim.args.style.opening(&target.borrow(), &sim.args.keys);
+    let gateway = || target.borrow().starts_with("/ws-api");
     // A refused or failed handshake is counted as an attempt already; nothing more to do.
     let peer = stream.peer_addr().ok();
     match tls {
         Some(tls) => {
             if let Ok(ws) = builder.accept_tls_with(stream, tls, decide) {
-                conn::run(sim, ws, peer, opening());
+                match gateway() {
+                    true => orders::run(sim, ws, peer),
+                    false => conn::run(sim, ws, peer, opening()),
+                }
             }
         }
         None => {
             if let Ok(ws) = builder.accept_with(stream, decide) {
-                conn::run(sim, ws, peer, opening());
+                match gateway() {
+                    true => orders::run(sim, ws, peer),
+                    false => conn::run(sim, ws, peer, opening()),
+                }
             }
         }
     }

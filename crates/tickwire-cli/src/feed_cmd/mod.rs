@@ -26,7 +26,8 @@ use tickwire::feed::{
 use crate::exsim::{parse_budget, parse_duration};
 use crate::signals::Shutdown;
 use crate::{ClientArgs, client_builder};
-use output::{Printer, SharedOut};
+pub(crate) use output::Printer;
+use output::SharedOut;
 use pointer::SequencePointers;
 
 #[derive(Args)]
@@ -181,7 +182,7 @@ fn config(args: &FeedArgs, pointers: Option<SequencePointers>) -> Result<FeedCon
 }
 
 /// `--backoff MIN:MAX`, two durations, MIN no more than MAX.
-fn parse_backoff(text: &str) -> Result<Backoff, String> {
+pub(crate) fn parse_backoff(text: &str) -> Result<Backoff, String> {
     let (min, max) = text
         .split_once(':')
         .ok_or_else(|| format!("{text:?} is not MIN:MAX (such as 100ms:30s)"))?;

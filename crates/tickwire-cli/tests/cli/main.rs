@@ -27,5 +27,6 @@ mod nats_support;
 
 mod http;
 mod packet;
+mod rpc;
 mod tls;
 mod tokio_runtime;

@@ -249,7 +249,7 @@ pub struct Transmit<'a> {
     pub login: bool,
 }
 
-/// What a feed event was to the RPC session, from
+/// What a feed event was to the RPC session, when it is something for the user, from
 /// [`RpcSession::absorb`](super::RpcSession::absorb): the driver turns it into an [`Event`]
 /// with [`RpcSession::event`](super::RpcSession::event) and the message's payload.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -274,8 +274,6 @@ pub enum Absorbed {
         /// Where it came from.
         conn: ConnId,
     },
-    /// Taken by the session (a login's response): nothing for the user.
-    Consumed,
     /// A connection event, passed on.
     Forward(feed::Event<'static>),
 }

@@ -83,7 +83,7 @@
 //! // The login's response (consumed), then the order goes out.
 //! let response = br#"{"id":2,"status":200}"#;
 //! let message = feed::Event::Message(feed::Delivery { conn, key: None, seq: None, stamp, payload: response });
-//! assert!(RpcSession::event(rpc.absorb(&message, now), response).is_none());
+//! assert!(rpc.absorb(&message, now).is_none());
 //! assert!(matches!(rpc.poll_event(), Some(Event::Ready { .. })));
 //! let out = rpc.poll_transmit(now, |_, _| Ok(())).expect("the order");
 //! assert_eq!(out.text, r#"{"id":1,"method":"order.place","params":{"symbol":"BTCUSDT"}}"#);
@@ -91,15 +91,16 @@
 //! // Its response comes back with its id.
 //! let response = br#"{"id":1,"status":200,"result":{"orderId":7}}"#;
 //! let message = feed::Event::Message(feed::Delivery { conn, key: None, seq: None, stamp, payload: response });
-//! let absorbed = rpc.absorb(&message, now + Duration::from_micros(80));
-//! let Some(Event::Resolved { ticket, outcome: Outcome::Response(text), rtt }) =
+//! let absorbed = rpc.absorb(&message, now + Duration::from_micros(80)).expect("not the session's own");
+//! let Event::Resolved { ticket, outcome: Outcome::Response(text), rtt } =
 //!     RpcSession::event(absorbed, response) else { panic!() };
 //! assert_eq!((ticket, text, rtt), (order, &response[..], Some(Duration::from_micros(80))));
 //! # Ok::<(), tickwire_codec::rpc::Rejected>(())
 //! ```
 //!
 //! In a real driver: `poll_transmit` after every input, its quota closure charging the feed
-//! session's send quota (`try_send`); every feed event through `absorb` then `event`, then
+//! session's send quota (`try_send`); every feed event through `absorb` then (unless it
+//! was the session's own) `event`, then
 //! `poll_event` until `None`; `poll_replace` to the feed session's `replace`;
 //! `poll_timeout` merged with the feed session's, `handle_timeout` when it passes; the feed
 //! closed once [`ended`](RpcSession::ended) says so.

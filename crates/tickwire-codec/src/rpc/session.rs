@@ -222,35 +222,27 @@ impl RpcSession {
     /// Takes in what the feed session reported, at `now`: a message is matched to its
     /// request by id (or is a login's response, or answers nothing); a connection that
     /// opened logs in or becomes ready; one that closed takes its written requests with it
-    /// ([`Outcome::OutcomeUnknown`]). Then build the user's event with
-    /// [`event`](Self::event), and drain [`poll_event`](Self::poll_event).
-    pub fn absorb(&mut self, event: &feed::Event<'_>, now: Instant) -> Absorbed {
+    /// ([`Outcome::OutcomeUnknown`]). `None` when it was the session's own (a login's
+    /// response); else build the user's event with [`event`](Self::event). Then drain
+    /// [`poll_event`](Self::poll_event).
+    pub fn absorb(&mut self, event: &feed::Event<'_>, now: Instant) -> Option<Absorbed> {
         match event {
-            feed::Event::Message(message) => self.on_message(message.conn, message.payload, now),
-            feed::Event::Connected { conn, .. } => {
-                self.on_open(*conn, now);
-                Absorbed::Forward(owned(event))
+            feed::Event::Message(message) => {
+                return self.on_message(message.conn, message.payload, now);
             }
-            feed::Event::Closed { conn, .. } => {
-                self.on_closed(*conn);
-                Absorbed::Forward(owned(event))
-            }
-            feed::Event::Rotated { from, .. } => {
-                self.on_closed(*from);
-                Absorbed::Forward(owned(event))
-            }
-            feed::Event::Ended(error) => {
-                self.end(RpcError::Feed(*error));
-                Absorbed::Forward(owned(event))
-            }
-            _ => Absorbed::Forward(owned(event)),
+            feed::Event::Connected { conn, .. } => self.on_open(*conn, now),
+            feed::Event::Closed { conn, .. } => self.on_closed(*conn),
+            feed::Event::Rotated { from, .. } => self.on_closed(*from),
+            feed::Event::Ended(error) => self.end(RpcError::Feed(*error)),
+            _ => {}
         }
+        Some(Absorbed::Forward(owned(event)))
     }
 
     /// The user's event for what [`absorb`](Self::absorb) returned; `payload` is the
-    /// message's (`&[]` for others). `None` for what the session consumed.
-    pub fn event<'a>(absorbed: Absorbed, payload: &'a [u8]) -> Option<Event<'a>> {
-        Some(match absorbed {
+    /// message's (`&[]` for others).
+    pub fn event<'a>(absorbed: Absorbed, payload: &'a [u8]) -> Event<'a> {
+        match absorbed {
             Absorbed::Response { ticket, rtt } => Event::Resolved {
                 ticket,
                 outcome: Outcome::Response(payload),
@@ -262,9 +254,8 @@ impl RpcSession {
                 payload,
             },
             Absorbed::Pushed { conn } => Event::Pushed { conn, payload },
-            Absorbed::Consumed => return None,
             Absorbed::Forward(event) => Event::Feed(event),
-        })
+        }
     }
 
     /// The next event the session queued (requests resolved by timers or lost
@@ -463,13 +454,13 @@ impl RpcSession {
     }
 
     #[inline]
-    fn on_message(&mut self, conn: ConnId, payload: &[u8], now: Instant) -> Absorbed {
+    fn on_message(&mut self, conn: ConnId, payload: &[u8], now: Instant) -> Option<Absorbed> {
         if let (Some(usage), Some(limits)) = (&self.config.usage, &self.config.limits) {
             usage(payload, limits, now);
         }
         let Some(id) = self.config.ids.read(payload) else {
             self.counters.pushed += 1;
-            return Absorbed::Pushed { conn };
+            return Some(Absorbed::Pushed { conn });
         };
         let index = (id & self.mask) as u32;
         let slot = &self.slots[index as usize];
@@ -480,29 +471,29 @@ impl RpcSession {
                     self.free(index);
                     self.counters.in_flight -= 1;
                     self.counters.responses += 1;
-                    return Absorbed::Response {
+                    return Some(Absorbed::Response {
                         ticket: Ticket(id),
                         rtt: now.saturating_duration_since(at),
-                    };
+                    });
                 }
                 State::Login {
                     conn: login_conn, ..
                 } => {
                     self.on_login_response(index, login_conn, payload, now);
-                    return Absorbed::Consumed;
+                    return None;
                 }
                 State::Queued | State::Free => {}
             }
         }
         if (FIRST_ID..self.next_id).contains(&id) {
             self.counters.late += 1;
-            return Absorbed::Late {
+            return Some(Absorbed::Late {
                 ticket: Ticket(id),
                 conn,
-            };
+            });
         }
         self.counters.pushed += 1;
-        Absorbed::Pushed { conn }
+        Some(Absorbed::Pushed { conn })
     }
 
     fn on_login_response(&mut self, index: u32, conn: ConnId, payload: &[u8], now: Instant) {

@@ -85,9 +85,9 @@ impl Rig {
         self.drain();
     }
 
-    fn note(&mut self, absorbed: Absorbed, payload: &[u8]) {
-        if let Some(event) = RpcSession::event(absorbed, payload) {
-            self.record(event);
+    fn note(&mut self, absorbed: Option<Absorbed>, payload: &[u8]) {
+        if let Some(absorbed) = absorbed {
+            self.record(RpcSession::event(absorbed, payload));
         }
         self.drain();
     }

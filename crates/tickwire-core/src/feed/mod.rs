@@ -299,6 +299,11 @@ impl<X: FeedIo> Feed<X> {
         Ok(None)
     }
 
+    /// The control and the transport's side, apart (for a session on top).
+    pub(crate) fn parts(&mut self) -> (&mut FeedControl, &mut X) {
+        (&mut self.control, &mut self.io)
+    }
+
     /// Sends `text` on `conn` if its send quota allows `weight` now (queued, written by the
     /// next `next_event`); else the quota's answer, and nothing is sent.
     pub fn send(&mut self, conn: ConnId, text: &str, weight: u32) -> Result<(), SendError> {
@@ -444,6 +449,9 @@ pub struct FeedControl {
     options: ClientOptions,
     /// Per connection, the control frames its buffers had queued when last looked at.
     control_seen: [u32; MAX_CONNECTIONS],
+    /// A wake-up asked for by a session on top (`rpc`): `next_event` returns (with no
+    /// event) once it passes.
+    wake_at: Option<Instant>,
     /// With kernel timestamps, keeps the kernel's timestamping on (see its docs).
     #[cfg(target_os = "linux")]
     _keeper: Option<kernel::Keeper>,
@@ -491,6 +499,7 @@ impl FeedControl {
             epoch,
             options,
             control_seen: [0; MAX_CONNECTIONS],
+            wake_at: None,
             #[cfg(target_os = "linux")]
             _keeper: match timestamps {
                 // Without it a connection's first messages may come unstamped: best effort.
@@ -521,7 +530,41 @@ impl FeedControl {
         if self.session.has_event() {
             return Some(true);
         }
-        self.session.ended().map(|_| false)
+        if self.session.ended().is_some() {
+            return Some(false);
+        }
+        // Only a session on top sets it: a plain feed reads no clock here.
+        self.wake_at
+            .is_some_and(|at| at <= Instant::now())
+            .then_some(true)
+    }
+
+    /// A driver's: when to wake next, for the session's timers or the wake-up asked with
+    /// [`set_wake`](Self::set_wake).
+    #[doc(hidden)]
+    pub fn timer(&self) -> Option<Instant> {
+        match (self.session.poll_timeout(), self.wake_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// A session on top's: `next_event` also returns, without an event (`None` while the
+    /// session has not ended), once `at` passes.
+    #[doc(hidden)]
+    pub fn set_wake(&mut self, at: Option<Instant>) {
+        self.wake_at = at;
+    }
+
+    /// A session on top's: the payload of the message whose event was handed out last.
+    #[doc(hidden)]
+    pub fn current_payload(&self) -> &[u8] {
+        &self.current
+    }
+
+    /// The instant of a receive stamp's `recv_ns` (the feed's clock).
+    pub fn instant_of(&self, stamp: RecvStamp) -> Instant {
+        self.epoch + Duration::from_nanos(stamp.recv_ns)
     }
 
     /// A driver's: turns the session's actions into `io`'s socket calls (a connect is
@@ -548,7 +591,9 @@ impl FeedControl {
                     let connecting = io.connect(conn, url, options, stamping);
                     io.slots()[conn.index()] = Slot::Connecting(connecting);
                 }
-                Action::Send { conn, text } => self.send(io, conn, &text),
+                Action::Send { conn, text } => {
+                    self.send(io, conn, &text);
+                }
                 Action::Close { conn, code } => {
                     let slot = core::mem::take(&mut io.slots()[conn.index()]);
                     if let (Slot::Open(mut socket, _), Some(code)) = (slot, code) {
@@ -564,15 +609,18 @@ impl FeedControl {
     }
 
     /// Queues `text` on `conn` if it is open; a failed send drops the connection and is
-    /// reported.
-    fn send<X: FeedIo>(&mut self, io: &mut X, conn: ConnId, text: &str) {
+    /// reported. `true` when it was queued.
+    pub(crate) fn send<X: FeedIo>(&mut self, io: &mut X, conn: ConnId, text: &str) -> bool {
         let slot = &mut io.slots()[conn.index()];
-        if let Slot::Open(socket, _) = slot
-            && let Err(error) = socket.send_text(text)
-        {
+        let Slot::Open(socket, _) = slot else {
+            return false;
+        };
+        if let Err(error) = socket.send_text(text) {
             *slot = Slot::Empty;
             self.lost(conn, &error);
+            return false;
         }
+        true
     }
 
     /// A driver's: `conn`'s connect completed with `opened`, which goes into its `slot`
