@@ -7,12 +7,15 @@
 #   okx       a 4 s stall with a 3 s idle limit: answered pings kept the connection open,
 #             and the numbers the stall lost came as one gap per key
 #   coinbase  three numbers skipped by the simulator: one gap and one resync for BTC-USD
+#   order_entry (docs/ORDERS.md) against the order gateway: the first order cut between its
+#             write and its answer is outcome_unknown and never resent, the others answered
+#             after a second login
 # and that the guide's excerpts of the examples are still in the files.
 #
 #   .ci/feed-examples.sh [debug|release]   # the profile whose binaries to run (default debug)
 #
 # Uses the binaries `cargo test --workspace` (or the release build) made: target/PROFILE/
-# tickwire and target/PROFILE/examples/feed_*. About 15 s. Prints one line per example;
+# tickwire and target/PROFILE/examples/{feed_*,order_entry}. About 15 s. Prints one line per example;
 # exits non-zero on the first failure, with the example's output.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -110,3 +113,18 @@ wait_example coinbase
 grep -qE '^gap: BTC-USD [0-9]+\.\.=[0-9]+ missed' "$out/coinbase.out" || fail coinbase "no gap for BTC-USD"
 grep -q '^resync BTC-USD' "$out/coinbase.out" || fail coinbase "no resync for BTC-USD"
 echo "feed-examples: coinbase ok ($delivered delivered, the skipped numbers as one gap and a resync)"
+
+# The order-entry example (docs/ORDERS.md): a login on each connection, the first order cut
+# between its write and its answer (outcome unknown, never resent), the others answered
+# after the second login.
+[ -x "$bin/examples/order_entry" ] || { echo "FAILED feed-examples: $bin/examples/order_entry is not built"; exit 1; }
+start_sim --rate 0 --login-token s3cret --order-fills
+get "/cut-next?how=rst" > /dev/null
+timeout 60 "$bin/examples/order_entry" "$feed/ws-api/v3" 3 > "$out/order_entry.out" 2>&1 || fail order_entry "exited non-zero"
+grep -q '^demo-1: outcome_unknown' "$out/order_entry.out" || fail order_entry "the cut order is not outcome_unknown"
+grep -q '^demo-3: answered' "$out/order_entry.out" || fail order_entry "the last order was not answered"
+grep -q '2 logins$' "$out/order_entry.out" || fail order_entry "not logged in again after the cut"
+sent=$(get /orders | python3 -c 'import json, sys; o = json.load(sys.stdin); print(sum(1 for r in o["received"] if r["method"] == "order.place"))')
+[ "$sent" = 3 ] || fail order_entry "the gateway received $sent orders, not 3 (none resent)"
+echo "feed-examples: order_entry ok (cut order unknown and not resent, the others answered after a second login)"
+stop_sim

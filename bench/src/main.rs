@@ -12,6 +12,7 @@
 //! cargo run --release -p tickwire-bench -- nats          # NATS-fed nodes against in-process
 //! cargo run --release -p tickwire-bench -- feed          # feed session vs bare recv, failover
 //! cargo run --release -p tickwire-bench -- connect       # connect plan, black hole, proxies
+//! cargo run --release -p tickwire-bench -- rpc           # order entry vs jsonrpsee, a hand loop
 //! ```
 //!
 //! Tables go to stdout and to `target/bench-report/` (report.md, one SVG per latency table,
@@ -32,6 +33,7 @@ mod host_copy;
 mod http;
 mod packet;
 mod report;
+mod rpc;
 mod server_suite;
 mod spsc;
 mod tokio_suite;
@@ -81,6 +83,10 @@ enum Suite {
     /// tokio's, a connect past a black-holed first address against tokio-tungstenite and
     /// reqwest, and a WebSocket connect through tinyproxy and microsocks.
     Connect(Options),
+    /// Order entry (issue 49): request to response at 1, 8 and 64 in flight against
+    /// jsonrpsee's WebSocket client and a hand-written id loop over tokio-tungstenite, and the
+    /// session's cost per response.
+    Rpc(Options),
     /// The connect suite's black-hole rows, in the namespace the suite made (not for direct
     /// use).
     #[command(hide = true)]
@@ -313,6 +319,7 @@ fn main() {
         Suite::Packet(options) => run_suite("packet", &options, None),
         Suite::Feed(options) => run_suite("feed", &options, None),
         Suite::Connect(options) => run_suite("connect", &options, None),
+        Suite::Rpc(options) => run_suite("rpc", &options, None),
         Suite::ConnectBlackHoleTarget => connect::black_hole_target(),
         Suite::FeedServer { core } => {
             if let Err(message) = feed::serve_process(core) {
@@ -426,6 +433,7 @@ fn run_suite(suite: &str, options: &Options, processes: Option<ProcessSuite<'_>>
         "packet" => packet::STEPS,
         "feed" => feed::STEPS,
         "connect" => connect::STEPS,
+        "rpc" => rpc::STEPS,
         _ => spsc::STEPS,
     } * rounds as u64;
     let progress = ProgressBar::new(steps);
@@ -466,6 +474,7 @@ fn run_suite(suite: &str, options: &Options, processes: Option<ProcessSuite<'_>>
         "packet" => tables.extend(packet::run(&ctx, options.no_loopback)),
         "feed" => tables.extend(feed::run(&ctx, &clock, options.callgrind)),
         "connect" => tables.extend(connect::run(&ctx, &clock)),
+        "rpc" => tables.extend(rpc::run(&ctx, &clock)),
         "server" | "pubsub" | "nats" => match processes {
             Some(ProcessSuite::Server(settings)) => {
                 tables.extend(server_suite::run(&ctx, settings, &clock, options.quick));

@@ -26,6 +26,10 @@ pub struct RpcSession {
     deadlines: Deadlines,
     /// Requests waiting to be written, oldest first: (slot, id).
     queue: VecDeque<(u32, u64)>,
+    /// Text buffers of freed slots, the last freed on top: a slot in use takes one, so the
+    /// buffers stay as many as the requests ever out at once and keep their capacity, however
+    /// the ids spread over the table.
+    spare: Vec<String>,
     conns: [Conn; MAX_CONNECTIONS],
     events: VecDeque<Event<'static>>,
     /// Connections whose login timed out: the driver replaces them.
@@ -93,6 +97,7 @@ impl RpcSession {
             next_id: FIRST_ID,
             deadlines: Deadlines::new(capacity),
             queue: VecDeque::with_capacity(config.max_queued),
+            spare: Vec::with_capacity(capacity),
             conns: [Conn::Down; MAX_CONNECTIONS],
             events: VecDeque::with_capacity(64),
             replace: VecDeque::new(),
@@ -129,7 +134,7 @@ impl RpcSession {
         let index = self.allocate();
         let slot = &mut self.slots[index as usize];
         if let Err(error) = self.config.ids.write(text, slot.id, &mut slot.text) {
-            slot.id = 0;
+            self.free(index);
             self.counters.rejected += 1;
             return Err(Rejected::Id(error));
         }
@@ -368,7 +373,9 @@ impl RpcSession {
             self.next_id += 1;
             let index = (id & self.mask) as usize;
             if self.slots[index].id == 0 {
-                self.slots[index].id = id;
+                let slot = &mut self.slots[index];
+                slot.id = id;
+                slot.text = self.spare.pop().unwrap_or_default();
                 return index as u32;
             }
         }
@@ -533,7 +540,7 @@ impl RpcSession {
         let index = self.allocate();
         let slot = &mut self.slots[index as usize];
         if let Err(error) = self.config.ids.write(&text, slot.id, &mut slot.text) {
-            slot.id = 0;
+            self.free(index);
             self.events.push_back(Event::LoginFailed {
                 conn,
                 failure: LoginFailure::Id(error),
@@ -620,6 +627,8 @@ impl RpcSession {
         slot.id = 0;
         slot.state = State::Free;
         slot.kind = None;
+        // Within the capacity reserved in `new`: one buffer per slot at most.
+        self.spare.push(core::mem::take(&mut slot.text));
     }
 
     /// Ends the session: every request waiting is [`NotSent::Ended`], every one written
