@@ -216,9 +216,9 @@ struct Options {
     /// short rounds pair better on a noisy machine than a few long ones.
     #[arg(long)]
     samples: Option<usize>,
-    /// HTTP loopback and tokio suites: only these clients (comma-separated names as in the
-    /// tables); the raw floor (http) and tickwire-tokio with the blocking reference (tokio)
-    /// always run.
+    /// HTTP loopback, tokio and rpc suites: only these clients (comma-separated names as in
+    /// the tables); the raw floor (http) and tickwire-tokio with the blocking reference
+    /// (tokio) always run.
     #[arg(long)]
     clients: Option<String>,
     /// Where the report goes.

@@ -65,6 +65,9 @@ pub fn run(ctx: &Ctx, clock: &Clock) -> Vec<Table> {
             }
             for i in report::round_order(Client::ALL.len(), round) {
                 let client = Client::ALL[i];
+                if !ctx.client_selected(client.name()) {
+                    continue;
+                }
                 ctx.step(&format!("rpc, {depth} in flight / {}", client.name()));
                 let run = clients::run(&runtime, client, &url, *depth, requests / 10, requests);
                 measured[d][i].0.push(run.histogram);
@@ -78,7 +81,7 @@ pub fn run(ctx: &Ctx, clock: &Clock) -> Vec<Table> {
     }
     let mut tables = Vec::new();
     for (d, depth) in DEPTHS.iter().enumerate() {
-        if measured[d][0].0.is_empty() {
+        if measured[d].iter().all(|(rounds, _)| rounds.is_empty()) {
             continue;
         }
         tables.push(rtt_table(*depth, &measured[d], clock, requests));
@@ -104,10 +107,14 @@ fn rtt_table(depth: usize, measured: &[Rounds], clock: &Clock, requests: u64) ->
         ),
     );
     for (client, (histograms, _)) in Client::ALL.iter().zip(measured) {
-        table
-            .rows
-            .push(Row::median_round(client.name(), histograms.clone()));
+        if !histograms.is_empty() {
+            table
+                .rows
+                .push(Row::median_round(client.name(), histograms.clone()));
+        }
     }
+    // With `--clients`, the first row measured is the baseline.
+    table.baseline.clone_from(&table.rows[0].library);
     for row in &table.rows {
         if let Figures::Latency(h) = &row.figures {
             table.note.push_str(&format!(
@@ -121,6 +128,7 @@ fn rtt_table(depth: usize, measured: &[Rounds], clock: &Clock, requests: u64) ->
     let allocations: Vec<String> = Client::ALL
         .iter()
         .zip(measured)
+        .filter(|(_, (_, rounds))| !rounds.is_empty())
         .map(|(client, (_, rounds))| format!("{} {:.2}", client.name(), report::median(rounds)))
         .collect();
     table.note.push_str(&format!(
