@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use tickwire_codec::buf::{ReadBuf, WriteBuf};
 use tickwire_codec::http::{
-    ClientSession, Failure, IdleProbe, Method, Probe, ProbeStep, ReadOutcome, ResponseReader, Reuse,
+    ClientSession, Failure, IdleProbe, Method, Probe, ProbeStep, ReadOutcome, ResponseReader,
+    Reuse, Sending,
 };
 use tickwire_codec::rest::Origin;
 
@@ -47,8 +48,8 @@ impl Exchange for HttpConnection {
     type Marker = Blocking;
     type Sent<'c> = Result<ClientResponse<'c>, HttpClientError>;
 
-    fn send<'c>(&'c mut self, wbuf: &'c mut WriteBuf, method: Method) -> Self::Sent<'c> {
-        self.execute(wbuf, method)
+    fn send<'c>(&'c mut self, wbuf: &'c mut WriteBuf, sending: Sending) -> Self::Sent<'c> {
+        self.execute(wbuf, sending)
     }
 
     fn fail<'c>(&'c mut self, error: HttpClientError) -> Self::Sent<'c> {
@@ -144,9 +145,9 @@ impl HttpConnection {
     pub(crate) fn execute(
         &mut self,
         wbuf: &mut WriteBuf,
-        method: Method,
+        sending: Sending,
     ) -> Result<ClientResponse<'_>, HttpClientError> {
-        let result = self.exchange(wbuf, method);
+        let result = self.exchange(wbuf, sending);
         wbuf.clear();
         if let Err(e) = result {
             // A failed exchange leaves the connection in an unknown state: never reuse it.
@@ -156,15 +157,21 @@ impl HttpConnection {
         self.response()
     }
 
-    fn exchange(&mut self, wbuf: &WriteBuf, method: Method) -> Result<(), HttpClientError> {
+    fn exchange(&mut self, wbuf: &WriteBuf, sending: Sending) -> Result<(), HttpClientError> {
         self.release_previous();
         let now = Instant::now();
         self.deadline = self.options.request_deadline.map(|total| now + total);
+        self.options.request_made(now);
         self.ready(now)?;
+        let method = sending.method;
         match self.attempt(wbuf, method)? {
             Attempt::Done => Ok(()),
             Attempt::ClosedBeforeResponse(e) => {
-                if !self.rules.may_resend(method, Failure::ClosedBeforeResponse) {
+                if !self
+                    .rules
+                    .may_resend(sending, Failure::ClosedBeforeResponse)
+                    || !self.options.resend_allowed(Instant::now())
+                {
                     return Err(e);
                 }
                 self.disconnect();

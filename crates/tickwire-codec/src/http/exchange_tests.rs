@@ -6,7 +6,7 @@ use std::io::{self, ErrorKind};
 use std::time::{Duration, Instant};
 
 use super::{AwaitResponse, StatusCode, WriteVerdict};
-use super::{ClientSession, Failure, Limits, Method, ReadOutcome, ResponseReader, Reuse};
+use super::{ClientSession, Failure, Limits, Method, ReadOutcome, ResponseReader, Reuse, Sending};
 use crate::buf::ReadBuf;
 
 /// A virtual clock: only differences matter.
@@ -219,7 +219,7 @@ fn a_new_request_forgets_the_last_exchange() {
 }
 
 #[test]
-fn an_idempotent_request_is_resent_once_a_post_or_patch_never() {
+fn an_idempotent_request_is_resent_once_a_post_or_patch_only_when_marked() {
     let idempotent = [
         Method::Get,
         Method::Head,
@@ -233,7 +233,7 @@ fn an_idempotent_request_is_resent_once_a_post_or_patch_never() {
         assert!(closed_before_response(&conn.read(Ok(0))));
         assert!(
             conn.session
-                .may_resend(method, Failure::ClosedBeforeResponse)
+                .may_resend(Sending::new(method), Failure::ClosedBeforeResponse)
         );
         // The transport reconnects and sends it again: the new connection has carried no
         // exchange, so a second close is final.
@@ -244,7 +244,7 @@ fn an_idempotent_request_is_resent_once_a_post_or_patch_never() {
         assert!(
             !conn
                 .session
-                .may_resend(method, Failure::ClosedBeforeResponse)
+                .may_resend(Sending::new(method), Failure::ClosedBeforeResponse)
         );
     }
     for method in [Method::Post, Method::Patch] {
@@ -254,7 +254,13 @@ fn an_idempotent_request_is_resent_once_a_post_or_patch_never() {
         assert!(
             !conn
                 .session
-                .may_resend(method, Failure::ClosedBeforeResponse)
+                .may_resend(Sending::new(method), Failure::ClosedBeforeResponse)
+        );
+        // Marked idempotent by the user (an order with a client order id): resent once.
+        let marked = Sending::new(method).marked_idempotent();
+        assert!(
+            conn.session
+                .may_resend(marked, Failure::ClosedBeforeResponse)
         );
     }
 }
@@ -357,7 +363,7 @@ fn the_write_error_of_a_close_is_reported_when_no_response_came() {
     assert!(
         !conn
             .session
-            .may_resend(Method::Post, Failure::ClosedBeforeResponse)
+            .may_resend(Sending::new(Method::Post), Failure::ClosedBeforeResponse)
     );
 }
 

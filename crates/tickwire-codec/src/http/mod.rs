@@ -23,6 +23,7 @@ mod headers;
 mod limits;
 mod probe;
 mod reader;
+mod retry;
 mod session;
 mod types;
 mod write;
@@ -37,6 +38,7 @@ pub use headers::{HeaderIter, Headers};
 pub use limits::Limits;
 pub use probe::{IdleProbe, ProbeStep};
 pub use reader::{Parsed, Request, RequestReader, Response, ResponseReader};
+pub use retry::{RetryBudget, Sending};
 pub use session::{ClientSession, Failure, Probe, Reuse};
 pub use types::{Method, StatusCode, Version};
 pub use write::{

@@ -16,7 +16,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::Method;
+use super::Sending;
 
 /// What to do with the connection before the next request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,17 +240,20 @@ impl ClientSession {
     }
 
     /// Whether a request that failed with `failure` may be sent again, once, on a new
-    /// connection: only an idempotent one (RFC 9110 §9.2.2), only when the server closed a
-    /// reused connection before answering (RFC 9112 §9.3.1), so a POST is never sent twice.
-    /// Call before [`closed`](Self::closed).
-    pub fn may_resend(&self, method: Method, failure: Failure) -> bool {
-        failure == Failure::ClosedBeforeResponse && self.is_reused() && method.is_idempotent()
+    /// connection: only an idempotent one (RFC 9110 §9.2.2, or a POST or PATCH the user
+    /// marked so, [`Sending::marked_idempotent`]), only when the server closed a reused
+    /// connection before answering (RFC 9112 §9.3.1), so an unmarked POST is never sent
+    /// twice. A [`RetryBudget`](super::RetryBudget), where the client has one, must also
+    /// allow it. Call before [`closed`](Self::closed).
+    pub fn may_resend(&self, sending: Sending, failure: Failure) -> bool {
+        failure == Failure::ClosedBeforeResponse && self.is_reused() && sending.idempotent
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::Method;
 
     fn at(ms: u64) -> Instant {
         // One base per test process; only differences matter.
@@ -346,15 +349,17 @@ mod tests {
         s.connected(at(0));
         // First exchange on a fresh connection: a close there is the server refusing, not an
         // idle timeout; nothing is resent.
-        assert!(!s.may_resend(Method::Get, Failure::ClosedBeforeResponse));
+        assert!(!s.may_resend(Sending::new(Method::Get), Failure::ClosedBeforeResponse));
         s.response_complete(true, at(1));
-        assert!(s.may_resend(Method::Get, Failure::ClosedBeforeResponse));
-        assert!(s.may_resend(Method::Put, Failure::ClosedBeforeResponse));
-        assert!(s.may_resend(Method::Delete, Failure::ClosedBeforeResponse));
-        assert!(!s.may_resend(Method::Post, Failure::ClosedBeforeResponse));
-        assert!(!s.may_resend(Method::Patch, Failure::ClosedBeforeResponse));
-        assert!(!s.may_resend(Method::Get, Failure::Other));
+        assert!(s.may_resend(Sending::new(Method::Get), Failure::ClosedBeforeResponse));
+        assert!(s.may_resend(Sending::new(Method::Put), Failure::ClosedBeforeResponse));
+        assert!(s.may_resend(Sending::new(Method::Delete), Failure::ClosedBeforeResponse));
+        assert!(!s.may_resend(Sending::new(Method::Post), Failure::ClosedBeforeResponse));
+        assert!(!s.may_resend(Sending::new(Method::Patch), Failure::ClosedBeforeResponse));
+        let marked = Sending::new(Method::Post).marked_idempotent();
+        assert!(s.may_resend(marked, Failure::ClosedBeforeResponse));
+        assert!(!s.may_resend(Sending::new(Method::Get), Failure::Other));
         s.closed();
-        assert!(!s.may_resend(Method::Get, Failure::ClosedBeforeResponse));
+        assert!(!s.may_resend(Sending::new(Method::Get), Failure::ClosedBeforeResponse));
     }
 }

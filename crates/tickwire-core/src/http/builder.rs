@@ -262,6 +262,20 @@ impl<T> HttpClientBuilder<T> {
         self
     }
 
+    /// Bounds the automatic resends (of an idempotent request, or one marked
+    /// [`idempotent`](super::ClientRequest::idempotent), on a reused connection the server
+    /// closed before answering) by a [`RetryBudget`](tickwire_codec::http::RetryBudget),
+    /// which several clients may share: a resend the budget refuses fails the request as it
+    /// stood ([`HttpClientError::NoResponse`] or the socket's error). Default: none, every
+    /// resend the rules allow (at most one per request).
+    pub fn retry_budget(
+        mut self,
+        budget: Option<std::sync::Arc<tickwire_codec::http::RetryBudget>>,
+    ) -> Self {
+        self.options.socket.retry_budget = budget;
+        self
+    }
+
     /// TLS configuration for `https://` (default: Mozilla's roots, session resumption).
     #[cfg(feature = "tls")]
     pub fn tls(mut self, config: crate::ClientTlsConfig) -> Self {

@@ -11,7 +11,7 @@ use std::fmt::Display;
 use std::ops::{Deref, DerefMut};
 
 use tickwire_codec::buf::WriteBuf;
-use tickwire_codec::http::{Method, WriteError};
+use tickwire_codec::http::{Method, Sending, WriteError};
 use tickwire_codec::rest::{BodyWriter, Query, RequestBuilder, RequestWriter, WithHeaders};
 
 use super::{BuildHttpClient, HttpClientBuilder, HttpClientError};
@@ -30,9 +30,10 @@ pub trait Exchange {
     where
         Self: 'c;
 
-    /// Sends the request written in `wbuf` (complete: head and body) with `method`, and gives
-    /// the transport's result. `wbuf` is left empty once the exchange is over.
-    fn send<'c>(&'c mut self, wbuf: &'c mut WriteBuf, method: Method) -> Self::Sent<'c>;
+    /// Sends the request written in `wbuf` (complete: head and body) as `sending` says (its
+    /// method, and whether it may be resent), and gives the transport's result. `wbuf` is
+    /// left empty once the exchange is over.
+    fn send<'c>(&'c mut self, wbuf: &'c mut WriteBuf, sending: Sending) -> Self::Sent<'c>;
 
     /// The result of a request that failed before anything was sent (a header or body that
     /// could not be written), in the transport's form.
@@ -103,7 +104,7 @@ impl<X: Exchange> HttpClient<X> {
         ClientRequest {
             exchange,
             builder: writer.request(wbuf, method, path),
-            method,
+            sending: Sending::new(method),
         }
     }
 
@@ -117,7 +118,8 @@ impl<X: Exchange> HttpClient<X> {
         self.request(Method::Head, path)
     }
 
-    /// Starts a POST (never resent automatically).
+    /// Starts a POST (never resent automatically, unless marked
+    /// [`idempotent`](ClientRequest::idempotent)).
     pub fn post(&mut self, path: &str) -> ClientRequest<'_, Query, X> {
         self.request(Method::Post, path)
     }
@@ -127,7 +129,8 @@ impl<X: Exchange> HttpClient<X> {
         self.request(Method::Put, path)
     }
 
-    /// Starts a PATCH (never resent automatically).
+    /// Starts a PATCH (never resent automatically, unless marked
+    /// [`idempotent`](ClientRequest::idempotent)).
     pub fn patch(&mut self, path: &str) -> ClientRequest<'_, Query, X> {
         self.request(Method::Patch, path)
     }
@@ -180,7 +183,7 @@ impl<X> DerefMut for HttpClient<X> {
 pub struct ClientRequest<'c, S, X> {
     exchange: &'c mut X,
     builder: Result<RequestBuilder<'c, S>, WriteError>,
-    method: Method,
+    sending: Sending,
 }
 
 impl<'c, X> ClientRequest<'c, Query, X> {
@@ -208,7 +211,7 @@ impl<'c, S, X: Exchange> ClientRequest<'c, S, X> {
         ClientRequest {
             exchange: self.exchange,
             builder: self.builder.and_then(|b| b.header(name, value.as_ref())),
-            method: self.method,
+            sending: self.sending,
         }
     }
 
@@ -221,7 +224,7 @@ impl<'c, S, X: Exchange> ClientRequest<'c, S, X> {
         ClientRequest {
             exchange: self.exchange,
             builder: self.builder.and_then(|b| b.header_display(name, value)),
-            method: self.method,
+            sending: self.sending,
         }
     }
 
@@ -229,7 +232,7 @@ impl<'c, S, X: Exchange> ClientRequest<'c, S, X> {
     /// the response on a blocking client, a future of it on an async one.
     pub fn send(self) -> X::Sent<'c> {
         match self.builder {
-            Ok(builder) => self.exchange.send(builder.finish_into().0, self.method),
+            Ok(builder) => self.exchange.send(builder.finish_into().0, self.sending),
             Err(e) => self.exchange.fail(e.into()),
         }
     }
@@ -237,7 +240,7 @@ impl<'c, S, X: Exchange> ClientRequest<'c, S, X> {
     /// Sends the request with `body`; Content-Length is computed.
     pub fn send_body(self, body: impl AsRef<[u8]>) -> X::Sent<'c> {
         match self.builder {
-            Ok(builder) => (self.exchange).send(builder.body_into(body.as_ref()).0, self.method),
+            Ok(builder) => (self.exchange).send(builder.body_into(body.as_ref()).0, self.sending),
             Err(e) => self.exchange.fail(e.into()),
         }
     }
@@ -254,7 +257,7 @@ impl<'c, S, X: Exchange> ClientRequest<'c, S, X> {
     {
         let written = self.builder.map(|builder| builder.body_with_into(write));
         match written {
-            Ok(Ok((wbuf, _))) => self.exchange.send(wbuf, self.method),
+            Ok(Ok((wbuf, _))) => self.exchange.send(wbuf, self.sending),
             Ok(Err(e)) => self.exchange.fail(HttpClientError::Body(e.into())),
             Err(e) => self.exchange.fail(e.into()),
         }
@@ -262,6 +265,17 @@ impl<'c, S, X: Exchange> ClientRequest<'c, S, X> {
 
     /// The request's method.
     pub fn method(&self) -> Method {
-        self.method
+        self.sending.method
+    }
+
+    /// Marks the request idempotent: sending it twice does what sending it once does (a
+    /// POST of an order carrying a client order id, which the exchange refuses as a
+    /// duplicate). It may then be resent once, as a GET may, when a reused connection was
+    /// closed before any byte of its answer, within the client's
+    /// [`retry_budget`](super::HttpClientBuilder::retry_budget). An unmarked POST or PATCH
+    /// is never resent.
+    pub fn idempotent(mut self) -> Self {
+        self.sending = self.sending.marked_idempotent();
+        self
     }
 }

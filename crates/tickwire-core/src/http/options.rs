@@ -25,6 +25,8 @@ pub struct HttpSocketOptions {
     pub request_deadline: Option<Duration>,
     /// TCP_NODELAY.
     pub nodelay: bool,
+    /// The resends the client may make; `None`: every resend the rules allow.
+    pub retry_budget: Option<std::sync::Arc<tickwire_codec::http::RetryBudget>>,
     /// For `https://`; `None`: the default configuration.
     #[cfg(feature = "tls")]
     pub tls: Option<crate::ClientTlsConfig>,
@@ -39,6 +41,7 @@ impl Default for HttpSocketOptions {
             write_timeout: Some(Duration::from_secs(30)),
             request_deadline: Some(ClientSession::DEFAULT_REQUEST_DEADLINE),
             nodelay: true,
+            retry_budget: None,
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -46,6 +49,20 @@ impl Default for HttpSocketOptions {
 }
 
 impl HttpSocketOptions {
+    /// A request starts at `now`: it deposits in the retry budget.
+    pub fn request_made(&self, now: std::time::Instant) {
+        if let Some(budget) = &self.retry_budget {
+            budget.deposit(now);
+        }
+    }
+
+    /// Whether the retry budget allows a resend at `now` (taking it); `true` without one.
+    pub fn resend_allowed(&self, now: std::time::Instant) -> bool {
+        self.retry_budget
+            .as_ref()
+            .is_none_or(|budget| budget.try_withdraw(now))
+    }
+
     /// The TCP connection to `origin` under these options, each attempt bounded by
     /// `attempt_timeout` (the connect timeout, or what the request's deadline leaves of it).
     pub fn route<'a>(

@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tickwire_codec::buf::ReadBuf;
 use tickwire_codec::http::{
     AwaitResponse, ClientSession, Failure, IdleProbe, Method, Probe, ProbeStep, ReadOutcome,
-    Response, ResponseReader, Reuse,
+    Response, ResponseReader, Reuse, Sending,
 };
 #[cfg(feature = "deflate")]
 use tickwire_codec::rest::GzipBody;
@@ -110,9 +110,10 @@ impl Conn {
         self.rbuf.is_empty() && self.rules.is_reusable()
     }
 
-    /// Whether `method` may be sent again, on a new connection, after `failure` on this one.
-    pub(crate) fn may_resend(&self, method: Method, failure: Failure) -> bool {
-        self.rules.may_resend(method, failure)
+    /// Whether the request may be sent again, on a new connection, after `failure` on this
+    /// one.
+    pub(crate) fn may_resend(&self, sending: Sending, failure: Failure) -> bool {
+        self.rules.may_resend(sending, failure)
     }
 
     /// Starts one attempt of the request: the rules record it as started (so a connection

@@ -16,7 +16,7 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use tickwire_codec::buf::WriteBuf;
-use tickwire_codec::http::{Failure, Method};
+use tickwire_codec::http::{Failure, Method, Sending};
 use tickwire_core::http::{Exchange, HttpClientError};
 
 use super::conn::{Attempt, AttemptIo};
@@ -37,11 +37,11 @@ impl Exchange for HttpPool {
     type Marker = Tokio;
     type Sent<'c> = ResponseFuture<'c>;
 
-    fn send<'c>(&'c mut self, wbuf: &'c mut WriteBuf, method: Method) -> ResponseFuture<'c> {
+    fn send<'c>(&'c mut self, wbuf: &'c mut WriteBuf, sending: Sending) -> ResponseFuture<'c> {
         ResponseFuture {
             shared: &self.shared,
             wbuf: Some(wbuf),
-            method,
+            sending,
             deadline: None,
             state: State::Start,
         }
@@ -51,7 +51,7 @@ impl Exchange for HttpPool {
         ResponseFuture {
             shared: &self.shared,
             wbuf: None,
-            method: Method::Get,
+            sending: Sending::new(Method::Get),
             deadline: None,
             state: State::Failed(error),
         }
@@ -68,7 +68,8 @@ pub struct ResponseFuture<'c> {
     /// The request, written; cleared once the exchange is over. `None` for a request that
     /// failed before it was written.
     wbuf: Option<&'c mut WriteBuf>,
-    method: Method,
+    /// Its method, and whether it may be resent.
+    sending: Sending,
     /// The request's deadline, fixed at the first poll.
     deadline: Option<Instant>,
     state: State<'c>,
@@ -108,7 +109,7 @@ impl fmt::Debug for ResponseFuture<'_> {
             State::Done => "done",
         };
         f.debug_struct("ResponseFuture")
-            .field("method", &self.method)
+            .field("method", &self.sending.method)
             .field("state", &state)
             .finish()
     }
@@ -140,6 +141,7 @@ impl<'c> ResponseFuture<'c> {
                 State::Start => {
                     let now = Instant::now();
                     self.deadline = socket.request_deadline.map(|total| now + total);
+                    socket.request_made(now);
                     match shared.checkout_idle(now) {
                         Some(place) => self.attempt(place, false),
                         None => {
@@ -171,7 +173,8 @@ impl<'c> ResponseFuture<'c> {
                 } => {
                     let request = self.wbuf.as_deref().map_or(&[][..], WriteBuf::as_slice);
                     let conn = place.conn_mut();
-                    match conn.poll_attempt(&mut io, cx, request, self.method, socket) {
+                    let method = self.sending.method;
+                    match conn.poll_attempt(&mut io, cx, request, method, socket) {
                         Poll::Pending => {
                             self.state = State::Attempt { place, io, resent };
                             return Poll::Pending;
@@ -183,7 +186,10 @@ impl<'c> ResponseFuture<'c> {
                         }
                         Poll::Ready(Ok(Attempt::ClosedBeforeResponse(e))) => {
                             let failure = Failure::ClosedBeforeResponse;
-                            if resent || !place.conn().may_resend(self.method, failure) {
+                            if resent
+                                || !place.conn().may_resend(self.sending, failure)
+                                || !socket.resend_allowed(Instant::now())
+                            {
                                 return Poll::Ready(Err(e));
                             }
                             let deadline = self.deadline;

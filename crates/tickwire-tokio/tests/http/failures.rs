@@ -60,6 +60,40 @@ fn a_get_on_a_connection_the_server_closed_is_resent_a_post_is_not() {
 }
 
 #[test]
+fn a_post_marked_idempotent_is_resent_on_a_connection_the_server_closed() {
+    on_both_runtimes(|| async {
+        let server = server(|mut listener| {
+            let mut first = listener.accept();
+            first.serve_one();
+            drop(first);
+            // The marked POST, written into the closed connection, comes again here.
+            let requests = listener.accept().serve_until_close(|_| ok(b"placed"));
+            (requests, listener.connections())
+        });
+        let mut client = client(server.port())
+            .probe_idle_after(Duration::from_secs(3600))
+            .max_connections(1)
+            .build()
+            .unwrap();
+        assert_eq!(client.get("/one").send().await.unwrap().body(), b"/one");
+        tokio::time::sleep(SETTLE).await;
+        let response = client
+            .post("/order")
+            .idempotent()
+            .send_body(br#"{"newClientOrderId":"x-1"}"#)
+            .await
+            .unwrap();
+        assert_eq!(response.body(), b"placed");
+        drop(response);
+        drop(client);
+        let (requests, connections) = joined(server).await;
+        let targets: Vec<&str> = requests.iter().map(Received::target).collect();
+        assert_eq!(targets, ["/order"]);
+        assert_eq!(connections, 2);
+    });
+}
+
+#[test]
 fn a_connection_closed_while_idle_is_found_by_the_probe_before_a_post() {
     on_both_runtimes(|| async {
         let server = server(|mut listener| {
