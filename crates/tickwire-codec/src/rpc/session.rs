@@ -159,6 +159,7 @@ impl RpcSession {
             return false;
         }
         self.queue.retain(|&(_, id)| id != ticket.0);
+        self.deadlines.remove(index);
         self.resolve(index, Outcome::NotSent(NotSent::Cancelled));
         true
     }
