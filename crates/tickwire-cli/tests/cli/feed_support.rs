@@ -40,7 +40,9 @@ impl FeedRun {
         Self::spawn(command.args(args))
     }
 
-    fn spawn(command: &mut Command) -> Self {
+    /// Runs `command` (a `tickwire` command line printing JSON lines), its lines read as
+    /// they come: the `rpc` tests' runs too.
+    pub(crate) fn spawn(command: &mut Command) -> Self {
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -124,6 +126,23 @@ impl FeedRun {
         assert!(exit.success(), "{exit}; stderr: {stderr}");
         assert_eq!(stderr, "");
         std::mem::take(&mut self.seen)
+    }
+}
+
+impl FeedRun {
+    /// Waits (bounded) for a command that ends by itself; returns its lines, whether it
+    /// exited 0, and its stderr.
+    pub(crate) fn finish(mut self) -> (Vec<Value>, bool, String) {
+        let deadline = Instant::now() + PATIENCE;
+        while let Ok(line) = self
+            .lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            self.seen.push(serde_json::from_str(&line).unwrap());
+        }
+        let status = self.child.wait().unwrap();
+        let stderr = self.stderr.take().unwrap().join().unwrap();
+        (std::mem::take(&mut self.seen), status.success(), stderr)
     }
 }
 

@@ -4,109 +4,30 @@
 //! a response), nothing goes out before the login's answer, and nothing is sent twice.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Stdio};
-use std::sync::mpsc;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::echo::{PATIENCE, tickwire};
+use crate::echo::tickwire;
 use crate::exsim_support::Sim;
+use crate::feed_support::FeedRun;
 use crate::toxiproxy::{Toxic, Toxiproxy};
 
 const TOKEN: &str = "s3cret";
 const LOGIN: &str = r#"{"method":"session.logon","params":{"token":"s3cret"}}"#;
 
-/// A running `tickwire rpc`, its lines read as they come.
-struct RpcRun {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    stderr: Option<thread::JoinHandle<String>>,
-    seen: Vec<Value>,
-}
-
-impl RpcRun {
-    /// `tickwire --runtime RUNTIME rpc URL --login .. --request ..(count) ARGS`.
-    fn start(runtime: &str, url: &str, count: usize, args: &[&str]) -> Self {
-        let mut command = tickwire();
-        command.args(["--runtime", runtime, "rpc", url, "--login", LOGIN]);
-        for n in 0..count {
-            command.args([
-                "--request",
-                &format!(r#"{{"method":"order.place","params":{{"n":{n}}}}}"#),
-            ]);
-        }
-        let mut child = command
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut stderr = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        thread::spawn(move || {
-            for line in stdout.lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stderr = thread::spawn(move || {
-            let mut text = String::new();
-            let _ = stderr.read_to_string(&mut text);
-            text
-        });
-        Self {
-            child,
-            lines,
-            stderr: Some(stderr),
-            seen: Vec::new(),
-        }
+/// `tickwire --runtime RUNTIME rpc URL --login .. --request ..(count) ARGS`, its lines read
+/// as they come.
+fn start(runtime: &str, url: &str, count: usize, args: &[&str]) -> FeedRun {
+    let mut command = tickwire();
+    command.args(["--runtime", runtime, "rpc", url, "--login", LOGIN]);
+    for n in 0..count {
+        command.args([
+            "--request",
+            &format!(r#"{{"method":"order.place","params":{{"n":{n}}}}}"#),
+        ]);
     }
-
-    /// Reads lines until one satisfies `found` (bounded).
-    fn until(&mut self, what: &str, found: impl Fn(&Value) -> bool) {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = self
-                .lines
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("no {what} line in {:?}", self.seen));
-            let value: Value = serde_json::from_str(&line).unwrap();
-            let done = found(&value);
-            self.seen.push(value);
-            if done {
-                return;
-            }
-        }
-    }
-
-    /// Waits (bounded) for the command to exit; returns its lines and whether it succeeded.
-    fn finish(mut self) -> (Vec<Value>, bool, String) {
-        let deadline = Instant::now() + PATIENCE;
-        while let Ok(line) = self
-            .lines
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-        {
-            self.seen.push(serde_json::from_str(&line).unwrap());
-        }
-        let status = self.child.wait().unwrap();
-        let stderr = self.stderr.take().unwrap().join().unwrap();
-        (std::mem::take(&mut self.seen), status.success(), stderr)
-    }
-}
-
-impl Drop for RpcRun {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    FeedRun::spawn(command.args(args))
 }
 
 /// The outcome of each request, by its place on the command line, checked against the
@@ -182,7 +103,7 @@ fn gateway_faults(runtime: &str) {
     // request and its response.
     sim.control("/cut-next?how=rst");
     let url = format!("{}ws-api/v3", sim.feed_url);
-    let run = RpcRun::start(runtime, &url, 40, &["--timeout", "2s", "--in-flight", "8"]);
+    let run = start(runtime, &url, 40, &["--timeout", "2s", "--in-flight", "8"]);
     let (lines, ok, stderr) = run.finish();
     assert!(ok, "{stderr}");
     let counts = check(&lines, 40, &sim.control("/orders"));
@@ -242,7 +163,7 @@ fn through_toxiproxy(runtime: &str) {
         "--backoff",
         "50ms:200ms",
     ];
-    let mut run = RpcRun::start(runtime, &url, 24, &args);
+    let mut run = start(runtime, &url, 24, &args);
     run.until("ready", |l| l["event"] == "ready");
     run.until("a response", |l| l["outcome"] == "response");
     // Four in flight, each answered 150 ms after it arrived: a reset now cuts some.
